@@ -1,0 +1,4 @@
+//! `nav`: navkit's command-line tool.
+fn main() {
+    println!("nav: see README.md");
+}

@@ -1,0 +1,757 @@
+//! The A* local planner of seed 002: a cost map from the occupancy grid
+//! (obstacles impassable, unknown cells expensive, one cell of inflation),
+//! 8-connected search with the octile heuristic, a planning-time budget and
+//! down-sampling to waypoints.
+//!
+//! ```
+//! use nav_core::astar::{CostMap, CostMapConfig, GridPlanner, PlannerConfig};
+//! use nav_core::grid::{OccupancyGrid, GridPos, CellState};
+//! use nav_core::geometry::Point2;
+//! use nav_core::time::FrozenClock;
+//!
+//! let mut grid = OccupancyGrid::new(20, 20, 0.1, Point2::new(0.0, 0.0))?;
+//! for y in 0..15 { grid.set(GridPos::new(10, y), CellState::Wall, 1.0); }
+//! let costs = CostMap::from_grid(&grid, &CostMapConfig::ground_truth());
+//! let mut planner = GridPlanner::new(PlannerConfig::default());
+//! let path = planner.plan(&costs, GridPos::new(2, 2), GridPos::new(18, 2), &FrozenClock);
+//! assert!(path.success);
+//! assert_eq!(path.waypoints.first().map(|w| (w.gx, w.gy)), Some((2, 2)));
+//! assert_eq!(path.waypoints.last().map(|w| (w.gx, w.gy)), Some((18, 2)));
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+use crate::geometry::Point2;
+use crate::grid::{CellState, GridPos, OccupancyGrid};
+use crate::time::Clock;
+use serde::{Deserialize, Serialize, Serializer};
+use std::cmp::Ordering;
+use std::collections::BinaryHeap;
+use std::f64::consts::SQRT_2;
+
+/// How the cost map is derived from the grid (seed 002 "Cost Map").
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct CostMapConfig {
+    /// Cost of an unknown cell: 5 in ground-truth mode, 50 in vision mode.
+    pub unknown_cost: f32,
+    /// Cells within this many cells (Chebyshev) of an obstacle are inflated.
+    pub inflation_cells: u32,
+    /// Near-obstacle multiplier of the inflation formula (2.0).
+    pub near_obstacle_multiplier: f32,
+    /// Cells whose centre is closer than this to an obstacle cell centre
+    /// are impassable (hard inflation by the robot's radius). 0 = off, the
+    /// seed's behaviour.
+    pub robot_radius_m: f64,
+}
+
+impl Default for CostMapConfig {
+    fn default() -> Self {
+        Self::ground_truth()
+    }
+}
+
+impl CostMapConfig {
+    /// Ground-truth mode: unknown cost 5.
+    pub fn ground_truth() -> Self {
+        Self { unknown_cost: 5.0, inflation_cells: 1, near_obstacle_multiplier: 2.0, robot_radius_m: 0.0 }
+    }
+
+    /// Vision mode: unknown cost 50.
+    pub fn vision() -> Self {
+        Self { unknown_cost: 50.0, ..Self::ground_truth() }
+    }
+
+    /// Inflated cost at distance `d` (cells) from an obstacle:
+    /// `1 + (m − 1)·(1 − d / (inflation + 1))`.
+    pub fn inflated_cost(&self, d_cells: f64) -> f32 {
+        let inflation = f64::from(self.inflation_cells);
+        let m = f64::from(self.near_obstacle_multiplier);
+        (1.0 + (m - 1.0) * (1.0 - d_cells / (inflation + 1.0))) as f32
+    }
+}
+
+/// Per-cell traversal costs; `f32::INFINITY` marks impassable cells.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CostMap {
+    width: usize,
+    height: usize,
+    resolution: f64,
+    origin: Point2,
+    costs: Vec<f32>,
+    blocked_by_map: Vec<bool>,
+    min_cost: f32,
+}
+
+impl CostMap {
+    /// Builds the cost map: obstacle/wall → impassable; unknown →
+    /// `unknown_cost`; other states → 1; then every non-blocked cell within
+    /// `inflation_cells` (Chebyshev) of an obstacle costs
+    /// `max(base, inflated_cost(d))` with `d` the Euclidean distance in
+    /// cells; cells closer than `robot_radius_m` become impassable.
+    pub fn from_grid(grid: &OccupancyGrid, cfg: &CostMapConfig) -> Self {
+        let (w, h) = (grid.width(), grid.height());
+        let res = grid.resolution();
+        let blocked_by_map: Vec<bool> = grid.cells().iter().map(|c| c.state.is_blocking()).collect();
+        let mut costs: Vec<f32> = grid
+            .cells()
+            .iter()
+            .map(|c| match c.state {
+                CellState::Obstacle | CellState::Wall => f32::INFINITY,
+                CellState::Unknown => cfg.unknown_cost.max(f32::MIN_POSITIVE),
+                CellState::Free | CellState::Explored => 1.0,
+            })
+            .collect();
+        let need_dt = cfg.inflation_cells > 0 || cfg.robot_radius_m > 0.0;
+        if need_dt && blocked_by_map.iter().any(|b| *b) {
+            let clearance = grid.clearance_map();
+            let infl = i64::from(cfg.inflation_cells);
+            for i in 0..w * h {
+                if blocked_by_map[i] {
+                    continue;
+                }
+                let d_m = f64::from(clearance[i]);
+                if cfg.robot_radius_m > 0.0 && d_m < cfg.robot_radius_m {
+                    costs[i] = f32::INFINITY;
+                    continue;
+                }
+                if infl > 0 {
+                    let d_cells = d_m / res;
+                    // Chebyshev neighbourhood: any obstacle within `infl` cells on both axes.
+                    if d_cells <= infl as f64 * SQRT_2 + 1e-3 && chebyshev_near(&blocked_by_map, w, h, i, infl) {
+                        costs[i] = costs[i].max(cfg.inflated_cost(d_cells));
+                    }
+                }
+            }
+        }
+        let min_cost = costs.iter().copied().filter(|c| c.is_finite()).fold(f32::INFINITY, f32::min);
+        Self {
+            width: w,
+            height: h,
+            resolution: res,
+            origin: grid.origin(),
+            costs,
+            blocked_by_map,
+            min_cost: if min_cost.is_finite() { min_cost } else { 1.0 },
+        }
+    }
+
+    /// Width in cells.
+    pub fn width(&self) -> usize {
+        self.width
+    }
+
+    /// Height in cells.
+    pub fn height(&self) -> usize {
+        self.height
+    }
+
+    /// Cell size in metres.
+    pub fn resolution(&self) -> f64 {
+        self.resolution
+    }
+
+    /// True when `p` lies inside the map.
+    pub fn contains(&self, p: GridPos) -> bool {
+        p.x >= 0 && p.y >= 0 && (p.x as usize) < self.width && (p.y as usize) < self.height
+    }
+
+    /// Cost of entering cell `p` (`f32::INFINITY` if impassable or outside).
+    pub fn cost(&self, p: GridPos) -> f32 {
+        if self.contains(p) { self.costs[p.y as usize * self.width + p.x as usize] } else { f32::INFINITY }
+    }
+
+    /// All costs, row-major.
+    pub fn costs(&self) -> &[f32] {
+        &self.costs
+    }
+
+    /// Smallest finite cell cost (scales the heuristic so it stays
+    /// admissible).
+    pub fn min_cost(&self) -> f32 {
+        self.min_cost
+    }
+
+    /// World centre of cell `p`.
+    pub fn grid_to_world(&self, p: GridPos) -> Point2 {
+        Point2::new(
+            self.origin.x + (p.x as f64 + 0.5) * self.resolution,
+            self.origin.y + (p.y as f64 + 0.5) * self.resolution,
+        )
+    }
+
+    /// Cell containing world point `p` (may be outside).
+    pub fn world_to_grid(&self, p: Point2) -> GridPos {
+        let c = |v: f64| v.clamp(i32::MIN as f64, i32::MAX as f64) as i32;
+        GridPos::new(
+            c(((p.x - self.origin.x) / self.resolution).floor()),
+            c(((p.y - self.origin.y) / self.resolution).floor()),
+        )
+    }
+
+    /// The successors of `p` with their step costs: 8-connected, diagonal
+    /// steps cost √2 × the entered cell's cost, and a diagonal step may not
+    /// cut the corner of an impassable cell. This is the exact move model
+    /// of [`GridPlanner`]; benches and tests reuse it for peers.
+    pub fn successors(&self, p: GridPos, allow_diagonal: bool, out: &mut Vec<(GridPos, f64)>) {
+        out.clear();
+        const DIRS: [(i32, i32); 8] = [(1, 0), (-1, 0), (0, 1), (0, -1), (1, 1), (1, -1), (-1, 1), (-1, -1)];
+        let n = if allow_diagonal { 8 } else { 4 };
+        for &(dx, dy) in &DIRS[..n] {
+            let q = GridPos::new(p.x + dx, p.y + dy);
+            let c = self.cost(q);
+            if !c.is_finite() {
+                continue;
+            }
+            if dx != 0 && dy != 0 {
+                if !self.cost(GridPos::new(p.x + dx, p.y)).is_finite()
+                    || !self.cost(GridPos::new(p.x, p.y + dy)).is_finite()
+                {
+                    continue;
+                }
+                out.push((q, SQRT_2 * f64::from(c)));
+            } else {
+                out.push((q, f64::from(c)));
+            }
+        }
+    }
+
+    fn blocked_by_map(&self, p: GridPos) -> bool {
+        !self.contains(p) || self.blocked_by_map[p.y as usize * self.width + p.x as usize]
+    }
+}
+
+fn chebyshev_near(blocked: &[bool], w: usize, h: usize, i: usize, r: i64) -> bool {
+    let (x, y) = ((i % w) as i64, (i / w) as i64);
+    for dy in -r..=r {
+        for dx in -r..=r {
+            let (nx, ny) = (x + dx, y + dy);
+            if nx >= 0 && ny >= 0 && (nx as usize) < w && (ny as usize) < h && blocked[ny as usize * w + nx as usize] {
+                return true;
+            }
+        }
+    }
+    false
+}
+
+/// Octile distance between two cells (the seed's heuristic).
+pub fn octile(a: GridPos, b: GridPos) -> f64 {
+    let dx = f64::from((a.x - b.x).abs());
+    let dy = f64::from((a.y - b.y).abs());
+    dx.max(dy) + (SQRT_2 - 1.0) * dx.min(dy)
+}
+
+/// Search settings (seed 002 "Movement", "Path to Waypoints").
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct PlannerConfig {
+    /// 8-connected search (default true).
+    pub allow_diagonal: bool,
+    /// Keep every n-th cell of the raw path as a waypoint (3).
+    pub waypoint_spacing: usize,
+    /// Planning-time budget in milliseconds (100).
+    pub max_planning_time_ms: f64,
+}
+
+impl Default for PlannerConfig {
+    fn default() -> Self {
+        Self { allow_diagonal: true, waypoint_spacing: 3, max_planning_time_ms: 100.0 }
+    }
+}
+
+/// Why planning failed.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
+pub enum PlanError {
+    /// The goal cell is impassable.
+    #[error("goal position is blocked")]
+    GoalBlocked,
+    /// The start cell is an obstacle or wall.
+    #[error("start position is blocked")]
+    StartBlocked,
+    /// Start or goal lies outside the grid.
+    #[error("{0} position is outside the grid")]
+    OutOfBounds(&'static str),
+    /// The goal is not reachable from the start.
+    #[error("no path found")]
+    NoPath,
+    /// The planning-time budget ran out before the search finished.
+    #[error("planning budget of {budget_ms} ms exceeded")]
+    BudgetExceeded {
+        /// The budget that was exceeded, milliseconds.
+        budget_ms: f64,
+    },
+}
+
+fn ser_error<S: Serializer>(e: &Option<PlanError>, s: S) -> Result<S::Ok, S::Error> {
+    match e {
+        Some(e) => s.serialize_str(&e.to_string()),
+        None => s.serialize_none(),
+    }
+}
+
+/// One waypoint of a planned path.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct PathWaypoint {
+    /// World x of the cell centre, metres.
+    pub x: f64,
+    /// World y of the cell centre, metres.
+    pub y: f64,
+    /// Grid column.
+    pub gx: i32,
+    /// Grid row.
+    pub gy: i32,
+    /// Index of this waypoint in the list.
+    pub index: usize,
+}
+
+/// The planner's answer, with the seed's fields.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PathResult {
+    /// True when a path was found.
+    pub success: bool,
+    /// Down-sampled waypoints, start and goal included.
+    pub waypoints: Vec<PathWaypoint>,
+    /// Sum of step costs along the path (what A* minimizes).
+    pub total_cost: f64,
+    /// Geometric length of the raw path, metres.
+    pub path_length_m: f64,
+    /// Number of cells in the raw path.
+    pub raw_path_length: usize,
+    /// Time spent planning, milliseconds (per the injected clock).
+    pub planning_time_ms: f64,
+    /// What went wrong, when `success` is false.
+    #[serde(serialize_with = "ser_error")]
+    pub error: Option<PlanError>,
+    /// Every cell of the raw path, start to goal.
+    #[serde(skip)]
+    pub cells: Vec<GridPos>,
+}
+
+impl PathResult {
+    fn failure(e: PlanError, ms: f64) -> Self {
+        Self {
+            success: false,
+            waypoints: Vec::new(),
+            total_cost: 0.0,
+            path_length_m: 0.0,
+            raw_path_length: 0,
+            planning_time_ms: ms,
+            error: Some(e),
+            cells: Vec::new(),
+        }
+    }
+}
+
+#[derive(Clone, Copy, PartialEq)]
+struct HeapNode {
+    f: f64,
+    g: f64,
+    idx: u32,
+}
+
+impl Eq for HeapNode {}
+
+impl Ord for HeapNode {
+    fn cmp(&self, other: &Self) -> Ordering {
+        // min-heap on f, ties broken toward larger g (deeper nodes first)
+        other.f.total_cmp(&self.f).then_with(|| self.g.total_cmp(&other.g))
+    }
+}
+
+impl PartialOrd for HeapNode {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+/// A reusable A* planner: it keeps its scratch buffers between calls and
+/// resets them in O(1) with a generation stamp.
+#[derive(Debug, Clone, Default)]
+pub struct GridPlanner {
+    config: PlannerConfig,
+    g: Vec<f64>,
+    parent: Vec<u32>,
+    stamp: Vec<u32>,
+    closed: Vec<u32>,
+    generation: u32,
+    heap: BinaryHeap<HeapNode>,
+}
+
+impl std::fmt::Debug for HeapNode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "({}, {}, {})", self.f, self.g, self.idx)
+    }
+}
+
+const NO_PARENT: u32 = u32::MAX;
+
+impl GridPlanner {
+    /// A planner with the given settings.
+    pub fn new(config: PlannerConfig) -> Self {
+        Self { config, ..Self::default() }
+    }
+
+    /// The settings.
+    pub fn config(&self) -> &PlannerConfig {
+        &self.config
+    }
+
+    /// Plans from world point `start` to world point `goal`.
+    pub fn plan_world(&mut self, map: &CostMap, start: Point2, goal: Point2, clock: &dyn Clock) -> PathResult {
+        self.plan(map, map.world_to_grid(start), map.world_to_grid(goal), clock)
+    }
+
+    /// Plans from cell `start` to cell `goal`. The start cell may lie in the
+    /// inflated zone (the robot is already there) but not on an obstacle.
+    pub fn plan(&mut self, map: &CostMap, start: GridPos, goal: GridPos, clock: &dyn Clock) -> PathResult {
+        let t0 = clock.now_s();
+        let elapsed_ms = |c: &dyn Clock| (c.now_s() - t0) * 1000.0;
+        if !map.contains(start) {
+            return PathResult::failure(PlanError::OutOfBounds("start"), 0.0);
+        }
+        if !map.contains(goal) {
+            return PathResult::failure(PlanError::OutOfBounds("goal"), 0.0);
+        }
+        if map.blocked_by_map(start) {
+            return PathResult::failure(PlanError::StartBlocked, 0.0);
+        }
+        if !map.cost(goal).is_finite() {
+            return PathResult::failure(PlanError::GoalBlocked, 0.0);
+        }
+        let n = map.width * map.height;
+        if self.g.len() != n {
+            self.g = vec![0.0; n];
+            self.parent = vec![NO_PARENT; n];
+            self.stamp = vec![0; n];
+            self.closed = vec![0; n];
+            self.generation = 0;
+        }
+        self.generation = self.generation.wrapping_add(1);
+        if self.generation == 0 {
+            self.stamp.fill(0);
+            self.closed.fill(0);
+            self.generation = 1;
+        }
+        let generation = self.generation;
+        self.heap.clear();
+        let w = map.width as i32;
+        let idx = |p: GridPos| (p.y * w + p.x) as u32;
+        let pos = |i: u32| GridPos::new(i as i32 % w, i as i32 / w);
+        let hscale = f64::from(map.min_cost);
+        let budget_ms = self.config.max_planning_time_ms;
+        let si = idx(start);
+        let gi = idx(goal);
+        self.g[si as usize] = 0.0;
+        self.parent[si as usize] = NO_PARENT;
+        self.stamp[si as usize] = generation;
+        self.heap.push(HeapNode { f: octile(start, goal) * hscale, g: 0.0, idx: si });
+        let diag = self.config.allow_diagonal;
+        let mut expansions: u32 = 0;
+        let mut found = false;
+        while let Some(HeapNode { g, idx: ci, .. }) = self.heap.pop() {
+            let cu = ci as usize;
+            if self.closed[cu] == generation || g > self.g[cu] {
+                continue;
+            }
+            self.closed[cu] = generation;
+            if ci == gi {
+                found = true;
+                break;
+            }
+            expansions = expansions.wrapping_add(1);
+            if expansions & 1023 == 0 && budget_ms.is_finite() && elapsed_ms(clock) > budget_ms {
+                return PathResult::failure(PlanError::BudgetExceeded { budget_ms }, elapsed_ms(clock));
+            }
+            let p = pos(ci);
+            let k = if diag { 8 } else { 4 };
+            for &(dx, dy) in &DIRS[..k] {
+                let (nx, ny) = (p.x + dx, p.y + dy);
+                if nx < 0 || ny < 0 || nx >= w || ny >= map.height as i32 {
+                    continue;
+                }
+                let ni = (ny * w + nx) as usize;
+                let c = map.costs[ni];
+                if !c.is_finite() {
+                    continue;
+                }
+                let step = if dx != 0 && dy != 0 {
+                    // no corner cutting
+                    if !map.costs[(p.y * w + nx) as usize].is_finite()
+                        || !map.costs[(ny * w + p.x) as usize].is_finite()
+                    {
+                        continue;
+                    }
+                    SQRT_2 * f64::from(c)
+                } else {
+                    f64::from(c)
+                };
+                let ng = g + step;
+                if self.stamp[ni] != generation || ng < self.g[ni] {
+                    if self.closed[ni] == generation {
+                        continue; // consistent heuristic: closed nodes are final
+                    }
+                    self.stamp[ni] = generation;
+                    self.g[ni] = ng;
+                    self.parent[ni] = ci;
+                    let q = GridPos::new(nx, ny);
+                    self.heap.push(HeapNode { f: ng + octile(q, goal) * hscale, g: ng, idx: ni as u32 });
+                }
+            }
+        }
+        if !found {
+            return PathResult::failure(PlanError::NoPath, elapsed_ms(clock));
+        }
+        let mut cells = Vec::new();
+        let mut cur = gi;
+        while cur != NO_PARENT {
+            cells.push(pos(cur));
+            cur = self.parent[cur as usize];
+        }
+        cells.reverse();
+        let mut length = 0.0;
+        for win in cells.windows(2) {
+            let diagonal = win[0].x != win[1].x && win[0].y != win[1].y;
+            length += if diagonal { SQRT_2 } else { 1.0 };
+        }
+        let waypoints = downsample(&cells, self.config.waypoint_spacing.max(1))
+            .into_iter()
+            .enumerate()
+            .map(|(index, p)| {
+                let wpt = map.grid_to_world(p);
+                PathWaypoint { x: wpt.x, y: wpt.y, gx: p.x, gy: p.y, index }
+            })
+            .collect();
+        PathResult {
+            success: true,
+            waypoints,
+            total_cost: self.g[gi as usize],
+            path_length_m: length * map.resolution,
+            raw_path_length: cells.len(),
+            planning_time_ms: elapsed_ms(clock),
+            error: None,
+            cells,
+        }
+    }
+}
+
+const DIRS: [(i32, i32); 8] = [(1, 0), (-1, 0), (0, 1), (0, -1), (1, 1), (1, -1), (-1, 1), (-1, -1)];
+
+/// Keeps every `spacing`-th cell, always including the first and last.
+pub fn downsample(cells: &[GridPos], spacing: usize) -> Vec<GridPos> {
+    let spacing = spacing.max(1);
+    let mut out: Vec<GridPos> = cells.iter().step_by(spacing).copied().collect();
+    if let Some(&last) = cells.last() {
+        if out.last() != Some(&last) {
+            out.push(last);
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::time::{FrozenClock, ManualClock};
+    use proptest::prelude::*;
+    use std::collections::BinaryHeap;
+
+    fn open_grid(w: usize, h: usize) -> OccupancyGrid {
+        let mut g = OccupancyGrid::new(w, h, 0.1, Point2::new(0.0, 0.0)).unwrap();
+        for i in 0..w * h {
+            let p = g.pos_of(i);
+            g.set(p, CellState::Free, 1.0);
+        }
+        g
+    }
+
+    #[test]
+    fn inflation_formula_matches_seed() {
+        let c = CostMapConfig::ground_truth();
+        // 1 + (2 − 1)·(1 − 1/2) = 1.5 for a cell adjacent to an obstacle
+        assert!((c.inflated_cost(1.0) - 1.5).abs() < 1e-6);
+        // diagonal neighbour: 1 + (1 − √2/2) ≈ 1.2929
+        assert!((c.inflated_cost(SQRT_2) - 1.292_893).abs() < 1e-5);
+        assert_eq!(CostMapConfig::vision().unknown_cost, 50.0);
+    }
+
+    #[test]
+    fn cost_map_values() {
+        let mut g = open_grid(5, 5);
+        g.set(GridPos::new(2, 2), CellState::Obstacle, 1.0);
+        g.set(GridPos::new(0, 0), CellState::Unknown, 0.0);
+        let m = CostMap::from_grid(&g, &CostMapConfig::ground_truth());
+        assert!(m.cost(GridPos::new(2, 2)).is_infinite());
+        assert!((m.cost(GridPos::new(2, 3)) - 1.5).abs() < 1e-6);
+        assert!((m.cost(GridPos::new(3, 3)) - 1.292_893).abs() < 1e-5, "{}", m.cost(GridPos::new(3, 3)));
+        assert_eq!(m.cost(GridPos::new(4, 4)), 1.0);
+        assert_eq!(m.cost(GridPos::new(0, 0)), 5.0);
+        let mv = CostMap::from_grid(&g, &CostMapConfig::vision());
+        assert_eq!(mv.cost(GridPos::new(0, 0)), 50.0);
+    }
+
+    #[test]
+    fn straight_path_cost_and_waypoints() {
+        let g = open_grid(10, 3);
+        let m = CostMap::from_grid(&g, &CostMapConfig::ground_truth());
+        let mut p = GridPlanner::new(PlannerConfig::default());
+        let r = p.plan(&m, GridPos::new(0, 1), GridPos::new(9, 1), &FrozenClock);
+        assert!(r.success);
+        assert_eq!(r.raw_path_length, 10);
+        assert!((r.total_cost - 9.0).abs() < 1e-9);
+        assert!((r.path_length_m - 0.9).abs() < 1e-9);
+        let xs: Vec<i32> = r.waypoints.iter().map(|w| w.gx).collect();
+        assert_eq!(xs, vec![0, 3, 6, 9]);
+        let diag = p.plan(&m, GridPos::new(0, 0), GridPos::new(2, 2), &FrozenClock);
+        assert!((diag.total_cost - 2.0 * SQRT_2).abs() < 1e-9);
+    }
+
+    #[test]
+    fn seed_errors() {
+        let mut g = open_grid(10, 10);
+        g.set(GridPos::new(9, 9), CellState::Wall, 1.0);
+        for y in 0..10 {
+            g.set(GridPos::new(5, y), CellState::Wall, 1.0);
+        }
+        let m = CostMap::from_grid(&g, &CostMapConfig::ground_truth());
+        let mut p = GridPlanner::new(PlannerConfig::default());
+        let r = p.plan(&m, GridPos::new(0, 0), GridPos::new(9, 9), &FrozenClock);
+        assert_eq!(r.error, Some(PlanError::GoalBlocked));
+        assert_eq!(r.error.unwrap().to_string(), "goal position is blocked");
+        let r = p.plan(&m, GridPos::new(0, 0), GridPos::new(8, 0), &FrozenClock);
+        assert_eq!(r.error, Some(PlanError::NoPath));
+        assert_eq!(r.error.as_ref().unwrap().to_string(), "no path found");
+        let r = p.plan(&m, GridPos::new(0, 0), GridPos::new(80, 0), &FrozenClock);
+        assert_eq!(r.error, Some(PlanError::OutOfBounds("goal")));
+        let json = serde_json::to_value(&r).unwrap();
+        assert_eq!(json["error"], "goal position is outside the grid");
+        assert_eq!(json["success"], false);
+    }
+
+    /// A clock that advances 1 ms every time it is read.
+    struct TickingClock(ManualClock);
+    impl Clock for TickingClock {
+        fn now_s(&self) -> f64 {
+            self.0.advance(0.001);
+            self.0.now_s()
+        }
+    }
+
+    #[test]
+    fn budget_exceeded_is_a_distinct_error() {
+        let g = open_grid(300, 300);
+        let m = CostMap::from_grid(&g, &CostMapConfig::ground_truth());
+        let mut p = GridPlanner::new(PlannerConfig { max_planning_time_ms: 2.0, ..PlannerConfig::default() });
+        let mut g2 = g.clone();
+        for y in 1..300 {
+            g2.set(GridPos::new(150, y), CellState::Wall, 1.0);
+        }
+        let m2 = CostMap::from_grid(&g2, &CostMapConfig::ground_truth());
+        let r = p.plan(&m2, GridPos::new(0, 299), GridPos::new(299, 299), &TickingClock(ManualClock::new(0.0)));
+        assert!(matches!(r.error, Some(PlanError::BudgetExceeded { .. })), "{:?}", r.error);
+        // with a frozen clock the same search completes
+        let r = p.plan(&m, GridPos::new(0, 0), GridPos::new(299, 299), &FrozenClock);
+        assert!(r.success);
+    }
+
+    #[test]
+    fn hard_inflation_blocks_cells_near_walls() {
+        let mut g = open_grid(10, 10);
+        g.set(GridPos::new(5, 5), CellState::Wall, 1.0);
+        let cfg = CostMapConfig { robot_radius_m: 0.15, ..CostMapConfig::ground_truth() };
+        let m = CostMap::from_grid(&g, &cfg);
+        assert!(m.cost(GridPos::new(5, 6)).is_infinite()); // 0.1 m away
+        assert!(m.cost(GridPos::new(6, 6)).is_infinite()); // 0.141 m away
+        assert!(m.cost(GridPos::new(5, 7)).is_finite()); // 0.2 m away
+    }
+
+    /// Plain Dijkstra over the same move model.
+    fn dijkstra(m: &CostMap, s: GridPos, t: GridPos) -> Option<f64> {
+        #[derive(PartialEq)]
+        struct N(f64, GridPos);
+        impl Eq for N {}
+        impl Ord for N {
+            fn cmp(&self, o: &Self) -> Ordering {
+                o.0.total_cmp(&self.0)
+            }
+        }
+        impl PartialOrd for N {
+            fn partial_cmp(&self, o: &Self) -> Option<Ordering> {
+                Some(self.cmp(o))
+            }
+        }
+        let mut dist = std::collections::HashMap::new();
+        let mut heap = BinaryHeap::new();
+        dist.insert(s, 0.0);
+        heap.push(N(0.0, s));
+        let mut succ = Vec::new();
+        while let Some(N(d, p)) = heap.pop() {
+            if p == t {
+                return Some(d);
+            }
+            if d > *dist.get(&p).unwrap_or(&f64::INFINITY) {
+                continue;
+            }
+            m.successors(p, true, &mut succ);
+            for &(q, c) in &succ {
+                let nd = d + c;
+                if nd < *dist.get(&q).unwrap_or(&f64::INFINITY) {
+                    dist.insert(q, nd);
+                    heap.push(N(nd, q));
+                }
+            }
+        }
+        None
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(200))]
+        #[test]
+        fn astar_matches_dijkstra(
+            w in 2usize..=40, h in 2usize..=40,
+            cells in proptest::collection::vec(0u8..10, 1600),
+            sx in 0usize..40, sy in 0usize..40, tx in 0usize..40, ty in 0usize..40,
+            vision in proptest::bool::ANY,
+        ) {
+            let mut g = open_grid(w, h);
+            for (i, cell) in cells.iter().enumerate().take(w * h) {
+                let p = g.pos_of(i);
+                match cell {
+                    0 | 1 => g.set(p, CellState::Obstacle, 1.0),
+                    2 => g.set(p, CellState::Unknown, 0.0),
+                    3 => g.set(p, CellState::Wall, 1.0),
+                    4 => g.set(p, CellState::Explored, 1.0),
+                    _ => {}
+                }
+            }
+            let cfg = if vision { CostMapConfig::vision() } else { CostMapConfig::ground_truth() };
+            let m = CostMap::from_grid(&g, &cfg);
+            let s = GridPos::new((sx % w) as i32, (sy % h) as i32);
+            let t = GridPos::new((tx % w) as i32, (ty % h) as i32);
+            let mut planner = GridPlanner::new(PlannerConfig::default());
+            let r = planner.plan(&m, s, t, &FrozenClock);
+            if !m.cost(s).is_finite() {
+                prop_assert_eq!(r.error, Some(PlanError::StartBlocked));
+                return Ok(());
+            }
+            if !m.cost(t).is_finite() {
+                prop_assert_eq!(r.error, Some(PlanError::GoalBlocked));
+                return Ok(());
+            }
+            match dijkstra(&m, s, t) {
+                Some(best) => {
+                    prop_assert!(r.success, "A* failed where Dijkstra found {best}");
+                    prop_assert!((r.total_cost - best).abs() < 1e-6 * best.max(1.0), "{} vs {}", r.total_cost, best);
+                    // never enters an impassable cell; steps are 8-connected
+                    for c in &r.cells { prop_assert!(m.cost(*c).is_finite()); }
+                    for win in r.cells.windows(2) {
+                        prop_assert!((win[0].x - win[1].x).abs() <= 1 && (win[0].y - win[1].y).abs() <= 1);
+                    }
+                    prop_assert_eq!(r.cells.first(), Some(&s));
+                    prop_assert_eq!(r.cells.last(), Some(&t));
+                }
+                None => prop_assert_eq!(r.error, Some(PlanError::NoPath)),
+            }
+        }
+    }
+}

@@ -1,0 +1,807 @@
+//! LiDAR processing (seeds 001 §1.3 and 003 §2.3, §4.4, §4.7): the
+//! 12-sector summary and its text form, nearest obstacle, doorway/gap
+//! detection, affordance scores, minimum time-to-collision and proportional
+//! speed scaling.
+//!
+//! Readings follow the ROS `sensor_msgs/LaserScan` convention (REP-117):
+//! `+inf` or a value above `range_max` means *no return* (free up to
+//! `range_max`), `-inf` means *too close to measure* (treated as an obstacle
+//! at `range_min`), and NaN or a finite value below `range_min` is an invalid
+//! reading that is ignored. No reading ever becomes a phantom obstacle at 0 m.
+//!
+//! Angles in a [`LaserScan`] are counter-clockwise radians from the robot's
+//! front. The text summary, like the seeds, prints *clockwise* bearings.
+
+use crate::geometry::{clockwise_deg, normalize_angle};
+use serde::{Deserialize, Serialize};
+use std::f64::consts::{PI, TAU};
+use std::fmt::Write as _;
+
+/// A planar laser scan with ROS `LaserScan` semantics.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LaserScan {
+    /// Angle of the first beam, radians CCW from the robot's front.
+    pub angle_min: f64,
+    /// Angle between consecutive beams, radians (positive: CCW order).
+    pub angle_increment: f64,
+    /// Minimum valid range, metres.
+    pub range_min: f32,
+    /// Maximum valid range, metres.
+    pub range_max: f32,
+    /// One range per beam, metres (may hold NaN and ±inf).
+    pub ranges: Vec<f32>,
+}
+
+/// What one range value means.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Reading {
+    /// A return at this distance (metres), inside `[range_min, range_max]`.
+    Hit(f32),
+    /// Nothing within `range_max` (`+inf` or above `range_max`).
+    NoReturn,
+    /// An object closer than `range_min` (`-inf`).
+    TooClose,
+    /// An erroneous reading (NaN, or finite below `range_min`): ignored.
+    Invalid,
+}
+
+impl LaserScan {
+    /// A full-circle scan of `n` beams starting at angle −π, every range set
+    /// to `fill` (use `f32::INFINITY` for an empty world).
+    pub fn full_circle(n: usize, range_min: f32, range_max: f32, fill: f32) -> Self {
+        let n = n.max(1);
+        Self { angle_min: -PI, angle_increment: TAU / n as f64, range_min, range_max, ranges: vec![fill; n] }
+    }
+
+    /// Number of beams.
+    pub fn len(&self) -> usize {
+        self.ranges.len()
+    }
+
+    /// True when the scan has no beams.
+    pub fn is_empty(&self) -> bool {
+        self.ranges.is_empty()
+    }
+
+    /// Angle of beam `i`, radians CCW, normalized to `(-π, π]`.
+    pub fn angle(&self, i: usize) -> f64 {
+        normalize_angle(self.angle_min + i as f64 * self.angle_increment)
+    }
+
+    /// True when the header fields are usable (finite, positive increment,
+    /// `0 <= range_min < range_max`).
+    pub fn header_is_valid(&self) -> bool {
+        self.angle_min.is_finite()
+            && self.angle_increment.is_finite()
+            && self.angle_increment != 0.0
+            && self.range_min.is_finite()
+            && self.range_max.is_finite()
+            && self.range_min >= 0.0
+            && self.range_max > self.range_min
+    }
+
+    /// Classifies a raw range value under this scan's limits.
+    pub fn classify(&self, r: f32) -> Reading {
+        if r.is_nan() {
+            Reading::Invalid
+        } else if r == f32::INFINITY || r > self.range_max {
+            Reading::NoReturn
+        } else if r == f32::NEG_INFINITY {
+            Reading::TooClose
+        } else if r < self.range_min {
+            Reading::Invalid
+        } else {
+            Reading::Hit(r)
+        }
+    }
+
+    /// The distance a reading stands for when reasoning about free space:
+    /// hits as measured, no-return as `range_max`, too-close as `range_min`,
+    /// invalid as `None`.
+    pub fn effective(&self, r: f32) -> Option<f32> {
+        match self.classify(r) {
+            Reading::Hit(d) => Some(d),
+            Reading::NoReturn => Some(self.range_max),
+            Reading::TooClose => Some(self.range_min),
+            Reading::Invalid => None,
+        }
+    }
+
+    /// The distance of an *obstacle* for a reading: hits and too-close only.
+    pub fn obstacle(&self, r: f32) -> Option<f32> {
+        match self.classify(r) {
+            Reading::Hit(d) => Some(d),
+            Reading::TooClose => Some(self.range_min),
+            Reading::NoReturn | Reading::Invalid => None,
+        }
+    }
+
+    /// Iterates `(angle_rad, effective_distance)` over usable beams.
+    pub fn effective_beams(&self) -> impl Iterator<Item = (f64, f32)> + '_ {
+        let ok = self.header_is_valid();
+        self.ranges
+            .iter()
+            .enumerate()
+            .filter(move |_| ok)
+            .filter_map(move |(i, &r)| self.effective(r).map(|d| (self.angle(i), d)))
+    }
+
+    /// Iterates `(angle_rad, obstacle_distance)` over beams that saw an
+    /// obstacle.
+    pub fn obstacle_beams(&self) -> impl Iterator<Item = (f64, f32)> + '_ {
+        let ok = self.header_is_valid();
+        self.ranges
+            .iter()
+            .enumerate()
+            .filter(move |_| ok)
+            .filter_map(move |(i, &r)| self.obstacle(r).map(|d| (self.angle(i), d)))
+    }
+}
+
+/// Qualitative clearance label of a sector (seed 003 §2.3).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "UPPERCASE")]
+pub enum ClearanceLabel {
+    /// ≥ 2 m.
+    Clear,
+    /// < 2 m.
+    Near,
+    /// < 1 m.
+    Obstacle,
+    /// < 0.5 m.
+    Wall,
+}
+
+impl ClearanceLabel {
+    /// Upper-case label as printed in the summary.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ClearanceLabel::Clear => "CLEAR",
+            ClearanceLabel::Near => "NEAR",
+            ClearanceLabel::Obstacle => "OBSTACLE",
+            ClearanceLabel::Wall => "WALL",
+        }
+    }
+}
+
+/// Thresholds of the LiDAR summary. Defaults are the seeds'.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct LidarConfig {
+    /// Percentile used as a sector's distance (0.1 = 10th percentile).
+    pub percentile: f64,
+    /// At or beyond this a sector is CLEAR, metres.
+    pub clear_m: f32,
+    /// Below this a sector is OBSTACLE, metres.
+    pub obstacle_m: f32,
+    /// Below this a sector is WALL, metres.
+    pub wall_m: f32,
+    /// A range jump larger than this opens or closes a gap, metres.
+    pub gap_jump_m: f32,
+    /// Gaps narrower than this are ignored, metres.
+    pub gap_min_width_m: f64,
+    /// Gaps up to this width are called "doorway", wider ones "opening".
+    pub doorway_max_width_m: f64,
+}
+
+impl Default for LidarConfig {
+    fn default() -> Self {
+        Self {
+            percentile: 0.1,
+            clear_m: 2.0,
+            obstacle_m: 1.0,
+            wall_m: 0.5,
+            gap_jump_m: 1.0,
+            gap_min_width_m: 0.6,
+            doorway_max_width_m: 1.5,
+        }
+    }
+}
+
+impl LidarConfig {
+    /// Label for a sector distance.
+    pub fn label(&self, d: f32) -> ClearanceLabel {
+        if d < self.wall_m {
+            ClearanceLabel::Wall
+        } else if d < self.obstacle_m {
+            ClearanceLabel::Obstacle
+        } else if d < self.clear_m {
+            ClearanceLabel::Near
+        } else {
+            ClearanceLabel::Clear
+        }
+    }
+}
+
+/// Names of the 12 sectors, indexed by clockwise bearing / 30°.
+pub const SECTOR_NAMES: [&str; 12] = [
+    "front",
+    "front-right",
+    "right-front",
+    "right",
+    "right-back",
+    "back-right",
+    "back",
+    "back-left",
+    "left-back",
+    "left",
+    "left-front",
+    "front-left",
+];
+
+/// One 30° sector of the summary.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Sector {
+    /// Clockwise bearing of the sector centre, degrees (0, 30, …, 330).
+    pub bearing_deg: u16,
+    /// Sector name (`front`, `front-right`, …).
+    pub name: &'static str,
+    /// Percentile distance of the sector, metres; `None` without readings.
+    pub distance_m: Option<f32>,
+    /// Label of `distance_m`.
+    pub label: Option<ClearanceLabel>,
+}
+
+/// The nearest obstacle return.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Nearest {
+    /// Distance, metres.
+    pub distance_m: f32,
+    /// Angle, radians CCW from the front.
+    pub angle_rad: f64,
+    /// Clockwise bearing, degrees `[0, 360)`.
+    pub bearing_deg: f64,
+    /// Name of the sector containing it.
+    pub sector: &'static str,
+}
+
+/// A gap between two obstacle edges (a doorway or opening).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Gap {
+    /// Angle of the gap centre, radians CCW from the front.
+    pub angle_rad: f64,
+    /// Clockwise bearing of the gap centre, degrees `[0, 360)`.
+    pub bearing_deg: f64,
+    /// Width between the two edge points, metres.
+    pub width_m: f64,
+    /// Distance to the midpoint between the edges, metres.
+    pub distance_m: f64,
+    /// `doorway` or `opening`.
+    pub kind: &'static str,
+}
+
+/// The 12-sector LiDAR summary of one scan.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct LidarSummary {
+    /// Sectors in clockwise order starting at the front.
+    pub sectors: [Sector; 12],
+    /// Nearest obstacle, if any beam saw one.
+    pub nearest: Option<Nearest>,
+    /// Detected gaps, in scan order.
+    pub gaps: Vec<Gap>,
+}
+
+/// Sector index (0..12) of a CCW angle.
+pub fn sector_index(angle_rad: f64) -> usize {
+    let cw = clockwise_deg(angle_rad);
+    ((cw + 15.0) / 30.0).floor() as usize % 12
+}
+
+/// Linear-interpolated percentile of `values` (numpy's default method).
+/// Reorders `values`. Returns `None` for an empty slice.
+pub fn percentile(values: &mut [f32], p: f64) -> Option<f32> {
+    if values.is_empty() {
+        return None;
+    }
+    let p = if p.is_finite() { p.clamp(0.0, 1.0) } else { 0.0 };
+    let pos = p * (values.len() - 1) as f64;
+    let lo = pos.floor() as usize;
+    let frac = (pos - lo as f64) as f32;
+    let (_, lo_v, rest) = values.select_nth_unstable_by(lo, f32::total_cmp);
+    let lo_v = *lo_v;
+    if frac == 0.0 || rest.is_empty() {
+        return Some(lo_v);
+    }
+    let hi_v = rest.iter().copied().fold(f32::INFINITY, f32::min);
+    Some(lo_v + (hi_v - lo_v) * frac)
+}
+
+impl LidarSummary {
+    /// Summarizes a scan. Never panics, whatever the values.
+    pub fn from_scan(scan: &LaserScan, config: &LidarConfig) -> Self {
+        let mut buckets: [Vec<f32>; 12] = Default::default();
+        let mut nearest: Option<Nearest> = None;
+        if scan.header_is_valid() {
+            for (i, &r) in scan.ranges.iter().enumerate() {
+                let a = scan.angle(i);
+                if let Some(d) = scan.effective(r) {
+                    buckets[sector_index(a)].push(d);
+                }
+                if let Some(d) = scan.obstacle(r) {
+                    if nearest.is_none_or(|n| d < n.distance_m) {
+                        let k = sector_index(a);
+                        nearest = Some(Nearest {
+                            distance_m: d,
+                            angle_rad: a,
+                            bearing_deg: clockwise_deg(a),
+                            sector: SECTOR_NAMES[k],
+                        });
+                    }
+                }
+            }
+        }
+        let sectors = std::array::from_fn(|k| {
+            let distance_m = percentile(&mut buckets[k], config.percentile);
+            Sector {
+                bearing_deg: (k * 30) as u16,
+                name: SECTOR_NAMES[k],
+                distance_m,
+                label: distance_m.map(|d| config.label(d)),
+            }
+        });
+        Self { sectors, nearest, gaps: detect_gaps(scan, config) }
+    }
+
+    /// The seed-003 text layout:
+    ///
+    /// ```text
+    /// LIDAR (12 sectors, 30° each, clockwise from front):
+    ///   000° front:       2.9m CLEAR
+    ///   …
+    /// Nearest: 0.5m at 90° (right)
+    /// Gaps: doorway at 315°, width 0.9m, dist 2.1m
+    /// ```
+    pub fn to_text(&self) -> String {
+        let mut s = String::with_capacity(640);
+        s.push_str("LIDAR (12 sectors, 30° each, clockwise from front):\n");
+        for sec in &self.sectors {
+            let head = format!("{:03}° {}:", sec.bearing_deg, sec.name);
+            match (sec.distance_m, sec.label) {
+                (Some(d), Some(l)) => {
+                    let _ = writeln!(s, "  {head:<18}{d:.1}m {}", l.as_str());
+                }
+                _ => {
+                    let _ = writeln!(s, "  {head:<18}no data");
+                }
+            }
+        }
+        match &self.nearest {
+            Some(n) => {
+                let _ = writeln!(s, "Nearest: {:.1}m at {:.0}° ({})", n.distance_m, n.bearing_deg, n.sector);
+            }
+            None => s.push_str("Nearest: none in range\n"),
+        }
+        if self.gaps.is_empty() {
+            s.push_str("Gaps: none");
+        } else {
+            s.push_str("Gaps: ");
+            for (i, g) in self.gaps.iter().enumerate() {
+                if i > 0 {
+                    s.push_str("; ");
+                }
+                let _ = write!(
+                    s,
+                    "{} at {:.0}°, width {:.1}m, dist {:.1}m",
+                    g.kind, g.bearing_deg, g.width_m, g.distance_m
+                );
+            }
+        }
+        s
+    }
+
+    /// Distance of the nearest obstacle, or `f32::INFINITY`.
+    pub fn nearest_m(&self) -> f32 {
+        self.nearest.map_or(f32::INFINITY, |n| n.distance_m)
+    }
+
+    /// Sector distance by index (0 = front, clockwise), or `f32::INFINITY`
+    /// for a sector with no data.
+    pub fn sector_m(&self, k: usize) -> f32 {
+        self.sectors.get(k % 12).and_then(|s| s.distance_m).unwrap_or(f32::INFINITY)
+    }
+}
+
+/// Detects gaps: an outward range jump larger than `gap_jump_m` opens a gap
+/// and an inward jump closes it; the gap's width is the distance between
+/// the two near edge points. Full-circle scans wrap around.
+pub fn detect_gaps(scan: &LaserScan, config: &LidarConfig) -> Vec<Gap> {
+    let mut gaps = Vec::new();
+    if !scan.header_is_valid() {
+        return gaps;
+    }
+    let beams: Vec<(f64, f32)> = scan.effective_beams().collect();
+    let n = beams.len();
+    if n < 3 {
+        return gaps;
+    }
+    let covered = scan.angle_increment.abs() * scan.ranges.len() as f64;
+    let circular = covered >= TAU - 1.5 * scan.angle_increment.abs();
+    let limit = if circular { 2 * n } else { n };
+    let jump = config.gap_jump_m;
+    let mut open: Option<usize> = None; // index of the near edge before the jump
+    for k in 1..limit {
+        let (prev, cur) = (beams[(k - 1) % n].1, beams[k % n].1);
+        if cur - prev > jump {
+            if k - 1 < n {
+                open = Some(k - 1);
+            } else {
+                break;
+            }
+        } else if prev - cur > jump {
+            if let Some(start) = open.take() {
+                if k - start >= n {
+                    continue;
+                }
+                let (a0, r0) = beams[start % n];
+                let (a1, r1) = beams[k % n];
+                let p0 = (r0 as f64 * a0.cos(), r0 as f64 * a0.sin());
+                let p1 = (r1 as f64 * a1.cos(), r1 as f64 * a1.sin());
+                let width = (p0.0 - p1.0).hypot(p0.1 - p1.1);
+                if width >= config.gap_min_width_m {
+                    let mid = ((p0.0 + p1.0) / 2.0, (p0.1 + p1.1) / 2.0);
+                    let angle = mid.1.atan2(mid.0);
+                    gaps.push(Gap {
+                        angle_rad: angle,
+                        bearing_deg: clockwise_deg(angle),
+                        width_m: width,
+                        distance_m: mid.0.hypot(mid.1),
+                        kind: if width <= config.doorway_max_width_m { "doorway" } else { "opening" },
+                    });
+                }
+            }
+        }
+    }
+    gaps
+}
+
+/// How to reduce the readings of an arc to one distance.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum ArcStat {
+    /// The minimum obstacle distance (for safety decisions).
+    Min,
+    /// A percentile of the effective distances (robust, for scoring).
+    Percentile(f64),
+}
+
+/// Reduces the beams whose angle lies within `half_width` of `center`
+/// (radians, CCW) to one distance. Returns `f32::INFINITY` when the arc
+/// holds no obstacle (for `Min`) or no readings at all.
+pub fn arc_distance(scan: &LaserScan, center: f64, half_width: f64, stat: ArcStat) -> f32 {
+    if !scan.header_is_valid() {
+        return f32::INFINITY;
+    }
+    let in_arc = |a: f64| normalize_angle(a - center).abs() <= half_width + 1e-9;
+    match stat {
+        ArcStat::Min => scan.obstacle_beams().filter(|(a, _)| in_arc(*a)).map(|(_, d)| d).fold(f32::INFINITY, f32::min),
+        ArcStat::Percentile(p) => {
+            let mut v: Vec<f32> = scan.effective_beams().filter(|(a, _)| in_arc(*a)).map(|(_, d)| d).collect();
+            percentile(&mut v, p).unwrap_or(f32::INFINITY)
+        }
+    }
+}
+
+/// The six movement directions of the explore tools.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Direction {
+    /// Straight ahead.
+    Forward,
+    /// Ahead and to the left.
+    ForwardLeft,
+    /// To the left.
+    Left,
+    /// Ahead and to the right.
+    ForwardRight,
+    /// To the right.
+    Right,
+    /// Straight back.
+    Backward,
+}
+
+impl Direction {
+    /// All six directions in the seed's enum order.
+    pub const ALL: [Direction; 6] = [
+        Direction::Forward,
+        Direction::ForwardLeft,
+        Direction::Left,
+        Direction::ForwardRight,
+        Direction::Right,
+        Direction::Backward,
+    ];
+
+    /// snake_case name (the tool enum value).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Direction::Forward => "forward",
+            Direction::ForwardLeft => "forward_left",
+            Direction::Left => "left",
+            Direction::ForwardRight => "forward_right",
+            Direction::Right => "right",
+            Direction::Backward => "backward",
+        }
+    }
+
+    /// Parses the snake_case name.
+    pub fn parse(s: &str) -> Option<Direction> {
+        Self::ALL.into_iter().find(|d| d.as_str() == s)
+    }
+
+    /// The arc of the scan that this direction looks at: `(center,
+    /// half_width)` in radians CCW. Forward is the seed's ±30° "front_wide"
+    /// arc; the diagonals are centred at ±45°, the sides at ±90°.
+    pub fn arc(self) -> (f64, f64) {
+        let d = |x: f64| x.to_radians();
+        match self {
+            Direction::Forward => (0.0, d(30.0)),
+            Direction::ForwardLeft => (d(45.0), d(30.0)),
+            Direction::Left => (d(90.0), d(30.0)),
+            Direction::ForwardRight => (d(-45.0), d(30.0)),
+            Direction::Right => (d(-90.0), d(30.0)),
+            Direction::Backward => (PI, d(30.0)),
+        }
+    }
+}
+
+/// Affordance score of one clearance (seed 003 §4.7): 0.1 at or below
+/// `blocked` (0.5 m), 1.0 at or beyond `clear` (2.0 m), linear between.
+pub fn clearance_score(dist: f32, blocked: f32, clear: f32) -> f32 {
+    if dist.is_nan() || dist <= blocked {
+        0.1
+    } else if dist >= clear {
+        1.0
+    } else {
+        0.1 + 0.9 * (dist - blocked) / (clear - blocked)
+    }
+}
+
+/// Direction feasibility scores, SayCan style (seed 003 §4.7).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct AffordanceScores {
+    /// Score of `forward`.
+    pub forward: f32,
+    /// Score of `forward_left`.
+    pub forward_left: f32,
+    /// Score of `forward_right`.
+    pub forward_right: f32,
+    /// Score of `left`.
+    pub left: f32,
+    /// Score of `right`.
+    pub right: f32,
+    /// Score of `backward` (the seed fixes it at 0.5).
+    pub backward: f32,
+    /// Score of `stop` (always 1.0).
+    pub stop: f32,
+}
+
+impl AffordanceScores {
+    /// Scores from a scan: each direction's 10th-percentile clearance over
+    /// its arc, through [`clearance_score`] with 0.5 m / 2.0 m.
+    pub fn from_scan(scan: &LaserScan) -> Self {
+        let score = |dir: Direction| {
+            let (c, h) = dir.arc();
+            clearance_score(arc_distance(scan, c, h, ArcStat::Percentile(0.1)), 0.5, 2.0)
+        };
+        Self {
+            forward: score(Direction::Forward),
+            forward_left: score(Direction::ForwardLeft),
+            forward_right: score(Direction::ForwardRight),
+            left: score(Direction::Left),
+            right: score(Direction::Right),
+            backward: 0.5,
+            stop: 1.0,
+        }
+    }
+
+    /// The score of one direction.
+    pub fn get(&self, dir: Direction) -> f32 {
+        match dir {
+            Direction::Forward => self.forward,
+            Direction::ForwardLeft => self.forward_left,
+            Direction::Left => self.left,
+            Direction::ForwardRight => self.forward_right,
+            Direction::Right => self.right,
+            Direction::Backward => self.backward,
+        }
+    }
+
+    /// The seed's prompt block.
+    pub fn to_text(&self) -> String {
+        format!(
+            "ACTION FEASIBILITY (1.0 = clear, 0.1 = blocked):\n  \
+             forward: {:.1}  |  forward_left: {:.1}  |  forward_right: {:.1}\n  \
+             left: {:.1}     |  right: {:.1}         |  backward: {:.1}\n  \
+             → Prefer actions with high scores. Low scores will likely be overridden.",
+            self.forward, self.forward_left, self.forward_right, self.left, self.right, self.backward
+        )
+    }
+}
+
+/// Minimum time-to-collision (seed 003 §4.4) for forward speed `vx` (m/s):
+/// for each obstacle beam at angle θ with range r, the closing speed is
+/// `vx·cos θ`; when it exceeds 0.01 m/s, TTC = r / closing speed. Returns
+/// `f64::INFINITY` when nothing closes in. `omega` is accepted for API
+/// symmetry; in the seed's model (Ackermann, vy ≈ 0) it does not change the
+/// closing speed.
+pub fn min_time_to_collision(scan: &LaserScan, vx: f64, _omega: f64) -> f64 {
+    if !vx.is_finite() {
+        return f64::INFINITY;
+    }
+    let mut min_ttc = f64::INFINITY;
+    for (a, r) in scan.obstacle_beams() {
+        let closing = vx * a.cos();
+        if closing > 0.01 {
+            min_ttc = min_ttc.min(r as f64 / closing);
+        }
+    }
+    min_ttc
+}
+
+/// Proportional speed scaling (seed 003 §4.5):
+/// `v = v_max · clamp((d − d_stop) / (d_full − d_stop), 0, 1)`.
+///
+/// ```
+/// use nav_core::lidar::proportional_speed;
+/// assert_eq!(proportional_speed(0.18, 0.2, 0.3, 1.0), 0.0);
+/// assert!((proportional_speed(0.18, 0.65, 0.3, 1.0) - 0.09).abs() < 1e-9);
+/// assert_eq!(proportional_speed(0.18, 3.0, 0.3, 1.0), 0.18);
+/// ```
+pub fn proportional_speed(v_max: f64, d: f64, d_stop: f64, d_full: f64) -> f64 {
+    if d.is_nan() || d_full <= d_stop {
+        return if d > d_stop { v_max } else { 0.0 };
+    }
+    v_max * ((d - d_stop) / (d_full - d_stop)).clamp(0.0, 1.0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn ring(n: usize, d: f32) -> LaserScan {
+        LaserScan::full_circle(n, 0.05, 12.0, d)
+    }
+
+    #[test]
+    fn classification_follows_rep117() {
+        let s = ring(4, 1.0);
+        assert_eq!(s.classify(f32::NAN), Reading::Invalid);
+        assert_eq!(s.classify(f32::INFINITY), Reading::NoReturn);
+        assert_eq!(s.classify(13.0), Reading::NoReturn);
+        assert_eq!(s.classify(f32::NEG_INFINITY), Reading::TooClose);
+        assert_eq!(s.classify(0.0), Reading::Invalid);
+        assert_eq!(s.classify(0.5), Reading::Hit(0.5));
+        assert_eq!(s.effective(f32::NEG_INFINITY), Some(0.05));
+        assert_eq!(s.obstacle(f32::INFINITY), None);
+    }
+
+    #[test]
+    fn percentile_matches_numpy() {
+        let mut v = vec![1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0, 10.0];
+        // numpy.percentile(range(1, 11), 10) == 1.9
+        assert!((percentile(&mut v, 0.1).unwrap() - 1.9).abs() < 1e-6);
+        let mut one = vec![4.0];
+        assert_eq!(percentile(&mut one, 0.1), Some(4.0));
+        assert_eq!(percentile(&mut [], 0.1), None);
+    }
+
+    #[test]
+    fn sector_indices_are_clockwise() {
+        assert_eq!(sector_index(0.0), 0);
+        assert_eq!(sector_index((-30f64).to_radians()), 1);
+        assert_eq!(sector_index((-90f64).to_radians()), 3);
+        assert_eq!(sector_index(PI), 6);
+        assert_eq!(sector_index(90f64.to_radians()), 9);
+        assert_eq!(sector_index(30f64.to_radians()), 11);
+        assert_eq!(sector_index((-14.9f64).to_radians()), 0);
+        assert_eq!(sector_index((-15.1f64).to_radians()), 1);
+    }
+
+    #[test]
+    fn labels_use_seed_thresholds() {
+        let c = LidarConfig::default();
+        assert_eq!(c.label(2.9), ClearanceLabel::Clear);
+        assert_eq!(c.label(2.0), ClearanceLabel::Clear);
+        assert_eq!(c.label(1.8), ClearanceLabel::Near);
+        assert_eq!(c.label(0.7), ClearanceLabel::Obstacle);
+        assert_eq!(c.label(0.49), ClearanceLabel::Wall);
+    }
+
+    #[test]
+    fn nan_and_inf_never_make_phantom_obstacles() {
+        let mut s = ring(720, f32::INFINITY);
+        for (i, r) in s.ranges.iter_mut().enumerate() {
+            if i % 3 == 0 {
+                *r = f32::NAN;
+            } else if i % 3 == 1 {
+                *r = 0.0;
+            }
+        }
+        let sum = LidarSummary::from_scan(&s, &LidarConfig::default());
+        assert!(sum.nearest.is_none());
+        for sec in sum.sectors {
+            assert_eq!(sec.label, Some(ClearanceLabel::Clear));
+        }
+        assert_eq!(min_time_to_collision(&s, 0.18, 0.0), f64::INFINITY);
+    }
+
+    #[test]
+    fn affordance_formula() {
+        assert_eq!(clearance_score(0.4, 0.5, 2.0), 0.1);
+        assert_eq!(clearance_score(2.5, 0.5, 2.0), 1.0);
+        // 1.25 m: 0.1 + 0.9 * 0.75 / 1.5 = 0.55
+        assert!((clearance_score(1.25, 0.5, 2.0) - 0.55).abs() < 1e-6);
+    }
+
+    #[test]
+    fn ttc_hand_computed() {
+        // One obstacle straight ahead at 0.9 m; v = 0.18 → TTC 5 s.
+        let mut s = ring(360, f32::INFINITY);
+        s.ranges[180] = 0.9; // angle_min -π + 180° = 0
+        assert!((min_time_to_collision(&s, 0.18, 0.0) - 5.0).abs() < 1e-6);
+        // Moving backwards never closes on a front obstacle.
+        assert_eq!(min_time_to_collision(&s, -0.18, 0.0), f64::INFINITY);
+        // At 60°: closing 0.18 * 0.5 = 0.09 → 10 s.
+        let mut s = ring(360, f32::INFINITY);
+        s.ranges[240] = 0.9;
+        assert!((min_time_to_collision(&s, 0.18, 0.0) - 10.0).abs() < 1e-4);
+    }
+
+    #[test]
+    fn detects_a_doorway_ahead() {
+        // Wall 2 m ahead everywhere in front, with a 1 m wide opening at 0°.
+        let mut s = ring(720, f32::INFINITY);
+        for i in 0..720 {
+            let a = s.angle(i);
+            if a.abs() < PI / 2.0 {
+                let d = 2.0 / a.cos();
+                let y = 2.0 * a.tan();
+                s.ranges[i] = if y.abs() < 0.5 { 6.0 } else { d as f32 };
+            } else {
+                s.ranges[i] = 3.0;
+            }
+        }
+        let gaps = detect_gaps(&s, &LidarConfig::default());
+        assert_eq!(gaps.len(), 1, "{gaps:?}");
+        let g = gaps[0];
+        assert!((g.width_m - 1.0).abs() < 0.05, "{g:?}");
+        assert!((g.distance_m - 2.0).abs() < 0.05);
+        assert!(g.bearing_deg < 1.0 || g.bearing_deg > 359.0);
+        assert_eq!(g.kind, "doorway");
+    }
+
+    proptest! {
+        #[test]
+        fn summary_never_panics(
+            ranges in proptest::collection::vec(proptest::num::f32::ANY, 0..800),
+            angle_min in proptest::num::f64::ANY,
+            inc in proptest::num::f64::ANY,
+            rmin in proptest::num::f32::ANY,
+            rmax in proptest::num::f32::ANY,
+        ) {
+            let s = LaserScan { angle_min, angle_increment: inc, range_min: rmin, range_max: rmax, ranges };
+            let sum = LidarSummary::from_scan(&s, &LidarConfig::default());
+            let _ = sum.to_text();
+            let _ = AffordanceScores::from_scan(&s).to_text();
+            let _ = min_time_to_collision(&s, 0.18, 0.3);
+        }
+
+        #[test]
+        fn summary_never_panics_on_sane_headers(
+            ranges in proptest::collection::vec(proptest::num::f32::ANY, 1..800),
+        ) {
+            let n = ranges.len();
+            let s = LaserScan { angle_min: -PI, angle_increment: TAU / n as f64, range_min: 0.05, range_max: 12.0, ranges };
+            let sum = LidarSummary::from_scan(&s, &LidarConfig::default());
+            if let Some(near) = sum.nearest {
+                prop_assert!(near.distance_m >= 0.05);
+            }
+            let _ = sum.to_text();
+        }
+
+        #[test]
+        fn speed_scaling_is_bounded(v in 0.0f64..1.0, d in proptest::num::f64::ANY) {
+            let s = proportional_speed(v, d, 0.3, 1.0);
+            prop_assert!((0.0..=v).contains(&s));
+        }
+    }
+}

@@ -1,0 +1,4 @@
+//! # nav-safety
+//!
+//! Part of navkit; see the workspace README. Filled in by its own issue.
+#![deny(missing_docs)]

@@ -1,0 +1,1 @@
+//! Runnable examples for navkit live in this directory; see README.md.
