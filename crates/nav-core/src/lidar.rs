@@ -182,6 +182,9 @@ pub struct LidarConfig {
     pub gap_min_width_m: f64,
     /// Gaps up to this width are called "doorway", wider ones "opening".
     pub doorway_max_width_m: f64,
+    /// Gaps spanning a wider angle than this (degrees) are open space, not
+    /// gaps between two edges.
+    pub gap_max_span_deg: f64,
 }
 
 impl Default for LidarConfig {
@@ -194,6 +197,7 @@ impl Default for LidarConfig {
             gap_jump_m: 1.0,
             gap_min_width_m: 0.6,
             doorway_max_width_m: 1.5,
+            gap_max_span_deg: 150.0,
         }
     }
 }
@@ -409,7 +413,12 @@ pub fn detect_gaps(scan: &LaserScan, config: &LidarConfig) -> Vec<Gap> {
     if !scan.header_is_valid() {
         return gaps;
     }
-    let beams: Vec<(f64, f32)> = scan.effective_beams().collect();
+    let beams: Vec<(usize, f64, f32)> = scan
+        .ranges
+        .iter()
+        .enumerate()
+        .filter_map(|(i, &r)| scan.effective(r).map(|d| (i, scan.angle(i), d)))
+        .collect();
     let n = beams.len();
     if n < 3 {
         return gaps;
@@ -420,7 +429,7 @@ pub fn detect_gaps(scan: &LaserScan, config: &LidarConfig) -> Vec<Gap> {
     let jump = config.gap_jump_m;
     let mut open: Option<usize> = None; // index of the near edge before the jump
     for k in 1..limit {
-        let (prev, cur) = (beams[(k - 1) % n].1, beams[k % n].1);
+        let (prev, cur) = (beams[(k - 1) % n].2, beams[k % n].2);
         if cur - prev > jump {
             if k - 1 < n {
                 open = Some(k - 1);
@@ -432,8 +441,14 @@ pub fn detect_gaps(scan: &LaserScan, config: &LidarConfig) -> Vec<Gap> {
                 if k - start >= n {
                     continue;
                 }
-                let (a0, r0) = beams[start % n];
-                let (a1, r1) = beams[k % n];
+                let (i0, a0, r0) = beams[start % n];
+                let (i1, a1, r1) = beams[k % n];
+                let total = scan.ranges.len();
+                let span_beams = (i1 + total - i0) % total;
+                let span_deg = (span_beams as f64 * scan.angle_increment.abs()).to_degrees();
+                if span_deg > config.gap_max_span_deg {
+                    continue;
+                }
                 let p0 = (r0 as f64 * a0.cos(), r0 as f64 * a0.sin());
                 let p1 = (r1 as f64 * a1.cos(), r1 as f64 * a1.sin());
                 let width = (p0.0 - p1.0).hypot(p0.1 - p1.1);
