@@ -9,6 +9,10 @@ use crate::lidar::{LaserScan, Reading};
 use serde::{Deserialize, Serialize};
 use std::fmt::Write as _;
 
+/// Cells whose confidence is below this were not observed by a sensor
+/// (predictions, LLM guesses): any sensor reading replaces them.
+pub const PREDICTION_CEILING: f32 = 0.5;
+
 /// State of one grid cell.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -362,7 +366,8 @@ impl OccupancyGrid {
             self.trace(start, end, |grid, g, last| {
                 if last && hit && !too_far {
                     if let Some(c) = grid.get_mut(g) {
-                        if c.state != CellState::Wall && c.state != CellState::Explored {
+                        let weak_wall = c.state == CellState::Wall && c.confidence < PREDICTION_CEILING;
+                        if (c.state != CellState::Wall || weak_wall) && c.state != CellState::Explored {
                             c.state = CellState::Obstacle;
                             c.confidence = c.confidence.max(cfg.hit_confidence);
                         }
@@ -373,7 +378,13 @@ impl OccupancyGrid {
                             c.state = CellState::Free;
                             c.confidence = cfg.free_confidence;
                         }
+                        // low-confidence cells are predictions or LLM guesses: a sensor reading replaces them
+                        CellState::Free if c.confidence < cfg.free_confidence => c.confidence = cfg.free_confidence,
                         CellState::Free => c.confidence = (c.confidence + 0.05).min(1.0),
+                        CellState::Obstacle | CellState::Wall if c.confidence < PREDICTION_CEILING => {
+                            c.state = CellState::Free;
+                            c.confidence = cfg.free_confidence;
+                        }
                         CellState::Obstacle => {
                             c.confidence -= 0.2;
                             if c.confidence < 0.3 {

@@ -15,6 +15,8 @@
 //! - [`candidates`]: scored subgoal candidates for the VLM to choose from.
 //! - [`lidar`]: the 12-sector [`LidarSummary`](lidar::LidarSummary), gaps,
 //!   affordance scores, time-to-collision and speed scaling.
+//! - [`predict`]: the seed-002 predictive world model (wall, corridor, open
+//!   space and boundary guesses, verified against later observations).
 //! - [`similarity`], [`stuck`], [`metrics`], [`raster`], [`time`].
 //!
 //! ```
@@ -57,6 +59,7 @@ pub mod geometry;
 pub mod grid;
 pub mod lidar;
 pub mod metrics;
+pub mod predict;
 pub mod raster;
 pub mod similarity;
 pub mod stuck;

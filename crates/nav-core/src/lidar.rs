@@ -413,12 +413,8 @@ pub fn detect_gaps(scan: &LaserScan, config: &LidarConfig) -> Vec<Gap> {
     if !scan.header_is_valid() {
         return gaps;
     }
-    let beams: Vec<(usize, f64, f32)> = scan
-        .ranges
-        .iter()
-        .enumerate()
-        .filter_map(|(i, &r)| scan.effective(r).map(|d| (i, scan.angle(i), d)))
-        .collect();
+    let beams: Vec<(usize, f64, f32)> =
+        scan.ranges.iter().enumerate().filter_map(|(i, &r)| scan.effective(r).map(|d| (i, scan.angle(i), d))).collect();
     let n = beams.len();
     if n < 3 {
         return gaps;
