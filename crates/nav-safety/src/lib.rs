@@ -1,4 +1,91 @@
 //! # nav-safety
 //!
-//! Part of navkit; see the workspace README. Filled in by its own issue.
+//! The sequencer layer of navkit (seed 003 §4.2): the VLM proposes, this
+//! crate disposes. Every tool call a VLM makes goes through the
+//! [`SafetyExecutor`], and every velocity the control loop publishes goes
+//! through the [`ContinuousGuard`]. Nothing here touches the network or the
+//! system clock: time is passed in, so every decision is reproducible.
+//!
+//! - [`tools`]: the seven explore tools as a typed [`ToolCall`], strictly
+//!   parsed from VLM arguments, with provider-neutral JSON Schemas
+//!   ([`tool_schemas`]).
+//! - [`SafetyExecutor`]: blocked-action check → sensor freshness →
+//!   pre-validation against the LiDAR → geofence → speed limit →
+//!   [`Target`] (velocity, navigation goal, observe, stop, path check,
+//!   report), with the seed-003 [`Feedback`] record for the next prompt.
+//! - [`ContinuousGuard`]: the 20 Hz check — emergency stop at 0.3 m in the
+//!   direction of motion, proportional scaling to 1.0 m, time-to-collision
+//!   tiers — reporting every [`Override`](guard::Override).
+//! - [`BlockedActionMemory`], [`Watchdog`] (tiers and velocity decay),
+//!   [`NetworkMonitor`], [`StopArbiter`], [`Geofence`], [`EventTriggers`]
+//!   and [`CallScheduler`] (frame skipping and statistics).
+//! - [`SafetyConfig`]: every parameter, SPEC §3 defaults, loadable from TOML.
+//!
+//! ```
+//! use nav_core::geometry::Pose2;
+//! use nav_core::lidar::LaserScan;
+//! use nav_safety::{SafetyConfig, SafetyExecutor, SafetySensors, Target, ToolCall};
+//!
+//! let mut executor = SafetyExecutor::new(SafetyConfig::default())?;
+//! // A wall 0.8 m ahead, open elsewhere.
+//! let mut scan = LaserScan::full_circle(360, 0.05, 12.0, f32::INFINITY);
+//! for i in 150..=210 {
+//!     scan.ranges[i] = 0.8;
+//! }
+//! let call = ToolCall::parse("move_toward", &serde_json::json!({"direction": "forward", "speed": "fast"}))?;
+//! let sensors = SafetySensors::new(&scan, 10.0, Pose2::origin(), 10.05);
+//! let outcome = executor.execute(&call, &sensors);
+//! // Clearance below 1 m: the speed tier is downgraded to slow (0.08 m/s).
+//! let Target::Velocity(v) = outcome.target else { return Err("expected a velocity".into()) };
+//! assert_eq!(v.linear, 0.08);
+//! assert!(outcome.feedback.safety_override);
+//!
+//! // In the control loop, each tick:
+//! let safe = executor.guard().guard(&v, &scan, 0.05);
+//! assert_eq!(safe.linear, 0.08);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! A control loop wires the parts like this: the decision thread asks the
+//! [`CallScheduler`] (fed by [`EventTriggers`]) whether to call the VLM,
+//! parses the reply with [`ToolCall::parse`], sends it through
+//! [`SafetyExecutor::execute`] and notes the response in the [`Watchdog`]
+//! and [`NetworkMonitor`]. The 20 Hz loop takes the current target, lets
+//! the watchdog decay it ([`Watchdog::command`]), passes it through
+//! [`ContinuousGuard::guard_with_zones`], feeds stop conditions into the
+//! [`StopArbiter`] and publishes [`StopArbiter::apply`]'s result. When a
+//! motion ends, [`SafetyExecutor::finish`] completes the feedback.
+//!
+//! Dependencies: `nav-core` (LiDAR arcs, TTC, geometry), `serde` (configs,
+//! logs and feedback are serialized), `serde_json` (tool arguments and
+//! schemas are JSON values) and `thiserror` (the error type).
 #![deny(missing_docs)]
+
+pub mod arbiter;
+pub mod blocked;
+pub mod config;
+pub mod error;
+pub mod executor;
+pub mod geofence;
+pub mod guard;
+pub mod network;
+pub mod schedule;
+pub mod tools;
+pub mod triggers;
+pub mod watchdog;
+
+pub use arbiter::{StopArbiter, StopSource};
+pub use blocked::{ActionKey, Allowance, BlockedActionMemory};
+pub use config::{DriveKind, SafetyConfig};
+pub use error::{SafetyError, ToolError};
+pub use executor::{
+    ExecutionOutcome, Feedback, FrontierGoal, MotionReport, NavGoalTarget, ObserveTarget, PathCheck, ReportTarget,
+    SafetyExecutor, SafetySensors, StopTarget, Target,
+};
+pub use geofence::{Geofence, ZoneKind};
+pub use guard::{ContinuousGuard, GuardedVelocity, Override, OverrideKind, VelocityTarget};
+pub use network::{NetworkMonitor, NetworkTier};
+pub use schedule::{CallDecision, CallScheduler, ScheduleInput};
+pub use tools::{Speed, ToolCall, ToolSchema, tool_schemas};
+pub use triggers::{EventTriggers, TriggerEvent};
+pub use watchdog::{Watchdog, WatchdogTier};

@@ -1,0 +1,127 @@
+//! The seed-003 feedback record (§3.17 "Tool Call Result Format", §4.7
+//! "Override Feedback Format") that goes back to the VLM after every tool
+//! call.
+
+use crate::guard::Override;
+use nav_core::geometry::{Pose2, cardinal};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// Where the robot ended up (`new_position` of the seed's action result).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PositionReport {
+    /// Map x, m.
+    pub x: f64,
+    /// Map y, m.
+    pub y: f64,
+    /// Heading, degrees CCW from the map's x axis, in [0, 360).
+    pub heading_deg: f64,
+    /// Eight-point compass name of the heading (x = east).
+    pub heading_cardinal: String,
+}
+
+impl PositionReport {
+    /// Rounded (cm, whole degrees) report of a pose.
+    pub fn from_pose(pose: Pose2) -> Self {
+        let heading = pose.yaw.to_degrees().rem_euclid(360.0).round() % 360.0;
+        Self {
+            x: round2(pose.x),
+            y: round2(pose.y),
+            heading_deg: heading,
+            heading_cardinal: cardinal(heading).to_owned(),
+        }
+    }
+}
+
+/// Rounds to centimetres / hundredths (the VLM needs no more).
+pub(crate) fn round2(x: f64) -> f64 {
+    (x * 100.0).round() / 100.0
+}
+
+/// The result record of one tool call. Empty optional fields are omitted
+/// when serialized; the three booleans are always present.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct Feedback {
+    /// The command ran as asked (possibly slowed down).
+    pub success: bool,
+    /// Distance actually travelled, m (filled in by [`Feedback::complete`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub actual_distance_m: Option<f64>,
+    /// Time actually spent, s (filled in by [`Feedback::complete`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub actual_duration_s: Option<f64>,
+    /// The motion ended before its duration.
+    pub stopped_early: bool,
+    /// Short code for why it stopped or was refused
+    /// (`obstacle_at_0.3m_ahead`, `action_suppressed`, …).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stopped_reason: Option<String>,
+    /// Pose after the motion.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub new_position: Option<PositionReport>,
+    /// The safety layer modified or blocked the command.
+    pub safety_override: bool,
+    /// What the safety layer did and what to do instead.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub safety_message: Option<String>,
+    /// The command as the VLM sent it (`{"tool": …, …}`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub original_command: Option<Value>,
+    /// The command as executed, when it differs in substance or carries
+    /// the resulting velocities.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub executed_command: Option<Value>,
+}
+
+/// What the control loop reports when a command has finished.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct MotionReport {
+    /// Distance travelled, m.
+    pub distance_m: f64,
+    /// Time spent, s.
+    pub duration_s: f64,
+    /// Pose at the end.
+    pub final_pose: Option<Pose2>,
+    /// The guard override that halted the motion, if the safety layer
+    /// ended it early.
+    pub safety_stop: Option<Override>,
+    /// Another reason the motion ended early (a new decision, a voice
+    /// command, the user): a short code.
+    pub interrupted: Option<String>,
+}
+
+impl Feedback {
+    /// Adds a sentence to the safety message.
+    pub(crate) fn add_message(&mut self, text: &str) {
+        match &mut self.safety_message {
+            Some(m) if !m.is_empty() => {
+                m.push(' ');
+                m.push_str(text);
+            }
+            _ => self.safety_message = Some(text.to_owned()),
+        }
+    }
+
+    /// Fills in the outcome of the motion: actual distance and duration,
+    /// new position, and — when the guard halted it — the override, as in
+    /// the seed's "safety-overridden result".
+    pub fn complete(&mut self, report: &MotionReport) {
+        self.actual_distance_m = Some(round2(report.distance_m.max(0.0)));
+        self.actual_duration_s = Some(round2(report.duration_s.max(0.0)));
+        if let Some(p) = report.final_pose {
+            if p.x.is_finite() && p.y.is_finite() && p.yaw.is_finite() {
+                self.new_position = Some(PositionReport::from_pose(p));
+            }
+        }
+        if let Some(stop) = &report.safety_stop {
+            self.success = false;
+            self.stopped_early = true;
+            self.stopped_reason = Some(stop.code.clone());
+            self.safety_override = true;
+            self.add_message(&stop.reason);
+        } else if let Some(why) = &report.interrupted {
+            self.stopped_early = true;
+            self.stopped_reason = Some(why.clone());
+        }
+    }
+}

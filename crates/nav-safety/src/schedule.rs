@@ -1,0 +1,381 @@
+//! Adaptive VLM call frequency (seed 001 Phase 5, tasks 5.2–5.5): when to
+//! call the VLM, when a call may be skipped or sent without an image, and
+//! the per-minute statistics line.
+//!
+//! Decision rules, in order:
+//!
+//! 1. the first decision is always a call;
+//! 2. a fired trigger calls at once (the triggers have their own 2 s
+//!    cooldown);
+//! 3. otherwise **wait** until the base period (5 s) has passed since the
+//!    last call *or skip*;
+//! 4. right after a safety override or a stuck detection, call (never
+//!    skip);
+//! 5. **skip** only when frame similarity > 0.92 AND nearest obstacle > 2 m
+//!    AND less than 10 s since the last call (the backstop), there being no
+//!    trigger by rule 2;
+//! 6. otherwise call; **text-only** (no image) when similarity > 0.95 AND
+//!    nearest obstacle > 3 m and the call is not triggered or after an
+//!    override.
+//!
+//! A skip counts as a decision, so in a static scene the pattern is call
+//! (t = 0), skip (5 s), call (10 s, backstop): half the calls.
+//!
+//! ```
+//! use nav_safety::schedule::{CallDecision, CallScheduler, ScheduleInput};
+//! let mut s = CallScheduler::new(Default::default());
+//! let quiet = |now_s| ScheduleInput { now_s, triggers: &[], similarity: Some(0.99), nearest_obstacle_m: 4.0, after_override: false };
+//! assert!(matches!(s.decide(&quiet(0.0)), CallDecision::Call { .. }));
+//! assert_eq!(s.decide(&quiet(2.0)), CallDecision::Wait);
+//! assert!(matches!(s.decide(&quiet(5.0)), CallDecision::Skip { .. }));
+//! assert!(matches!(s.decide(&quiet(10.0)), CallDecision::Call { text_only: true, .. }));
+//! ```
+
+use crate::config::ScheduleConfig;
+use crate::network::NetworkTier;
+use crate::triggers::TriggerEvent;
+use serde::Serialize;
+use std::collections::VecDeque;
+
+/// What the caller of [`CallScheduler::decide`] observed this tick.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ScheduleInput<'a> {
+    /// Current time, s.
+    pub now_s: f64,
+    /// Events from [`EventTriggers::check`](crate::triggers::EventTriggers::check).
+    pub triggers: &'a [TriggerEvent],
+    /// Similarity of the current frame to the last frame sent (`None` when
+    /// there is no frame or nothing was sent yet).
+    pub similarity: Option<f64>,
+    /// Nearest obstacle in any direction, m (`f64::INFINITY` if none).
+    pub nearest_obstacle_m: f64,
+    /// A safety override or stuck detection happened since the last call.
+    pub after_override: bool,
+}
+
+/// Why a call is made.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "reason", rename_all = "snake_case")]
+pub enum CallReason {
+    /// No call yet.
+    First,
+    /// An event trigger.
+    Trigger {
+        /// The event.
+        event: TriggerEvent,
+    },
+    /// The base period elapsed.
+    BasePeriod,
+    /// The maximum interval elapsed (skipping not allowed).
+    Backstop,
+    /// A safety override or stuck detection since the last call.
+    AfterOverride,
+}
+
+/// The scheduler's decision for this tick.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "decision", rename_all = "snake_case")]
+pub enum CallDecision {
+    /// Call the VLM now.
+    Call {
+        /// Send no image (static scene, open space).
+        text_only: bool,
+        /// Why.
+        reasons: Vec<CallReason>,
+    },
+    /// The period is up but the scene has not changed: skip this call.
+    Skip {
+        /// Why (for the log).
+        reason: String,
+    },
+    /// Nothing to do yet.
+    Wait,
+}
+
+/// Statistics over the rolling window.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct ScheduleStats {
+    /// Calls per minute.
+    pub calls_per_min: f64,
+    /// Triggered calls per minute.
+    pub triggered_per_min: f64,
+    /// Skips per minute.
+    pub skipped_per_min: f64,
+    /// Mean latency of the calls finished in the window, ms.
+    pub mean_latency_ms: Option<f64>,
+}
+
+impl ScheduleStats {
+    /// The seed's log line: `VLM stats: X calls/min (Y triggered, Z
+    /// skipped), avg latency Nms, tier T`.
+    pub fn line(&self, tier: NetworkTier) -> String {
+        let latency = self.mean_latency_ms.map_or_else(|| "n/a".to_owned(), |ms| format!("{ms:.0}ms"));
+        format!(
+            "VLM stats: {} calls/min ({} triggered, {} skipped), avg latency {latency}, tier {}",
+            fmt_rate(self.calls_per_min),
+            fmt_rate(self.triggered_per_min),
+            fmt_rate(self.skipped_per_min),
+            tier.number()
+        )
+    }
+}
+
+fn fmt_rate(x: f64) -> String {
+    if (x - x.round()).abs() < 1e-9 { format!("{x:.0}") } else { format!("{x:.1}") }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Event {
+    Call { triggered: bool },
+    Skip,
+    Latency(f64),
+}
+
+/// Decides when to call the VLM and keeps the statistics.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CallScheduler {
+    config: ScheduleConfig,
+    last_call_s: Option<f64>,
+    last_decision_s: Option<f64>,
+    last_report_s: Option<f64>,
+    events: VecDeque<(f64, Event)>,
+}
+
+impl CallScheduler {
+    /// A scheduler that has not called yet.
+    pub fn new(config: ScheduleConfig) -> Self {
+        Self { config, last_call_s: None, last_decision_s: None, last_report_s: None, events: VecDeque::new() }
+    }
+
+    /// The parameters.
+    pub fn config(&self) -> &ScheduleConfig {
+        &self.config
+    }
+
+    /// Time of the last call, s.
+    pub fn last_call_s(&self) -> Option<f64> {
+        self.last_call_s
+    }
+
+    /// Decides, and records the decision (a call or a skip) in the
+    /// statistics. Call [`EventTriggers::mark_call`](crate::triggers::EventTriggers::mark_call)
+    /// when the answer is [`CallDecision::Call`].
+    pub fn decide(&mut self, input: &ScheduleInput<'_>) -> CallDecision {
+        let c = &self.config;
+        let now = input.now_s;
+        let sim = input.similarity.filter(|s| s.is_finite());
+        let nearest = if input.nearest_obstacle_m.is_nan() { 0.0 } else { input.nearest_obstacle_m };
+        let decision = match (self.last_call_s, self.last_decision_s) {
+            (None, _) | (_, None) => CallDecision::Call { text_only: false, reasons: vec![CallReason::First] },
+            (Some(last_call), Some(last_decision)) => {
+                if !input.triggers.is_empty() {
+                    let reasons = input.triggers.iter().map(|e| CallReason::Trigger { event: e.clone() }).collect();
+                    CallDecision::Call { text_only: false, reasons }
+                } else if now - last_decision < c.base_period_s {
+                    CallDecision::Wait
+                } else if input.after_override {
+                    CallDecision::Call { text_only: false, reasons: vec![CallReason::AfterOverride] }
+                } else {
+                    let since = now - last_call;
+                    let backstop = since.is_nan() || since >= c.max_interval_s;
+                    let static_scene = sim.is_some_and(|s| s > c.skip_similarity);
+                    if !backstop && static_scene && nearest > c.skip_min_obstacle_m {
+                        CallDecision::Skip {
+                            reason: format!(
+                                "scene unchanged (similarity {:.3}), nearest obstacle {nearest:.1}m, {:.1}s since last call",
+                                sim.unwrap_or(0.0),
+                                now - last_call
+                            ),
+                        }
+                    } else {
+                        let text_only =
+                            sim.is_some_and(|s| s > c.text_only_similarity) && nearest > c.text_only_min_obstacle_m;
+                        let reason = if backstop { CallReason::Backstop } else { CallReason::BasePeriod };
+                        CallDecision::Call { text_only, reasons: vec![reason] }
+                    }
+                }
+            }
+        };
+        match &decision {
+            CallDecision::Call { reasons, .. } => {
+                let triggered = reasons.iter().any(|r| matches!(r, CallReason::Trigger { .. }));
+                self.last_call_s = Some(now);
+                self.last_decision_s = Some(now);
+                self.events.push_back((now, Event::Call { triggered }));
+            }
+            CallDecision::Skip { .. } => {
+                self.last_decision_s = Some(now);
+                self.events.push_back((now, Event::Skip));
+            }
+            CallDecision::Wait => {}
+        }
+        self.prune(now);
+        decision
+    }
+
+    /// Records the latency of a finished call for the statistics.
+    pub fn record_latency(&mut self, now_s: f64, latency_s: f64) {
+        if latency_s.is_finite() && latency_s >= 0.0 {
+            self.events.push_back((now_s, Event::Latency(latency_s)));
+        }
+        self.prune(now_s);
+    }
+
+    fn prune(&mut self, now_s: f64) {
+        let horizon = now_s - self.config.stats_window_s;
+        while self.events.front().is_some_and(|(t, _)| *t < horizon) {
+            self.events.pop_front();
+        }
+    }
+
+    /// Statistics over the last `stats_window_s` (60 s), per minute.
+    pub fn stats(&self, now_s: f64) -> ScheduleStats {
+        let horizon = now_s - self.config.stats_window_s;
+        let (mut calls, mut triggered, mut skipped, mut lat_sum, mut lat_n) = (0u32, 0u32, 0u32, 0.0, 0u32);
+        for (_, e) in self.events.iter().filter(|(t, _)| *t >= horizon && *t <= now_s) {
+            match e {
+                Event::Call { triggered: tr } => {
+                    calls += 1;
+                    triggered += u32::from(*tr);
+                }
+                Event::Skip => skipped += 1,
+                Event::Latency(l) => {
+                    lat_sum += l;
+                    lat_n += 1;
+                }
+            }
+        }
+        let per_min = 60.0 / self.config.stats_window_s;
+        ScheduleStats {
+            calls_per_min: f64::from(calls) * per_min,
+            triggered_per_min: f64::from(triggered) * per_min,
+            skipped_per_min: f64::from(skipped) * per_min,
+            mean_latency_ms: (lat_n > 0).then(|| lat_sum / f64::from(lat_n) * 1000.0),
+        }
+    }
+
+    /// The stats line when a report is due (every `stats_window_s`,
+    /// counted from the first call of this method), else `None`.
+    pub fn report_due(&mut self, now_s: f64, tier: NetworkTier) -> Option<String> {
+        match self.last_report_s {
+            None => {
+                self.last_report_s = Some(now_s);
+                None
+            }
+            Some(t) if now_s - t >= self.config.stats_window_s => {
+                self.last_report_s = Some(now_s);
+                Some(self.stats(now_s).line(tier))
+            }
+            Some(_) => None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn input(now_s: f64, triggers: &[TriggerEvent], sim: Option<f64>, near: f64, ov: bool) -> ScheduleInput<'_> {
+        ScheduleInput { now_s, triggers, similarity: sim, nearest_obstacle_m: near, after_override: ov }
+    }
+
+    #[test]
+    fn skip_rules() {
+        let mut s = CallScheduler::new(ScheduleConfig::default());
+        assert!(matches!(s.decide(&input(0.0, &[], None, 1.0, false)), CallDecision::Call { .. }));
+        // Similar but an obstacle within 2 m: no skip.
+        assert_eq!(
+            s.decide(&input(5.0, &[], Some(0.99), 1.5, false)),
+            CallDecision::Call { text_only: false, reasons: vec![CallReason::BasePeriod] }
+        );
+        // Similar, open: skip; then the backstop forces a call.
+        assert!(matches!(s.decide(&input(10.0, &[], Some(0.93), 2.5, false)), CallDecision::Skip { .. }));
+        assert_eq!(s.decide(&input(14.9, &[], Some(0.93), 2.5, false)), CallDecision::Wait);
+        assert_eq!(
+            s.decide(&input(15.0, &[], Some(0.93), 2.5, false)),
+            CallDecision::Call { text_only: false, reasons: vec![CallReason::Backstop] }
+        );
+        // After an override: never skip.
+        assert_eq!(
+            s.decide(&input(20.0, &[], Some(0.99), 5.0, true)),
+            CallDecision::Call { text_only: false, reasons: vec![CallReason::AfterOverride] }
+        );
+        // A trigger calls at once, with the image.
+        let ev = [TriggerEvent::Moved { distance_m: 1.6 }];
+        let d = s.decide(&input(21.0, &ev, Some(0.99), 5.0, false));
+        assert_eq!(
+            d,
+            CallDecision::Call { text_only: false, reasons: vec![CallReason::Trigger { event: ev[0].clone() }] }
+        );
+        // Similarity 0.92 exactly does not skip; NaN similarity never skips.
+        assert!(matches!(s.decide(&input(26.0, &[], Some(0.92), 5.0, false)), CallDecision::Call { .. }));
+        assert!(matches!(
+            s.decide(&input(31.0, &[], Some(f64::NAN), 5.0, false)),
+            CallDecision::Call { text_only: false, .. }
+        ));
+    }
+
+    #[test]
+    fn stats_line() {
+        let mut s = CallScheduler::new(ScheduleConfig::default());
+        let ev = [TriggerEvent::DeadEnd { front_m: 0.8 }];
+        let mut now = 0.0;
+        for k in 0..12 {
+            let trig: &[TriggerEvent] = if k % 4 == 0 { &ev } else { &[] };
+            if let CallDecision::Call { .. } = s.decide(&input(now, trig, Some(0.99), 4.0, false)) {
+                s.record_latency(now + 1.2, 1.0 + f64::from(k) * 0.1);
+            }
+            now += 5.0;
+        }
+        let line = s.stats(59.0).line(NetworkTier::Elevated);
+        insta::assert_snapshot!(line, @"VLM stats: 6 calls/min (2 triggered, 6 skipped), avg latency 1500ms, tier 1");
+        assert_eq!(s.report_due(0.0, NetworkTier::Normal), None);
+        assert_eq!(s.report_due(30.0, NetworkTier::Normal), None);
+        assert!(s.report_due(60.0, NetworkTier::Normal).is_some());
+        let empty = CallScheduler::new(ScheduleConfig::default()).stats(10.0).line(NetworkTier::Normal);
+        assert_eq!(empty, "VLM stats: 0 calls/min (0 triggered, 0 skipped), avg latency n/a, tier 0");
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(10_000))]
+
+        /// Never skip with a trigger, after an override, near obstacles, at
+        /// low similarity, or at/after the 10 s backstop; never two calls
+        /// inside the base period without a trigger.
+        #[test]
+        fn skip_and_call_invariants(
+            steps in proptest::collection::vec((0.0f64..4.0, any::<bool>(), 0.8f64..1.0, 0.0f64..6.0, prop::bool::weighted(0.1)), 1..50)
+        ) {
+            let cfg = ScheduleConfig::default();
+            let mut s = CallScheduler::new(cfg.clone());
+            let ev = [TriggerEvent::Moved { distance_m: 2.0 }];
+            let mut now = 0.0;
+            let mut last_call: Option<f64> = None;
+            for (dt, trig, sim, near, ov) in steps {
+                now += dt;
+                let triggers: &[TriggerEvent] = if trig { &ev } else { &[] };
+                let d = s.decide(&input(now, triggers, Some(sim), near, ov));
+                match d {
+                    CallDecision::Skip { .. } => {
+                        prop_assert!(!trig && !ov && sim > cfg.skip_similarity && near > cfg.skip_min_obstacle_m);
+                        prop_assert!(now - last_call.unwrap() < cfg.max_interval_s);
+                    }
+                    CallDecision::Call { text_only, .. } => {
+                        if let Some(t) = last_call {
+                            prop_assert!(trig || now - t >= cfg.base_period_s);
+                        }
+                        if text_only {
+                            prop_assert!(!trig && !ov && sim > cfg.text_only_similarity && near > cfg.text_only_min_obstacle_m);
+                        }
+                        last_call = Some(now);
+                    }
+                    CallDecision::Wait => {
+                        prop_assert!(!trig);
+                        prop_assert!(last_call.is_some());
+                    }
+                }
+            }
+        }
+    }
+}
