@@ -1,0 +1,153 @@
+//! Geometric validation of arenas; every error names the field at fault.
+
+use super::{Arena, Feature, Goal, invalid};
+use crate::HalError;
+use crate::sim::geodesic::ConfigGrid;
+use crate::sim::scene::Scene;
+use nav_core::geometry::{Point2, polygon_area};
+
+/// Grid cell used for the reachability check, metres.
+pub(crate) const REACH_CELL_M: f64 = 0.05;
+
+pub(crate) fn validate(arena: &Arena, radius: f64) -> Result<(), HalError> {
+    check(arena, radius).map_err(|e| e.with_origin(&format!("arena {:?}", arena.name)))
+}
+
+fn finite(field: &str, values: &[f64]) -> Result<(), HalError> {
+    if values.iter().all(|v| v.is_finite()) { Ok(()) } else { Err(invalid(field, "coordinates must be finite numbers")) }
+}
+
+fn positive_radius(field: &str, r: f64) -> Result<(), HalError> {
+    if r.is_finite() && r > 0.0 { Ok(()) } else { Err(invalid(field, format!("must be positive, got {r}"))) }
+}
+
+fn check(arena: &Arena, radius: f64) -> Result<(), HalError> {
+    if !(radius.is_finite() && radius > 0.0) {
+        return Err(invalid("robot radius", format!("must be positive, got {radius}")));
+    }
+    if arena.name.trim().is_empty() {
+        return Err(invalid("name", "must not be empty"));
+    }
+    let [x0, y0, x1, y1] = arena.bounds;
+    finite("bounds", &arena.bounds)?;
+    if x0 >= x1 {
+        return Err(invalid("bounds", format!("xmin must be < xmax (got {x0} and {x1})")));
+    }
+    if y0 >= y1 {
+        return Err(invalid("bounds", format!("ymin must be < ymax (got {y0} and {y1})")));
+    }
+    if (x1 - x0) * (y1 - y0) > 1.0e6 {
+        return Err(invalid("bounds", "area above 1 km² is not supported"));
+    }
+    for (i, w) in arena.walls.iter().enumerate() {
+        let f = format!("walls[{i}]");
+        finite(&f, w)?;
+        if (w[2] - w[0]).hypot(w[3] - w[1]) < 1e-9 {
+            return Err(invalid(f, "zero length"));
+        }
+    }
+    for (i, o) in arena.obstacles.iter().enumerate() {
+        finite(&format!("obstacles[{i}]"), &[o.x, o.y])?;
+        positive_radius(&format!("obstacles[{i}].r"), o.r)?;
+        if !arena.in_bounds(Point2::new(o.x, o.y)) {
+            return Err(invalid(format!("obstacles[{i}]"), "centre outside the bounds"));
+        }
+    }
+    for (i, o) in arena.objects.iter().enumerate() {
+        if o.label.trim().is_empty() {
+            return Err(invalid(format!("objects[{i}].label"), "must not be empty"));
+        }
+        finite(&format!("objects[{i}]"), &[o.x, o.y])?;
+        positive_radius(&format!("objects[{i}].r"), o.r)?;
+        if !arena.in_bounds(o.center()) {
+            return Err(invalid(format!("objects[{i}]"), "centre outside the bounds"));
+        }
+    }
+    for (i, r) in arena.rooms.iter().enumerate() {
+        if r.name.trim().is_empty() {
+            return Err(invalid(format!("rooms[{i}].name"), "must not be empty"));
+        }
+        if r.polygon.len() < 3 {
+            return Err(invalid(format!("rooms[{i}].polygon"), "needs at least 3 points"));
+        }
+        finite(&format!("rooms[{i}].polygon"), &r.polygon.iter().flatten().copied().collect::<Vec<_>>())?;
+        if polygon_area(&r.points()).abs() < 1e-9 {
+            return Err(invalid(format!("rooms[{i}].polygon"), "has zero area"));
+        }
+    }
+    let c = &arena.criteria;
+    if c.max_steps == 0 {
+        return Err(invalid("criteria.max_steps", "must be at least 1"));
+    }
+    if let Some(d) = c.success_distance_m {
+        if !(d.is_finite() && d > 0.0) {
+            return Err(invalid("criteria.success_distance_m", format!("must be positive, got {d}")));
+        }
+    }
+    if let Some(m) = c.min_coverage {
+        if !(0.0..=1.0).contains(&m) {
+            return Err(invalid("criteria.min_coverage", format!("must be within [0, 1], got {m}")));
+        }
+    }
+    let start = arena.start;
+    finite("start", &[start.x, start.y, start.yaw_deg])?;
+    let sp = Point2::new(start.x, start.y);
+    if !arena.in_bounds(sp) {
+        return Err(invalid("start", format!("({}, {}) is outside the bounds", start.x, start.y)));
+    }
+    let scene = Scene::from_arena(arena);
+    let (clear, feature) = scene.clearance(sp);
+    if clear < radius {
+        let what = match feature {
+            Some(Feature::Object(i)) => format!("inside object {i} ({:?})", arena.objects[i].label),
+            Some(Feature::Bounds(_)) => "too close to the bounds".to_string(),
+            Some(f) => format!("inside {f}"),
+            None => "in collision".to_string(),
+        };
+        return Err(invalid(
+            "start",
+            format!("{what}: the robot disc (radius {radius} m) overlaps it ({clear:.3} m clearance)"),
+        ));
+    }
+    match &arena.goal {
+        None => Ok(()),
+        Some(Goal::Object { label }) => {
+            if label.trim().is_empty() {
+                return Err(invalid("goal.object", "must not be empty"));
+            }
+            let targets = arena.goal_objects();
+            if targets.is_empty() {
+                let known = arena.labels().join(", ");
+                return Err(invalid("goal.object", format!("no object labelled {label:?} (objects: {known})")));
+            }
+            let sd = arena.success_distance_m();
+            let ok = |p: Point2| targets.iter().any(|o| p.distance(o.center()) - o.r <= sd);
+            reachable(arena, &scene, radius, ok, &format!("within {sd} m of any {label:?}"))
+        }
+        Some(Goal::Point { x, y }) => {
+            finite("goal", &[*x, *y])?;
+            let g = Point2::new(*x, *y);
+            if !arena.in_bounds(g) {
+                return Err(invalid("goal", format!("({x}, {y}) is outside the bounds")));
+            }
+            let tol = arena.success_distance_m();
+            reachable(arena, &scene, radius, |p| p.distance(g) <= tol, &format!("within {tol} m of ({x}, {y})"))
+        }
+    }
+}
+
+fn reachable(
+    arena: &Arena,
+    scene: &Scene,
+    radius: f64,
+    target: impl Fn(Point2) -> bool,
+    what: &str,
+) -> Result<(), HalError> {
+    let grid = ConfigGrid::new(scene, arena.bounds, radius, REACH_CELL_M);
+    let field = grid.distance_field(target);
+    let start = Point2::new(arena.start.x, arena.start.y);
+    if grid.lookup(&field, start).is_none() {
+        return Err(invalid("goal", format!("unreachable from start: no free path for the robot to {what}")));
+    }
+    Ok(())
+}

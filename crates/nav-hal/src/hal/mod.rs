@@ -1,0 +1,99 @@
+//! The hardware abstraction: what a navigator may ask of a robot.
+//!
+//! Two object-safe traits, [`Sensors`] and [`Actuators`], joined by
+//! [`Robot`] (blanket-implemented), so a navigator can hold a
+//! `Box<dyn Robot>` and not care whether it drives the built-in simulator, a
+//! ROS robot over rosbridge or Habitat through a bridge. Every method except
+//! [`Sensors::capabilities`] has a default that returns
+//! [`HalError::Unsupported`], so an adapter implements only what its robot
+//! has (like ripgrep's `Sink`: one required method, the rest opt-in).
+//!
+//! The methods are `async` (via `async-trait`, which keeps the traits
+//! object-safe) because real adapters wait on the network; the simulator
+//! answers immediately.
+
+mod types;
+
+pub use types::{
+    CameraFrame, Capabilities, DepthFrame, Detection, DriveKind, MotionOutcome, Odometry, Panorama,
+    PanoramaView, StampedScan, StepOutcome, VelocityCommand,
+};
+
+use crate::HalError;
+use async_trait::async_trait;
+use nav_core::action::Action;
+use nav_core::geometry::Point2;
+
+/// Reading the robot's sensors.
+#[async_trait]
+pub trait Sensors: Send {
+    /// What this robot offers.
+    fn capabilities(&self) -> Capabilities;
+
+    /// The current pose estimate and velocities.
+    async fn odometry(&mut self) -> Result<Odometry, HalError> {
+        Err(HalError::unsupported("odometry"))
+    }
+
+    /// The newest LiDAR scan.
+    async fn scan(&mut self) -> Result<StampedScan, HalError> {
+        Err(HalError::unsupported("lidar scan"))
+    }
+
+    /// The newest RGB image.
+    async fn rgb(&mut self) -> Result<CameraFrame, HalError> {
+        Err(HalError::unsupported("rgb camera"))
+    }
+
+    /// The newest depth image, aligned with [`Sensors::rgb`].
+    async fn depth(&mut self) -> Result<DepthFrame, HalError> {
+        Err(HalError::unsupported("depth camera"))
+    }
+
+    /// `views` RGB images at equal headings around the robot, starting
+    /// straight ahead and turning left (PixelNav uses 12). The robot ends
+    /// facing the way it started.
+    async fn panorama(&mut self, views: usize) -> Result<Panorama, HalError> {
+        let _ = views;
+        Err(HalError::unsupported("panorama"))
+    }
+
+    /// Ground-truth detections of the objects visible in the RGB image
+    /// (simulators only).
+    async fn detections(&mut self) -> Result<Vec<Detection>, HalError> {
+        Err(HalError::unsupported("detections"))
+    }
+}
+
+/// Moving the robot.
+#[async_trait]
+pub trait Actuators: Send {
+    /// Executes one discrete action (Habitat action space).
+    async fn act(&mut self, action: Action) -> Result<StepOutcome, HalError> {
+        let _ = action;
+        Err(HalError::unsupported("discrete actions"))
+    }
+
+    /// Holds a velocity for a duration, then stops.
+    async fn drive(&mut self, command: VelocityCommand) -> Result<MotionOutcome, HalError> {
+        let _ = command;
+        Err(HalError::unsupported("velocity commands"))
+    }
+
+    /// Drives to a point given in the odometry frame, then stops.
+    async fn move_to(&mut self, target: Point2) -> Result<MotionOutcome, HalError> {
+        let _ = target;
+        Err(HalError::unsupported("move_to"))
+    }
+
+    /// Stops all motion now.
+    async fn stop(&mut self) -> Result<(), HalError> {
+        Err(HalError::unsupported("stop"))
+    }
+}
+
+/// A robot: sensors plus actuators. Implemented for every type that has
+/// both, so `Box<dyn Robot>` works for any adapter.
+pub trait Robot: Sensors + Actuators {}
+
+impl<T: Sensors + Actuators + ?Sized> Robot for T {}

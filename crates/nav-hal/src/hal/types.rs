@@ -1,0 +1,270 @@
+//! Plain data exchanged across the HAL traits.
+
+use nav_core::action::StepConfig;
+use nav_core::geometry::Pose2;
+use nav_core::lidar::LaserScan;
+use nav_core::raster::RgbFrame;
+use serde::{Deserialize, Serialize};
+
+/// A pose estimate with velocities, as `nav_msgs/Odometry` carries it.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Odometry {
+    /// Estimated pose (frame documented by the implementation; the built-in
+    /// simulator reports the arena frame by default).
+    pub pose: Pose2,
+    /// Forward speed, m/s.
+    pub linear: f64,
+    /// Yaw rate, rad/s (CCW positive).
+    pub angular: f64,
+    /// Time of the estimate, seconds on the robot's clock.
+    pub stamp_s: f64,
+    /// True when `pose` is exact (a noise-free simulator), false for a real
+    /// estimate that drifts.
+    pub ground_truth: bool,
+}
+
+/// A LiDAR scan with its time stamp.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StampedScan {
+    /// The scan (ROS `LaserScan` semantics, angles CCW from the front).
+    pub scan: LaserScan,
+    /// Acquisition time, seconds.
+    pub stamp_s: f64,
+}
+
+/// An RGB camera image with its field of view.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CameraFrame {
+    /// The pixels.
+    pub frame: RgbFrame,
+    /// Horizontal field of view, radians.
+    pub hfov_rad: f64,
+    /// Acquisition time, seconds.
+    pub stamp_s: f64,
+}
+
+impl CameraFrame {
+    /// Bearing (radians CCW from the optical axis, positive to the left) of
+    /// the centre of pixel column `x` for a pinhole camera.
+    pub fn column_bearing(&self, x: f64) -> f64 {
+        let w = self.frame.width() as f64;
+        if w <= 0.0 {
+            return 0.0;
+        }
+        let f = (w / 2.0) / (self.hfov_rad / 2.0).tan();
+        ((w / 2.0 - x) / f).atan()
+    }
+}
+
+/// A depth image aligned pixel for pixel with the RGB image.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DepthFrame {
+    /// Width in pixels.
+    pub width: usize,
+    /// Height in pixels.
+    pub height: usize,
+    /// Row-major depth in metres along the optical axis (perpendicular
+    /// distance, as RGB-D cameras report); `f32::INFINITY` where nothing was
+    /// within range, NaN where invalid.
+    pub depth_m: Vec<f32>,
+    /// Acquisition time, seconds.
+    pub stamp_s: f64,
+}
+
+impl DepthFrame {
+    /// Depth at pixel `(x, y)`, if inside the image.
+    pub fn at(&self, x: usize, y: usize) -> Option<f32> {
+        if x >= self.width || y >= self.height {
+            return None;
+        }
+        self.depth_m.get(y * self.width + x).copied()
+    }
+
+    /// Median of the finite depths in the `(2·half+1)²` window around
+    /// `(x, y)` (seed 003's `get_dist`, a 5×5 median for `half = 2`).
+    /// `None` when the window holds no finite value.
+    pub fn median_m(&self, x: usize, y: usize, half: usize) -> Option<f32> {
+        if self.width == 0 || self.height == 0 {
+            return None;
+        }
+        let (x0, x1) = (x.saturating_sub(half), (x + half).min(self.width - 1));
+        let (y0, y1) = (y.saturating_sub(half), (y + half).min(self.height - 1));
+        let mut v: Vec<f32> = Vec::with_capacity((2 * half + 1).pow(2));
+        for yy in y0..=y1 {
+            for xx in x0..=x1 {
+                if let Some(d) = self.at(xx, yy).filter(|d| d.is_finite()) {
+                    v.push(d);
+                }
+            }
+        }
+        if v.is_empty() {
+            return None;
+        }
+        v.sort_by(f32::total_cmp);
+        Some(v[v.len() / 2])
+    }
+
+    /// The image as ROS `16UC1` millimetres (what `/oak/stereo/image_raw`
+    /// publishes): 0 for no measurement (infinite, NaN or non-positive),
+    /// saturated at 65535 mm.
+    pub fn to_millimetres(&self) -> Vec<u16> {
+        self.depth_m
+            .iter()
+            .map(|&d| if d.is_finite() && d > 0.0 { (d * 1000.0).round().min(65535.0) as u16 } else { 0 })
+            .collect()
+    }
+
+    /// Builds a frame from `16UC1` millimetres (0 = no measurement, which
+    /// becomes NaN). `None` when the buffer length does not match.
+    pub fn from_millimetres(width: usize, height: usize, mm: &[u16], stamp_s: f64) -> Option<Self> {
+        if mm.len() != width * height {
+            return None;
+        }
+        let depth_m = mm.iter().map(|&v| if v == 0 { f32::NAN } else { f32::from(v) / 1000.0 }).collect();
+        Some(Self { width, height, depth_m, stamp_s })
+    }
+}
+
+/// One view of a panorama.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PanoramaView {
+    /// Heading of the view's optical axis relative to the robot's front,
+    /// radians CCW (0 = straight ahead, π/2 = left).
+    pub heading_rad: f64,
+    /// The image.
+    pub frame: CameraFrame,
+}
+
+/// Views at equal headings around the robot (PixelNav: 12 × 30°).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Panorama {
+    /// The views, in order of increasing heading starting at 0.
+    pub views: Vec<PanoramaView>,
+}
+
+impl Panorama {
+    /// The default number of views (12, every 30°), as PixelNav uses.
+    pub const DEFAULT_VIEWS: usize = 12;
+
+    /// Headings (radians CCW) of `n` equally spaced views starting at 0.
+    pub fn headings(n: usize) -> Vec<f64> {
+        (0..n).map(|k| k as f64 * std::f64::consts::TAU / n as f64).map(nav_core::geometry::normalize_angle).collect()
+    }
+}
+
+/// An object seen by the robot. Only simulators produce these; they are
+/// always ground truth (a real detector would be a separate component).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Detection {
+    /// Object class, e.g. `"bed"`.
+    pub label: String,
+    /// Bearing of the object's centre relative to the robot's front,
+    /// radians CCW (positive = left).
+    pub bearing_rad: f64,
+    /// Distance from the camera to the object's surface, metres.
+    pub distance_m: f64,
+    /// Pixel box `[x_min, y_min, x_max, y_max]` (inclusive) in the RGB
+    /// image, when known.
+    pub bbox: Option<[u32; 4]>,
+    /// Always true for simulator detections.
+    pub ground_truth: bool,
+}
+
+/// How the robot steers under velocity commands.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum DriveKind {
+    /// Unicycle / differential drive: any (v, ω), turning in place allowed.
+    Differential,
+    /// Car-like steering (ROSMASTER A1): `|ω| ≤ |v| / min_turn_radius_m`,
+    /// no turning in place.
+    Ackermann {
+        /// Smallest turning radius, metres.
+        min_turn_radius_m: f64,
+    },
+}
+
+impl Default for DriveKind {
+    fn default() -> Self {
+        DriveKind::Differential
+    }
+}
+
+/// What a robot offers, so a planner can check before it asks.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct Capabilities {
+    /// Accepts discrete [`Action`](nav_core::action::Action)s.
+    pub discrete_actions: bool,
+    /// Step sizes of the discrete actions, when they are offered.
+    pub step: Option<StepConfig>,
+    /// Accepts velocity commands.
+    pub velocity: bool,
+    /// Accepts waypoint (move-to) commands.
+    pub move_to: bool,
+    /// Has a LiDAR.
+    pub lidar: bool,
+    /// Has an RGB camera.
+    pub rgb: bool,
+    /// Has a depth camera aligned with the RGB camera.
+    pub depth: bool,
+    /// Can produce panoramas without the caller turning the robot.
+    pub panorama: bool,
+    /// Produces ground-truth object detections (simulators only).
+    pub detections: bool,
+    /// Odometry is exact (noise-free simulation).
+    pub pose_is_ground_truth: bool,
+    /// Steering model for velocity commands.
+    pub drive: DriveKind,
+}
+
+/// A velocity command held for a duration.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct VelocityCommand {
+    /// Forward speed, m/s (negative = reverse).
+    pub linear: f64,
+    /// Yaw rate, rad/s (CCW positive).
+    pub angular: f64,
+    /// How long to hold it, seconds.
+    pub duration_s: f64,
+}
+
+impl VelocityCommand {
+    /// Checks that every field is finite and the duration non-negative.
+    pub fn validate(&self) -> Result<(), crate::HalError> {
+        for (field, v) in [("linear", self.linear), ("angular", self.angular), ("duration_s", self.duration_s)] {
+            if !v.is_finite() {
+                return Err(crate::HalError::invalid_command(field, format!("must be finite, got {v}")));
+            }
+        }
+        if self.duration_s < 0.0 {
+            return Err(crate::HalError::invalid_command("duration_s", "must not be negative"));
+        }
+        Ok(())
+    }
+}
+
+/// Result of one discrete action.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct StepOutcome {
+    /// The move was blocked (one collision counted).
+    pub collided: bool,
+    /// Distance actually moved, metres.
+    pub moved_m: f64,
+    /// The robot's pose estimate after the action, when it has one.
+    pub pose: Option<Pose2>,
+}
+
+/// Result of a velocity or move-to command.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct MotionOutcome {
+    /// Distance travelled, metres.
+    pub distance_m: f64,
+    /// Time the motion took, seconds.
+    pub duration_s: f64,
+    /// The robot touched something (one collision counted).
+    pub collided: bool,
+    /// The command ended before completion (collision, or a move-to that
+    /// timed out before arriving).
+    pub stopped_early: bool,
+}
