@@ -290,7 +290,7 @@ impl ContinuousGuard {
                 OverrideKind::EmergencyStop,
                 format!("obstacle_at_{d:.1}m_{where_}"),
                 format!(
-                    "Movement stopped: obstacle detected {d:.1}m {where_} in the direction of motion. \
+                    "Movement stopped: obstacle detected {d:.2}m {where_} in the direction of motion. \
                      Consider turning or choosing a different direction."
                 ),
             );

@@ -169,6 +169,16 @@ impl ExecutionOutcome {
             _ => serde_json::to_value(&self.feedback).unwrap_or(Value::Null),
         }
     }
+
+    /// [`Self::result_json`] as compact text with the fields in the seed's
+    /// order (`success` first), ready to be a tool-result message.
+    pub fn result_text(&self) -> String {
+        let text = match &self.target {
+            Target::PathCheck(p) => serde_json::to_string(p),
+            _ => serde_json::to_string(&self.feedback),
+        };
+        text.unwrap_or_else(|_| self.result_json().to_string())
+    }
 }
 
 /// The sequencer between the VLM and the control loop.
