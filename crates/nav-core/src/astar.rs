@@ -194,7 +194,6 @@ impl CostMap {
     /// of [`GridPlanner`]; benches and tests reuse it for peers.
     pub fn successors(&self, p: GridPos, allow_diagonal: bool, out: &mut Vec<(GridPos, f64)>) {
         out.clear();
-        const DIRS: [(i32, i32); 8] = [(1, 0), (-1, 0), (0, 1), (0, -1), (1, 1), (1, -1), (-1, 1), (-1, -1)];
         let n = if allow_diagonal { 8 } else { 4 };
         for &(dx, dy) in &DIRS[..n] {
             let q = GridPos::new(p.x + dx, p.y + dy);
@@ -537,6 +536,66 @@ impl GridPlanner {
 
 const DIRS: [(i32, i32); 8] = [(1, 0), (-1, 0), (0, 1), (0, -1), (1, 1), (1, -1), (-1, 1), (-1, -1)];
 
+/// Single-source shortest path costs (Dijkstra) from `start` to every cell
+/// of the map under the same move model as [`GridPlanner`] (8-connected, no
+/// corner cutting). Unreachable or impassable cells get `f64::INFINITY`.
+/// One flood answers "how far is each frontier" in one pass.
+///
+/// ```
+/// use nav_core::astar::{CostMap, CostMapConfig, distance_field};
+/// use nav_core::grid::{OccupancyGrid, GridPos, CellState};
+/// use nav_core::geometry::Point2;
+/// let mut g = OccupancyGrid::new(5, 1, 0.1, Point2::new(0.0, 0.0))?;
+/// for x in 0..5 { g.set(GridPos::new(x, 0), CellState::Free, 1.0); }
+/// let d = distance_field(&CostMap::from_grid(&g, &CostMapConfig::ground_truth()), GridPos::new(0, 0));
+/// assert_eq!(d[4], 4.0);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn distance_field(map: &CostMap, start: GridPos) -> Vec<f64> {
+    let n = map.width * map.height;
+    let mut dist = vec![f64::INFINITY; n];
+    if !map.contains(start) || map.blocked_by_map(start) {
+        return dist;
+    }
+    let w = map.width as i32;
+    let si = (start.y * w + start.x) as usize;
+    dist[si] = 0.0;
+    let mut heap = BinaryHeap::new();
+    heap.push(HeapNode { f: 0.0, g: 0.0, idx: si as u32 });
+    while let Some(HeapNode { g, idx, .. }) = heap.pop() {
+        let cu = idx as usize;
+        if g > dist[cu] {
+            continue;
+        }
+        let p = GridPos::new(idx as i32 % w, idx as i32 / w);
+        for &(dx, dy) in &DIRS {
+            let (nx, ny) = (p.x + dx, p.y + dy);
+            if nx < 0 || ny < 0 || nx >= w || ny >= map.height as i32 {
+                continue;
+            }
+            let ni = (ny * w + nx) as usize;
+            let c = map.costs[ni];
+            if !c.is_finite() {
+                continue;
+            }
+            let step = if dx != 0 && dy != 0 {
+                if !map.costs[(p.y * w + nx) as usize].is_finite() || !map.costs[(ny * w + p.x) as usize].is_finite() {
+                    continue;
+                }
+                SQRT_2 * f64::from(c)
+            } else {
+                f64::from(c)
+            };
+            let ng = g + step;
+            if ng < dist[ni] {
+                dist[ni] = ng;
+                heap.push(HeapNode { f: ng, g: ng, idx: ni as u32 });
+            }
+        }
+    }
+    dist
+}
+
 /// Keeps every `spacing`-th cell, always including the first and last.
 pub fn downsample(cells: &[GridPos], spacing: usize) -> Vec<GridPos> {
     let spacing = spacing.max(1);
@@ -702,6 +761,24 @@ mod tests {
             }
         }
         None
+    }
+
+    #[test]
+    fn distance_field_agrees_with_astar() {
+        let mut g = open_grid(30, 30);
+        for y in 0..25 {
+            g.set(GridPos::new(15, y), CellState::Wall, 1.0);
+        }
+        g.set(GridPos::new(3, 3), CellState::Unknown, 0.0);
+        let m = CostMap::from_grid(&g, &CostMapConfig::ground_truth());
+        let s = GridPos::new(2, 2);
+        let field = distance_field(&m, s);
+        let mut p = GridPlanner::new(PlannerConfig::default());
+        for t in [GridPos::new(29, 0), GridPos::new(20, 10), GridPos::new(3, 3), GridPos::new(14, 29)] {
+            let r = p.plan(&m, s, t, &FrozenClock);
+            assert!((field[(t.y * 30 + t.x) as usize] - r.total_cost).abs() < 1e-9);
+        }
+        assert!(field[(5 * 30 + 15) as usize].is_infinite()); // a wall cell
     }
 
     proptest! {
