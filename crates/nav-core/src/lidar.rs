@@ -491,6 +491,44 @@ pub fn arc_distance(scan: &LaserScan, center: f64, half_width: f64, stat: ArcSta
     }
 }
 
+/// Free distance straight ahead (+x) for a disc of radius `half_width`:
+/// the smallest along-track distance at which the disc, sliding forward,
+/// would touch an obstacle return. Returns `f32::INFINITY` when nothing is
+/// in the corridor. Unlike a percentile over an arc, this is exact for the
+/// robot's own swept path, so it is what a "can I step forward" check uses.
+///
+/// ```
+/// use nav_core::lidar::{LaserScan, corridor_clearance};
+/// let mut s = LaserScan::full_circle(360, 0.05, 12.0, f32::INFINITY);
+/// s.ranges[180] = 1.0; // a point straight ahead
+/// assert!((corridor_clearance(&s, 0.2) - 0.8).abs() < 1e-3);
+/// ```
+pub fn corridor_clearance(scan: &LaserScan, half_width: f64) -> f32 {
+    corridor_clearance_dir(scan, 0.0, half_width)
+}
+
+/// [`corridor_clearance`] for motion along `direction` (radians CCW from
+/// the front; π for reversing).
+pub fn corridor_clearance_dir(scan: &LaserScan, direction: f64, half_width: f64) -> f32 {
+    if !half_width.is_finite() || half_width < 0.0 {
+        return 0.0;
+    }
+    let (s, c) = direction.sin_cos();
+    let mut best = f64::INFINITY;
+    for (a, r) in scan.obstacle_beams() {
+        let (px, py) = (f64::from(r) * a.cos(), f64::from(r) * a.sin());
+        // rotate into the motion frame
+        let along = c * px + s * py;
+        let across = -s * px + c * py;
+        if along <= 0.0 || across.abs() > half_width {
+            continue;
+        }
+        let d = along - (half_width * half_width - across * across).sqrt();
+        best = best.min(d.max(0.0));
+    }
+    best as f32
+}
+
 /// The six movement directions of the explore tools.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -733,6 +771,24 @@ mod tests {
             assert_eq!(sec.label, Some(ClearanceLabel::Clear));
         }
         assert_eq!(min_time_to_collision(&s, 0.18, 0.0), f64::INFINITY);
+    }
+
+    #[test]
+    fn corridor_clearance_geometry() {
+        let mut s = ring(360, f32::INFINITY);
+        // a point 1 m ahead and 0.1 m to the left (≈ 5.7°) hits a 0.2 m wide disc at 1 − √(0.04 − 0.01)
+        let a = (0.1f64).atan2(1.0);
+        let i = ((a + PI) / s.angle_increment).round() as usize;
+        let r = (1.0f64.hypot(0.1)) as f32;
+        s.ranges[i] = r;
+        let got = corridor_clearance(&s, 0.2) as f64;
+        let ay = f64::from(r) * s.angle(i).sin();
+        let ax = f64::from(r) * s.angle(i).cos();
+        assert!((got - (ax - (0.04 - ay * ay).sqrt())).abs() < 1e-4, "{got}");
+        // outside the corridor: ignored
+        assert_eq!(corridor_clearance(&s, 0.05), f32::INFINITY);
+        // reversing looks backwards
+        assert_eq!(corridor_clearance_dir(&s, PI, 0.2), f32::INFINITY);
     }
 
     #[test]
