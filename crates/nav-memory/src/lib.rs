@@ -1,4 +1,102 @@
 //! # nav-memory
 //!
-//! Part of navkit; see the workspace README. Filled in by its own issue.
+//! What the robot remembers, deterministic, serializable and bounded.
+//!
+//! - [`SpatialMemory`] — the Place–Anchor memory of seed 000: action-based
+//!   dead reckoning, an [`AnchorGraph`] of [`Anchor`]s, [`Place`]s with a
+//!   dwell filter, localization hints, the [`DcQueue`] of [`DcRecord`]s and
+//!   the rule-based [`AvoidHint`]. [`SpatialMemory::observe_step`] is the one
+//!   per-step update and returns [`MemoryEvent`]s for the step log;
+//!   [`SpatialMemory::push_dc`] records a planner call;
+//!   [`SpatialMemory::context`] builds the [`NavigationContext`] (compact
+//!   text for prompts, JSON for logs). Snapshots are atomic JSON files.
+//! - [`ExplorationMemory`] — rooms, frontiers, dead ends and recent actions
+//!   for LLM exploration (seeds 001/003), with its prompt block.
+//! - [`grounding`] — seed-004 grounding knowledge: per-step feedback, final
+//!   grounding, files and merging.
+//! - [`normalize_scene_type`] — the scene-type normalization every part
+//!   shares.
+//!
+//! ```
+//! use nav_core::action::Action;
+//! use nav_memory::{MemoryConfig, SceneObservation, SpatialMemory, StepFlags};
+//!
+//! let mut memory = SpatialMemory::new(MemoryConfig::default())?;
+//! for step in 0..60 {
+//!     // The scene analyzer runs every 20 steps (0, 20, 40).
+//!     let scene = memory.scene_due().then(|| {
+//!         SceneObservation::new(if step < 20 { "Hallway" } else { "kitchen" }).with_objects(["stove"])
+//!     });
+//!     let action = if step % 7 == 6 { Action::TurnLeft } else { Action::Forward };
+//!     let _events = memory.observe_step(action, scene, StepFlags::default());
+//! }
+//! // "kitchen" was seen at steps 20 and 40 only: k = 3 is not reached yet.
+//! assert_eq!(memory.current_place().place_type, "corridor");
+//! assert_eq!(memory.pending_switch(), Some(("kitchen", 2)));
+//!
+//! let record = memory.push_dc(false, "kitchen", "a stove is visible ahead");
+//! assert_eq!(record.idx, 1);
+//! let text = memory.context(None).to_text();
+//! assert!(text.contains("Place: P0 corridor"));
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! ## Interpretations of the seeds
+//!
+//! - **Dwell** (§7.1): scene labels arrive every `place_update_period`
+//!   steps; a switch is confirmed when the same normalized label, different
+//!   from the current place, is seen k = 3 times in a row. A label equal to
+//!   the current place resets the candidate; a single noisy label never
+//!   splits a place. The first label of an episode names the initial place
+//!   (before it the type is `unknown`). Empty or `unknown` labels carry no
+//!   evidence and are ignored by the filter. Objects seen while a switch is
+//!   pending go to the new place if it is confirmed, else to the current one.
+//! - **Places are never reused** (§7.1 "new Place on switch", §8.3 "never
+//!   merge"): place ids only grow. ABABA is therefore tested over the
+//!   collapsed sequence of place *types* (kitchen, corridor, kitchen,
+//!   corridor); over ids it could never fire.
+//! - **STUCK** granularity: see [`StuckGranularity`] (anchors by default,
+//!   the literal per-place reading available). Events fire on the rising
+//!   edge.
+//! - **REVISIT** (added rule, see [`hint`]): the current anchor has ≥ 2
+//!   localization hints older than the last K anchors.
+//! - **Anchors** (§7.2): "rotation then forward" compares the heading with
+//!   the heading at the last anchor (a left turn undone by a right turn is no
+//!   rotation); a branch flag creates an anchor only if the robot moved since
+//!   the last one; a confirmed switch always creates the new place's first
+//!   anchor (and no second anchor that step). [`StepFlags::collided`] lets a
+//!   simulator report actions that did not move the robot.
+//! - **Localization hints** (§8) skip places without a named type, and are
+//!   never used to merge anything.
+//!
+//! Dependencies: `nav-core` (poses, actions, dead reckoning, the ABABA and
+//! STUCK tests), `serde`/`serde_json` (snapshots, logs, grounding files;
+//! `float_roundtrip` so snapshots reload bit-exact), `thiserror` (the error
+//! enum), `tracing` (warnings for skipped grounding files), `tempfile`
+//! (atomic writes: temporary file in the target directory, then rename).
 #![deny(missing_docs)]
+
+pub mod config;
+pub mod context;
+pub mod dc;
+pub mod error;
+pub mod event;
+pub mod exploration;
+pub mod graph;
+pub mod grounding;
+pub mod hint;
+pub mod snapshot;
+pub mod spatial;
+pub mod text;
+
+pub use config::{ContextLimits, MemoryConfig, StuckGranularity};
+pub use context::{NavigationContext, PlaceBrief, PlaceSummary};
+pub use dc::{DcQueue, DcRecord};
+pub use error::MemoryError;
+pub use event::{MemoryCounters, MemoryEvent, SceneObservation, StepFlags};
+pub use exploration::{ActionRecord, DeadEnd, Discovery, ExplorationMemory, Frontier, Room, Significance};
+pub use graph::{Anchor, AnchorGraph, AnchorId, AnchorReason, Place, PlaceId};
+pub use hint::{AvoidHint, Pattern};
+pub use snapshot::write_atomic;
+pub use spatial::{LocalizationHint, SpatialMemory};
+pub use text::normalize_scene_type;

@@ -1,0 +1,192 @@
+//! Memory parameters (SPEC §3 defaults from seed 000 §15).
+
+use crate::error::MemoryError;
+use nav_core::action::StepConfig;
+use serde::{Deserialize, Serialize};
+
+/// What the STUCK rule counts as "a place" when it looks at the last W
+/// steps.
+///
+/// Seed 000 §10.5 says STUCK is "≤ 1 unique place in the last W = 10 steps".
+/// Read literally over place ids this is nearly always true: the scene VLM
+/// runs every 20 steps and a switch needs k = 3 agreeing labels, so the place
+/// id is constant for at least 60 steps at a time. The hint would fire all
+/// the time and tell the planner nothing. [`StuckGranularity::Anchor`] (the
+/// default) counts unique (place, anchor) locations instead: a robot crossing
+/// a room reaches a new anchor every S forward steps, a robot spinning in
+/// place or pinned against a wall (collisions reported through
+/// [`StepFlags::collided`](crate::StepFlags::collided)) does not.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StuckGranularity {
+    /// The literal seed reading over per-step place ids.
+    Place,
+    /// Unique (place, anchor) locations over the last W steps (default).
+    #[default]
+    Anchor,
+}
+
+/// Caps that keep the Navigation Context text bounded (seed 000 §9.1 "M
+/// recent places", "K recent anchors", plus fixed clip lengths).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ContextLimits {
+    /// M: recent places listed, oldest → newest, current last (5).
+    pub recent_places: usize,
+    /// K: recent anchors listed, oldest → newest, current last (6).
+    pub recent_anchors: usize,
+    /// Localization hint anchors listed, nearest first (3).
+    pub hints: usize,
+    /// Objects of the current place listed (4).
+    pub objects: usize,
+    /// Characters kept of each listed object (20).
+    pub object_chars: usize,
+    /// Characters kept of a place's semantic description (72).
+    pub description_chars: usize,
+    /// Characters kept of a DC record's `why` (48).
+    pub why_chars: usize,
+    /// Characters kept of any place or scene type (20).
+    pub type_chars: usize,
+    /// Characters kept of the optional grounding section (1,500).
+    pub grounding_chars: usize,
+}
+
+impl Default for ContextLimits {
+    fn default() -> Self {
+        Self {
+            recent_places: 5,
+            recent_anchors: 6,
+            hints: 3,
+            objects: 4,
+            object_chars: 20,
+            description_chars: 72,
+            why_chars: 48,
+            type_chars: 20,
+            grounding_chars: 1500,
+        }
+    }
+}
+
+/// All parameters of [`SpatialMemory`](crate::SpatialMemory). Loadable from
+/// TOML/JSON; every field has the seed default.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct MemoryConfig {
+    /// Dead-reckoning step sizes (0.25 m / 30°).
+    pub step: StepConfig,
+    /// S: forward steps since the last anchor that create a new one (2).
+    pub anchor_forward_steps: u32,
+    /// Place update period: the scene VLM runs every this many steps (20).
+    pub place_update_period: u32,
+    /// k: consecutive agreeing scene labels that confirm a place switch (3).
+    pub dwell_k: u32,
+    /// N: Discovered-Context queue size (5).
+    pub dc_capacity: usize,
+    /// r: localization radius, metres (1.5).
+    pub localization_radius_m: f64,
+    /// W: STUCK window, steps (10).
+    pub stuck_window: usize,
+    /// What STUCK counts as a place (see [`StuckGranularity`]).
+    pub stuck_granularity: StuckGranularity,
+    /// REVISIT: localization hints older than the recent anchors needed (2).
+    pub revisit_min_hints: usize,
+    /// Caps of the Navigation Context.
+    pub context: ContextLimits,
+}
+
+impl Default for MemoryConfig {
+    fn default() -> Self {
+        Self {
+            step: StepConfig::default(),
+            anchor_forward_steps: 2,
+            place_update_period: 20,
+            dwell_k: 3,
+            dc_capacity: 5,
+            localization_radius_m: 1.5,
+            stuck_window: 10,
+            stuck_granularity: StuckGranularity::Anchor,
+            revisit_min_hints: 2,
+            context: ContextLimits::default(),
+        }
+    }
+}
+
+impl MemoryConfig {
+    /// Checks every value; the memory refuses to start on a bad config.
+    pub fn validate(&self) -> Result<(), MemoryError> {
+        fn bad(field: &'static str, value: impl ToString, reason: &'static str) -> Result<(), MemoryError> {
+            Err(MemoryError::InvalidConfig { field, value: value.to_string(), reason })
+        }
+        if !(self.step.forward_m.is_finite() && self.step.forward_m > 0.0) {
+            return bad("step.forward_m", self.step.forward_m, "must be a positive number of metres");
+        }
+        if !(self.step.turn_deg.is_finite() && self.step.turn_deg > 0.0 && self.step.turn_deg < 360.0) {
+            return bad("step.turn_deg", self.step.turn_deg, "must be in (0, 360) degrees");
+        }
+        if self.anchor_forward_steps == 0 {
+            return bad("anchor_forward_steps", 0, "must be at least 1");
+        }
+        if self.place_update_period == 0 {
+            return bad("place_update_period", 0, "must be at least 1");
+        }
+        if self.dwell_k == 0 {
+            return bad("dwell_k", 0, "must be at least 1");
+        }
+        if self.dc_capacity == 0 {
+            return bad("dc_capacity", 0, "must be at least 1");
+        }
+        if !(self.localization_radius_m.is_finite() && self.localization_radius_m > 0.0) {
+            return bad("localization_radius_m", self.localization_radius_m, "must be a positive number of metres");
+        }
+        if self.stuck_window == 0 {
+            return bad("stuck_window", 0, "must be at least 1");
+        }
+        if self.revisit_min_hints == 0 {
+            return bad("revisit_min_hints", 0, "must be at least 1");
+        }
+        if self.context.recent_places == 0 {
+            return bad("context.recent_places", 0, "must be at least 1 (the current place)");
+        }
+        if self.context.recent_anchors == 0 {
+            return bad("context.recent_anchors", 0, "must be at least 1 (the current anchor)");
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_match_the_seed() {
+        let c = MemoryConfig::default();
+        assert_eq!(c.anchor_forward_steps, 2);
+        assert_eq!(c.place_update_period, 20);
+        assert_eq!(c.dwell_k, 3);
+        assert_eq!(c.dc_capacity, 5);
+        assert_eq!(c.localization_radius_m, 1.5);
+        assert_eq!(c.stuck_window, 10);
+        assert_eq!(c.step.forward_m, 0.25);
+        assert_eq!(c.step.turn_deg, 30.0);
+        c.validate().unwrap();
+    }
+
+    #[test]
+    fn partial_config_fills_defaults_and_rejects_typos() {
+        let c: MemoryConfig = serde_json::from_str(r#"{"dwell_k": 4, "context": {"why_chars": 40}}"#).unwrap();
+        assert_eq!(c.dwell_k, 4);
+        assert_eq!(c.context.why_chars, 40);
+        assert_eq!(c.context.recent_places, 5);
+        assert!(serde_json::from_str::<MemoryConfig>(r#"{"dwel_k": 4}"#).is_err());
+    }
+
+    #[test]
+    fn bad_values_name_the_field() {
+        let c = MemoryConfig { dc_capacity: 0, ..MemoryConfig::default() };
+        let e = c.validate().unwrap_err().to_string();
+        assert!(e.contains("dc_capacity"), "{e}");
+        let c = MemoryConfig { localization_radius_m: f64::NAN, ..MemoryConfig::default() };
+        assert!(c.validate().unwrap_err().to_string().contains("localization_radius_m"));
+    }
+}

@@ -1,0 +1,619 @@
+//! Exploration memory for LLM-driven exploration (seed 001 tasks 2.1–2.2,
+//! seed 003 §3.19): rooms, frontiers, dead ends, the last five actions with
+//! their outcomes, discoveries and duration, serialized into a ~200-token
+//! prompt block.
+//!
+//! Rooms are VLM-driven (seed 001 R3): a room is created only when the VLM
+//! calls `report_discovery(significance = "room")`; the label becomes the
+//! room name and the room becomes current. The memory starts in a room named
+//! `start`. Time is injected (`new(start_s)`, `update_time(now_s)`), never
+//! read from a clock.
+//!
+//! Persistence is JSON (`save_json` / `load_json`, atomic), not the seed's
+//! YAML: the rest of navkit's files are JSON, it needs no extra dependency
+//! (the usual Rust YAML crate is unmaintained), and the layout is the
+//! seed's §3.19 JSON anyway.
+
+use crate::error::MemoryError;
+use crate::snapshot;
+use crate::text::{clip_chars, normalize_label};
+use nav_core::geometry::Point2;
+use serde::{Deserialize, Serialize};
+use std::collections::VecDeque;
+use std::fmt::{self, Write as _};
+use std::path::Path;
+use std::str::FromStr;
+
+/// How important a `report_discovery` is (the seed-001 tool's enum).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Significance {
+    /// A recognizable landmark (added to the current room's objects).
+    Landmark,
+    /// A new room: creates it (or re-enters it) and makes it current.
+    Room,
+    /// An obstacle worth remembering (added to the current room's objects).
+    Obstacle,
+    /// Anything else of interest (added to the current room's objects).
+    PointOfInterest,
+}
+
+impl Significance {
+    /// The snake_case name of the tool schema.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Significance::Landmark => "landmark",
+            Significance::Room => "room",
+            Significance::Obstacle => "obstacle",
+            Significance::PointOfInterest => "point_of_interest",
+        }
+    }
+}
+
+impl fmt::Display for Significance {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for Significance {
+    type Err = MemoryError;
+    /// Parses the tool's values, case-insensitively, with spaces or dashes
+    /// for underscores (`"Point of interest"` works).
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let key: String = s.trim().to_lowercase().chars().map(|c| if c == ' ' || c == '-' { '_' } else { c }).collect();
+        match key.as_str() {
+            "landmark" => Ok(Self::Landmark),
+            "room" => Ok(Self::Room),
+            "obstacle" => Ok(Self::Obstacle),
+            "point_of_interest" | "poi" => Ok(Self::PointOfInterest),
+            _ => Err(MemoryError::UnknownKeyword {
+                kind: "significance",
+                value: s.to_string(),
+                expected: "landmark, room, obstacle, point_of_interest",
+            }),
+        }
+    }
+}
+
+/// A room the VLM named.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Room {
+    /// Room name (trimmed, lowercase).
+    pub name: String,
+    /// How much of it was explored, percent 0–100.
+    pub explored_pct: f64,
+    /// Objects reported in it, in report order (at most
+    /// [`ExplorationMemory::MAX_ROOM_OBJECTS`]).
+    pub objects: Vec<String>,
+    /// The room the robot came from.
+    pub entered_from: String,
+    /// Where the robot was when the room was reported (entry point).
+    pub entry: Point2,
+}
+
+/// An open frontier (from the map analysis).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Frontier {
+    /// Id the VLM can pass to `navigate_to_goal(frontier_id)`.
+    pub id: u32,
+    /// Direction, degrees, in the caller's convention.
+    pub direction_deg: f64,
+    /// Distance, metres.
+    pub distance_m: f64,
+    /// Kind ("doorway", "corridor", "open"); `type` in JSON as in the seed.
+    #[serde(rename = "type")]
+    pub kind: String,
+    /// Opening width, metres, when known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub width_m: Option<f64>,
+}
+
+/// A direction found to lead nowhere.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DeadEnd {
+    /// Direction, degrees, in the caller's convention.
+    pub direction_deg: f64,
+    /// Why ("wall", "blocked").
+    pub reason: String,
+    /// Where the robot was.
+    pub position: Point2,
+}
+
+/// One executed decision and its outcome (seed 003 §3.19 "RECENT
+/// DECISIONS").
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ActionRecord {
+    /// Tool name, e.g. `move_toward`.
+    pub action: String,
+    /// Parameters as shown in the prompt, e.g. `forward, medium`.
+    pub params: String,
+    /// Outcome text, e.g. `success, +0.36m` or `safety_override at 0.3m`.
+    pub result: String,
+    /// Position after the action.
+    pub position: Point2,
+}
+
+impl ActionRecord {
+    /// A record; strings are clipped to 60 characters.
+    pub fn new(action: &str, params: &str, result: &str, position: Point2) -> Self {
+        Self {
+            action: clip_chars(action, 60),
+            params: clip_chars(params, 60),
+            result: clip_chars(result, 60),
+            position,
+        }
+    }
+}
+
+/// A reported discovery (kept for logs; the prompt shows room objects).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Discovery {
+    /// The label as reported (clipped).
+    pub label: String,
+    /// The VLM's notes (clipped).
+    pub notes: String,
+    /// Its significance.
+    pub significance: Significance,
+    /// Where it was reported.
+    pub position: Point2,
+    /// The room it was recorded in.
+    pub room: String,
+}
+
+/// The exploration state of one session (seed 001 `ExplorationState`).
+///
+/// ```
+/// use nav_core::geometry::Point2;
+/// use nav_memory::{ActionRecord, ExplorationMemory, Significance};
+/// let mut m = ExplorationMemory::new(0.0);
+/// m.record_discovery("Kitchen", "fridge and counter", Significance::Room, Point2::new(2.0, 1.0));
+/// m.update_after_action(ActionRecord::new("move_toward", "forward", "success, +0.36m", Point2::new(2.3, 1.0)));
+/// let text = m.to_prompt_text();
+/// assert!(text.starts_with("EXPLORATION MEMORY:"));
+/// assert!(text.contains("Current room: kitchen (entered from start)"));
+/// assert!(text.contains("Recent: [1] move_toward(forward) → success, +0.36m"));
+/// ```
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ExplorationMemory {
+    rooms: Vec<Room>,
+    current_room: String,
+    dead_ends: VecDeque<DeadEnd>,
+    frontiers: Vec<Frontier>,
+    recent_actions: VecDeque<ActionRecord>,
+    recent_discoveries: VecDeque<Discovery>,
+    total_discoveries: u32,
+    started_s: f64,
+    exploration_duration_s: f64,
+}
+
+const EXPLORATION_FORMAT: &str = "navkit-exploration";
+const EXPLORATION_VERSION: u32 = 1;
+
+#[derive(Serialize)]
+struct ExplorationOut<'a> {
+    format: &'static str,
+    version: u32,
+    exploration: &'a ExplorationMemory,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ExplorationIn {
+    format: String,
+    version: u32,
+    exploration: ExplorationMemory,
+}
+
+impl ExplorationMemory {
+    /// Actions kept (seed: last 5).
+    pub const MAX_ACTIONS: usize = 5;
+    /// Rooms kept; later `room` reports only switch among known rooms.
+    pub const MAX_ROOMS: usize = 32;
+    /// Objects kept per room.
+    pub const MAX_ROOM_OBJECTS: usize = 24;
+    /// Dead ends kept (oldest dropped).
+    pub const MAX_DEAD_ENDS: usize = 10;
+    /// Frontiers kept from an update.
+    pub const MAX_FRONTIERS: usize = 16;
+    /// Discoveries kept for logs (oldest dropped).
+    pub const MAX_DISCOVERIES: usize = 10;
+    /// The initial room's name.
+    pub const START_ROOM: &'static str = "start";
+
+    /// Rooms, frontiers, dead ends listed in the prompt text.
+    const SHOWN_ROOMS: usize = 6;
+    const SHOWN_ROOM_OBJECTS: usize = 4;
+    const SHOWN_FRONTIERS: usize = 3;
+    const SHOWN_DEAD_ENDS: usize = 2;
+
+    /// A fresh memory in room `start` at the origin; `start_s` is the
+    /// session start on the caller's clock.
+    pub fn new(start_s: f64) -> Self {
+        Self {
+            rooms: vec![Room {
+                name: Self::START_ROOM.to_string(),
+                explored_pct: 0.0,
+                objects: Vec::new(),
+                entered_from: "origin".to_string(),
+                entry: Point2::new(0.0, 0.0),
+            }],
+            current_room: Self::START_ROOM.to_string(),
+            dead_ends: VecDeque::new(),
+            frontiers: Vec::new(),
+            recent_actions: VecDeque::new(),
+            recent_discoveries: VecDeque::new(),
+            total_discoveries: 0,
+            started_s: if start_s.is_finite() { start_s } else { 0.0 },
+            exploration_duration_s: 0.0,
+        }
+    }
+
+    /// Updates the duration from the caller's clock reading (ignored when
+    /// non-finite or earlier than the start).
+    pub fn update_time(&mut self, now_s: f64) {
+        if now_s.is_finite() && now_s >= self.started_s {
+            self.exploration_duration_s = now_s - self.started_s;
+        }
+    }
+
+    /// Records an executed action and its outcome (keeps the last 5).
+    pub fn update_after_action(&mut self, record: ActionRecord) {
+        if self.recent_actions.len() >= Self::MAX_ACTIONS {
+            self.recent_actions.pop_front();
+        }
+        self.recent_actions.push_back(record);
+    }
+
+    /// Records a `report_discovery`. `room` creates the room named `label`
+    /// (or re-enters a known one) and makes it current; the other kinds add
+    /// `label` to the current room's objects. Empty labels only count.
+    pub fn record_discovery(&mut self, label: &str, notes: &str, significance: Significance, position: Point2) {
+        self.total_discoveries = self.total_discoveries.saturating_add(1);
+        let name = normalize_label(label);
+        if let Some(name) = &name {
+            if significance == Significance::Room {
+                self.enter_room(name, position);
+            } else if let Some(room) = self.room_mut_current() {
+                if !room.objects.contains(name) && room.objects.len() < Self::MAX_ROOM_OBJECTS {
+                    room.objects.push(name.clone());
+                }
+            }
+        }
+        if self.recent_discoveries.len() >= Self::MAX_DISCOVERIES {
+            self.recent_discoveries.pop_front();
+        }
+        self.recent_discoveries.push_back(Discovery {
+            label: clip_chars(label, 60),
+            notes: clip_chars(notes, 160),
+            significance,
+            position,
+            room: self.current_room.clone(),
+        });
+    }
+
+    fn enter_room(&mut self, name: &str, position: Point2) {
+        if name == self.current_room {
+            return;
+        }
+        if !self.rooms.iter().any(|r| r.name == name) {
+            if self.rooms.len() >= Self::MAX_ROOMS {
+                tracing::warn!(room = name, "exploration memory holds {} rooms; not adding another", Self::MAX_ROOMS);
+                return;
+            }
+            self.rooms.push(Room {
+                name: name.to_string(),
+                explored_pct: 0.0,
+                objects: Vec::new(),
+                entered_from: self.current_room.clone(),
+                entry: position,
+            });
+        }
+        self.current_room = name.to_string();
+    }
+
+    fn room_mut_current(&mut self) -> Option<&mut Room> {
+        let current = self.current_room.clone();
+        self.rooms.iter_mut().find(|r| r.name == current)
+    }
+
+    /// Replaces the frontier list with the latest map analysis (entries with
+    /// non-finite numbers are dropped; at most [`Self::MAX_FRONTIERS`]).
+    pub fn update_frontiers(&mut self, frontiers: impl IntoIterator<Item = Frontier>) {
+        self.frontiers = frontiers
+            .into_iter()
+            .filter(|f| f.direction_deg.is_finite() && f.distance_m.is_finite() && f.width_m.is_none_or(f64::is_finite))
+            .map(|f| Frontier { kind: clip_chars(&f.kind, 24), ..f })
+            .take(Self::MAX_FRONTIERS)
+            .collect();
+    }
+
+    /// Marks a direction as a dead end. A dead end within 0.5 m and 20° of
+    /// a known one updates it instead of adding a duplicate.
+    pub fn record_dead_end(&mut self, direction_deg: f64, reason: &str, position: Point2) {
+        if !(direction_deg.is_finite() && position.is_finite()) {
+            return;
+        }
+        let reason = clip_chars(reason, 40);
+        let same = |d: &DeadEnd| {
+            let diff = (d.direction_deg - direction_deg).rem_euclid(360.0);
+            d.position.distance(position) <= 0.5 && diff.min(360.0 - diff) <= 20.0
+        };
+        if let Some(d) = self.dead_ends.iter_mut().find(|d| same(d)) {
+            d.reason = reason;
+            return;
+        }
+        if self.dead_ends.len() >= Self::MAX_DEAD_ENDS {
+            self.dead_ends.pop_front();
+        }
+        self.dead_ends.push_back(DeadEnd { direction_deg, reason, position });
+    }
+
+    /// Sets a room's explored percentage (clamped to 0–100). Returns false
+    /// when no room has that name.
+    pub fn set_explored_pct(&mut self, room: &str, pct: f64) -> bool {
+        let Some(name) = normalize_label(room) else { return false };
+        match self.rooms.iter_mut().find(|r| r.name == name) {
+            Some(r) if pct.is_finite() => {
+                r.explored_pct = pct.clamp(0.0, 100.0);
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// The rooms in discovery order (`start` first).
+    pub fn rooms(&self) -> &[Room] {
+        &self.rooms
+    }
+
+    /// The current room's name.
+    pub fn current_room(&self) -> &str {
+        &self.current_room
+    }
+
+    /// The frontiers of the latest update.
+    pub fn frontiers(&self) -> &[Frontier] {
+        &self.frontiers
+    }
+
+    /// Dead ends, oldest first.
+    pub fn dead_ends(&self) -> impl ExactSizeIterator<Item = &DeadEnd> + '_ {
+        self.dead_ends.iter()
+    }
+
+    /// The last five actions, oldest first.
+    pub fn recent_actions(&self) -> impl ExactSizeIterator<Item = &ActionRecord> + '_ {
+        self.recent_actions.iter()
+    }
+
+    /// The last discoveries, oldest first.
+    pub fn recent_discoveries(&self) -> impl ExactSizeIterator<Item = &Discovery> + '_ {
+        self.recent_discoveries.iter()
+    }
+
+    /// All discoveries reported.
+    pub fn total_discoveries(&self) -> u32 {
+        self.total_discoveries
+    }
+
+    /// Seconds since the session start, as of the last `update_time`.
+    pub fn duration_s(&self) -> f64 {
+        self.exploration_duration_s
+    }
+
+    /// The prompt block (seed 001 task 2.2 / seed 003 §3.19 layout, about
+    /// 55 o200k tokens empty, about 240 for a typical house and at most about
+    /// 310 with every list full of long entries; measured in
+    /// `tests/context_tokens.rs`). Rooms show their explored
+    /// percentage; the current room also its first objects. At most 6 rooms
+    /// (the current one and the latest others), 3 frontiers (as given, ids
+    /// for `navigate_to_goal`), the 2 latest dead ends and the 5 recent
+    /// actions, listed oldest first and numbered `[k]` = k actions ago, so
+    /// `[1]` is the latest.
+    pub fn to_prompt_text(&self) -> String {
+        let mut s = String::with_capacity(640);
+        s.push_str("EXPLORATION MEMORY:\n  Rooms: ");
+        let shown = self.shown_rooms();
+        for (i, r) in shown.iter().enumerate() {
+            if i > 0 {
+                s.push_str(", ");
+            }
+            let _ = write!(s, "{} ({:.0}% explored)", r.name, r.explored_pct);
+        }
+        if self.rooms.len() > shown.len() {
+            let _ = write!(s, " +{} more", self.rooms.len() - shown.len());
+        }
+        s.push('\n');
+        let _ = write!(s, "  Current room: {}", self.current_room);
+        if let Some(r) = self.rooms.iter().find(|r| r.name == self.current_room) {
+            if r.name != Self::START_ROOM {
+                let _ = write!(s, " (entered from {})", r.entered_from);
+            }
+            if !r.objects.is_empty() {
+                let objs: Vec<&str> = r.objects.iter().take(Self::SHOWN_ROOM_OBJECTS).map(String::as_str).collect();
+                let _ = write!(s, " — objects: {}", objs.join(", "));
+                if r.objects.len() > Self::SHOWN_ROOM_OBJECTS {
+                    let _ = write!(s, " +{}", r.objects.len() - Self::SHOWN_ROOM_OBJECTS);
+                }
+            }
+        }
+        s.push('\n');
+        if self.frontiers.is_empty() {
+            s.push_str("  Frontiers: none open\n");
+        } else {
+            let _ = write!(s, "  Frontiers: {} open — ", self.frontiers.len());
+            for (i, f) in self.frontiers.iter().take(Self::SHOWN_FRONTIERS).enumerate() {
+                if i > 0 {
+                    s.push_str(", ");
+                }
+                let _ = write!(s, "#{} {:.0}° {} {:.1}m", f.id, f.direction_deg, f.kind, f.distance_m);
+                if let Some(w) = f.width_m {
+                    let _ = write!(s, " ({w:.1}m wide)");
+                }
+            }
+            s.push('\n');
+        }
+        if self.dead_ends.is_empty() {
+            s.push_str("  Dead ends: none\n");
+        } else {
+            s.push_str("  Dead ends: ");
+            let skip = self.dead_ends.len().saturating_sub(Self::SHOWN_DEAD_ENDS);
+            for (i, d) in self.dead_ends.iter().skip(skip).enumerate() {
+                if i > 0 {
+                    s.push_str(", ");
+                }
+                let _ =
+                    write!(s, "{:.0}° ({}) at ({:.1}, {:.1})", d.direction_deg, d.reason, d.position.x, d.position.y);
+            }
+            s.push('\n');
+        }
+        let secs = self.exploration_duration_s.max(0.0).round() as u64;
+        let _ = writeln!(s, "  Discoveries: {} | Time: {}m {:02}s", self.total_discoveries, secs / 60, secs % 60);
+        if self.recent_actions.is_empty() {
+            s.push_str("  Recent: none\n");
+        } else {
+            let n = self.recent_actions.len();
+            for (i, a) in self.recent_actions.iter().enumerate() {
+                let prefix = if i == 0 { "  Recent: " } else { "          " };
+                let _ = writeln!(s, "{prefix}[{}] {}({}) → {}", n - i, a.action, a.params, a.result);
+            }
+        }
+        s
+    }
+
+    /// The current room plus the most recently discovered others, in
+    /// discovery order, at most `SHOWN_ROOMS`.
+    fn shown_rooms(&self) -> Vec<&Room> {
+        if self.rooms.len() <= Self::SHOWN_ROOMS {
+            return self.rooms.iter().collect();
+        }
+        let current = self.rooms.iter().position(|r| r.name == self.current_room);
+        let mut keep: Vec<usize> = (self.rooms.len() - Self::SHOWN_ROOMS..self.rooms.len()).collect();
+        if let Some(c) = current {
+            if !keep.contains(&c) {
+                keep.remove(0);
+                keep.insert(0, c);
+            }
+        }
+        keep.sort_unstable();
+        keep.into_iter().map(|i| &self.rooms[i]).collect()
+    }
+
+    /// Saves the state as JSON, atomically.
+    pub fn save_json(&self, path: impl AsRef<Path>) -> Result<(), MemoryError> {
+        let out = ExplorationOut { format: EXPLORATION_FORMAT, version: EXPLORATION_VERSION, exploration: self };
+        snapshot::save_json(&out, path.as_ref(), "exploration memory")
+    }
+
+    /// Loads a state saved by [`save_json`](Self::save_json) and checks it.
+    /// Errors name the file.
+    pub fn load_json(path: impl AsRef<Path>) -> Result<Self, MemoryError> {
+        let path = path.as_ref();
+        let what = "exploration memory";
+        let snap: ExplorationIn = snapshot::load_json(path, what)?;
+        let invalid = |reason: String| MemoryError::InvalidFile { what, path: path.to_path_buf(), reason };
+        if snap.format != EXPLORATION_FORMAT || snap.version != EXPLORATION_VERSION {
+            return Err(invalid(format!(
+                "format {:?} version {} (expected {EXPLORATION_FORMAT:?} version {EXPLORATION_VERSION})",
+                snap.format, snap.version
+            )));
+        }
+        snap.exploration.validate().map_err(invalid)?;
+        Ok(snap.exploration)
+    }
+
+    fn validate(&self) -> Result<(), String> {
+        if !self.rooms.iter().any(|r| r.name == self.current_room) {
+            return Err(format!("current room {:?} is not among the rooms", self.current_room));
+        }
+        if let Some(r) = self.rooms.iter().find(|r| !(0.0..=100.0).contains(&r.explored_pct)) {
+            return Err(format!("room {:?} has explored_pct {} outside 0–100", r.name, r.explored_pct));
+        }
+        if self.recent_actions.len() > Self::MAX_ACTIONS {
+            return Err(format!("{} recent actions, at most {}", self.recent_actions.len(), Self::MAX_ACTIONS));
+        }
+        if !(self.started_s.is_finite()
+            && self.exploration_duration_s.is_finite()
+            && self.exploration_duration_s >= 0.0)
+        {
+            return Err("start time and duration must be finite, duration non-negative".into());
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn starts_in_start_room() {
+        let m = ExplorationMemory::new(10.0);
+        assert_eq!(m.current_room(), "start");
+        assert_eq!(m.rooms().len(), 1);
+        assert!(m.to_prompt_text().contains("Current room: start\n"));
+    }
+
+    #[test]
+    fn room_discovery_creates_and_switches() {
+        let mut m = ExplorationMemory::new(0.0);
+        m.record_discovery("Hallway", "long corridor", Significance::Room, Point2::new(1.0, 0.0));
+        m.record_discovery("light switch", "", Significance::Landmark, Point2::new(1.5, 0.0));
+        m.record_discovery("Kitchen", "", Significance::Room, Point2::new(3.0, 1.0));
+        m.record_discovery("hallway", "back again", Significance::Room, Point2::new(1.2, 0.0));
+        assert_eq!(m.rooms().len(), 3);
+        assert_eq!(m.current_room(), "hallway");
+        assert_eq!(m.rooms()[1].objects, ["light switch"]);
+        assert_eq!(m.rooms()[2].entered_from, "hallway");
+        assert_eq!(m.rooms()[2].entry, Point2::new(3.0, 1.0));
+        assert_eq!(m.total_discoveries(), 4);
+    }
+
+    #[test]
+    fn keeps_last_five_actions() {
+        let mut m = ExplorationMemory::new(0.0);
+        for i in 0..8 {
+            m.update_after_action(ActionRecord::new("rotate", &i.to_string(), "success", Point2::new(0.0, 0.0)));
+        }
+        let params: Vec<&str> = m.recent_actions().map(|a| a.params.as_str()).collect();
+        assert_eq!(params, ["3", "4", "5", "6", "7"]);
+        let text = m.to_prompt_text();
+        assert!(text.contains("Recent: [5] rotate(3) → success\n"), "{text}");
+        assert!(text.contains("          [1] rotate(7) → success\n"), "{text}");
+    }
+
+    #[test]
+    fn significance_parses_tool_values() {
+        assert_eq!("room".parse::<Significance>().unwrap(), Significance::Room);
+        assert_eq!("Point of interest".parse::<Significance>().unwrap(), Significance::PointOfInterest);
+        assert!("treasure".parse::<Significance>().unwrap_err().to_string().contains("landmark, room"));
+    }
+
+    #[test]
+    fn dead_ends_deduplicate_nearby() {
+        let mut m = ExplorationMemory::new(0.0);
+        m.record_dead_end(90.0, "wall", Point2::new(3.1, -1.2));
+        m.record_dead_end(100.0, "blocked", Point2::new(3.2, -1.2));
+        m.record_dead_end(270.0, "wall", Point2::new(3.2, -1.2));
+        assert_eq!(m.dead_ends().len(), 2);
+        assert_eq!(m.dead_ends().next().unwrap().reason, "blocked");
+    }
+
+    #[test]
+    fn duration_comes_from_injected_time() {
+        let mut m = ExplorationMemory::new(100.0);
+        m.update_time(372.0);
+        assert_eq!(m.duration_s(), 272.0);
+        m.update_time(f64::NAN);
+        m.update_time(50.0);
+        assert_eq!(m.duration_s(), 272.0);
+        assert!(m.to_prompt_text().contains("Time: 4m 32s"));
+    }
+}

@@ -1,0 +1,208 @@
+//! Recording one episode's feedback and writing the grounding files.
+//!
+//! Layout under a log root (seed 004, with the episode directory simplified
+//! to `episode_<id>`):
+//!
+//! ```text
+//! <root>/episode_<id>/grounding_episode_<id>.json   (and/or .txt)
+//! <root>/grounding/grounding_latest.json            (and/or .txt)
+//! ```
+//!
+//! The `.txt` form is the prompt-ready Markdown of that one file (what
+//! [`merge_files`](super::merge_files) renders for it in `txt` mode), so a
+//! TXT and a JSON grounding look the same in the system prompt. Every write
+//! is atomic.
+
+use super::merge::{MergeFormat, MergedGrounding};
+use super::types::{
+    CategoryFeedback, ExprInfo, FinalGrounding, GroundingFile, GroundingRequest, StackedGrounding, StepFeedback,
+    StepStatus,
+};
+use crate::error::MemoryError;
+use crate::snapshot::{self, write_atomic};
+use serde::{Deserialize, Serialize};
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::str::FromStr;
+
+/// Which grounding files to write (the seed's `GROUNDING_SAVE_FORMAT`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SaveFormat {
+    /// Only `.json`.
+    Json,
+    /// Only `.txt`.
+    Txt,
+    /// Both (the seed's default).
+    #[default]
+    Both,
+}
+
+impl SaveFormat {
+    fn json(self) -> bool {
+        matches!(self, Self::Json | Self::Both)
+    }
+    fn txt(self) -> bool {
+        matches!(self, Self::Txt | Self::Both)
+    }
+}
+
+impl FromStr for SaveFormat {
+    type Err = MemoryError;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "json" => Ok(Self::Json),
+            "txt" | "text" => Ok(Self::Txt),
+            "both" => Ok(Self::Both),
+            _ => Err(MemoryError::UnknownKeyword {
+                kind: "save format",
+                value: s.to_string(),
+                expected: "json, txt, both",
+            }),
+        }
+    }
+}
+
+impl fmt::Display for SaveFormat {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Self::Json => "json",
+            Self::Txt => "txt",
+            Self::Both => "both",
+        })
+    }
+}
+
+/// The grounding record of one episode while it runs (the seed's
+/// `GroundingFileManager`).
+///
+/// ```
+/// use nav_memory::grounding::{CategoryFeedback, EpisodeGrounding, FinalGrounding, StepStatus};
+/// let mut g = EpisodeGrounding::new(1);
+/// let fb = CategoryFeedback::parse("spatial: kitchen is green")?;
+/// g.append_step_feedback(1, "go to the kitchen", StepStatus::Success, fb);
+/// assert_eq!(g.stacked().spatial, ["[ Step1 - Success ] : kitchen is green"]);
+/// let request = g.request(); // → the planner's VLM call
+/// g.set_final(FinalGrounding::new(Some("2026-01-27T10:00:00Z".into()), ["", "The green room is the kitchen.", "", ""]));
+/// assert!(g.to_txt().contains("#### Spatial"));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct EpisodeGrounding {
+    file: GroundingFile,
+}
+
+impl EpisodeGrounding {
+    /// An empty record for episode `episode_id`.
+    pub fn new(episode_id: u64) -> Self {
+        Self { file: GroundingFile { expr_info: ExprInfo { episode_id }, ..GroundingFile::default() } }
+    }
+
+    /// Records one step's feedback: appended to `grounding_per_step` and,
+    /// per non-empty category, to the stacked lists as `[ StepN - Status ] :
+    /// text`.
+    pub fn append_step_feedback(
+        &mut self,
+        step_id: u32,
+        instruction: &str,
+        status: StepStatus,
+        feedback: CategoryFeedback,
+    ) -> &StepFeedback {
+        let step = StepFeedback { step_id, instruction: instruction.trim().to_string(), status, feedback };
+        self.file.stacked_grounding.push_step(&step);
+        self.file.grounding_per_step.push(step);
+        let last = self.file.grounding_per_step.len() - 1;
+        &self.file.grounding_per_step[last]
+    }
+
+    /// The stacked lists so far.
+    pub fn stacked(&self) -> &StackedGrounding {
+        &self.file.stacked_grounding
+    }
+
+    /// The input of the final-grounding VLM call: this episode's stacked
+    /// feedback only.
+    pub fn request(&self) -> GroundingRequest {
+        GroundingRequest { episode_id: self.file.expr_info.episode_id, stacked: self.file.stacked_grounding.clone() }
+    }
+
+    /// Stores the VLM's final grounding.
+    pub fn set_final(&mut self, final_grounding: FinalGrounding) {
+        self.file.final_grounding = Some(final_grounding);
+    }
+
+    /// The whole record in the seed layout.
+    pub fn file(&self) -> &GroundingFile {
+        &self.file
+    }
+
+    /// The TXT rendering: the prompt-ready Markdown of this one file.
+    pub fn to_txt(&self) -> String {
+        render_txt(&self.file)
+    }
+}
+
+/// The TXT form of a grounding file (its prompt-ready Markdown).
+pub fn render_txt(file: &GroundingFile) -> String {
+    MergedGrounding::from_parts(MergeFormat::Txt, vec![(PathBuf::new(), file.clone())], Vec::new())
+        .render_prompt_section()
+}
+
+/// Reads one grounding JSON file (strict: a corrupt file is an error naming
+/// it; merging skips such files instead).
+pub fn load_grounding_file(path: impl AsRef<Path>) -> Result<GroundingFile, MemoryError> {
+    snapshot::load_json(path.as_ref(), "grounding file")
+}
+
+/// Writes grounding files under a log root.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GroundingStore {
+    root: PathBuf,
+}
+
+impl GroundingStore {
+    /// A store writing under `root` (the experiment's log directory).
+    pub fn new(root: impl Into<PathBuf>) -> Self {
+        Self { root: root.into() }
+    }
+
+    /// The log root.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// `<root>/episode_<id>/grounding_episode_<id>.<ext>`.
+    pub fn episode_path(&self, episode_id: u64, ext: &str) -> PathBuf {
+        self.root.join(format!("episode_{episode_id}")).join(format!("grounding_episode_{episode_id}.{ext}"))
+    }
+
+    /// `<root>/grounding/grounding_latest.<ext>`.
+    pub fn latest_path(&self, ext: &str) -> PathBuf {
+        self.root.join("grounding").join(format!("grounding_latest.{ext}"))
+    }
+
+    /// Writes the episode files and the global latest files in `format`,
+    /// atomically; returns the paths written.
+    pub fn save(&self, file: &GroundingFile, format: SaveFormat) -> Result<Vec<PathBuf>, MemoryError> {
+        let id = file.expr_info.episode_id;
+        let mut written = Vec::new();
+        if format.json() {
+            let mut json = serde_json::to_vec_pretty(file)
+                .map_err(|source| MemoryError::Serialize { what: "grounding file", source })?;
+            json.push(b'\n');
+            for path in [self.episode_path(id, "json"), self.latest_path("json")] {
+                write_atomic(&path, &json)?;
+                written.push(path);
+            }
+        }
+        if format.txt() {
+            let mut txt = render_txt(file);
+            txt.push('\n');
+            for path in [self.episode_path(id, "txt"), self.latest_path("txt")] {
+                write_atomic(&path, txt.as_bytes())?;
+                written.push(path);
+            }
+        }
+        Ok(written)
+    }
+}

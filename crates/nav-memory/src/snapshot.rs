@@ -1,0 +1,111 @@
+//! Atomic file writes and the memory snapshot format (SPEC §6 "Memory
+//! snapshot": JSON of places, anchors, DC queue; written atomically).
+//!
+//! A snapshot is `{"format": "navkit-memory", "version": 1, "memory": {…}}`
+//! where `memory` is the whole [`SpatialMemory`] state (config, dead
+//! reckoning, anchors, places, dwell filter, pattern state, DC queue), so a
+//! loaded memory continues exactly where the saved one stopped. Loading
+//! checks every cross-reference; a truncated or corrupt file is an error
+//! naming the file, never a panic.
+
+use crate::error::MemoryError;
+use crate::spatial::SpatialMemory;
+use serde::{Deserialize, Serialize};
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+
+/// The `format` tag of memory snapshots.
+pub const SNAPSHOT_FORMAT: &str = "navkit-memory";
+/// The current snapshot version.
+pub const SNAPSHOT_VERSION: u32 = 1;
+
+/// Writes `bytes` to `path` atomically: a temporary file in the same
+/// directory is written, flushed to disk and renamed over `path`, so readers
+/// see either the old or the new content, never a partial file. Creates the
+/// parent directory if needed.
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), MemoryError> {
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    fn io<'a>(op: &'static str, p: &'a Path) -> impl FnOnce(std::io::Error) -> MemoryError + 'a {
+        move |source| MemoryError::Io { op, path: p.to_path_buf(), source }
+    }
+    std::fs::create_dir_all(&dir).map_err(io("creating directory", &dir))?;
+    let mut tmp = tempfile::NamedTempFile::new_in(&dir).map_err(io("creating a temporary file in", &dir))?;
+    tmp.write_all(bytes).map_err(io("writing", path))?;
+    // Temporary files are created owner-only; keep the target's permissions,
+    // or use the ordinary 0644 for a new file.
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt as _;
+        let perms =
+            std::fs::metadata(path).map(|m| m.permissions()).unwrap_or_else(|_| std::fs::Permissions::from_mode(0o644));
+        tmp.as_file().set_permissions(perms).map_err(io("setting permissions of", path))?;
+    }
+    tmp.as_file().sync_all().map_err(io("flushing", path))?;
+    tmp.persist(path).map_err(|e| MemoryError::Io {
+        op: "renaming into place",
+        path: path.to_path_buf(),
+        source: e.error,
+    })?;
+    Ok(())
+}
+
+/// Reads a whole UTF-8 file, naming it in the error.
+pub(crate) fn read_text(path: &Path) -> Result<String, MemoryError> {
+    std::fs::read_to_string(path).map_err(|source| MemoryError::Io { op: "reading", path: path.to_path_buf(), source })
+}
+
+/// Serializes `value` as pretty JSON and writes it atomically.
+pub(crate) fn save_json<T: Serialize>(value: &T, path: &Path, what: &'static str) -> Result<(), MemoryError> {
+    let mut bytes = serde_json::to_vec_pretty(value).map_err(|source| MemoryError::Serialize { what, source })?;
+    bytes.push(b'\n');
+    write_atomic(path, &bytes)
+}
+
+/// Reads and parses a JSON file, naming it in every error.
+pub(crate) fn load_json<T: for<'de> Deserialize<'de>>(path: &Path, what: &'static str) -> Result<T, MemoryError> {
+    let text = read_text(path)?;
+    serde_json::from_str(&text).map_err(|source| MemoryError::Parse { what, path: path.to_path_buf(), source })
+}
+
+#[derive(Serialize)]
+struct SnapshotOut<'a> {
+    format: &'static str,
+    version: u32,
+    memory: &'a SpatialMemory,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SnapshotIn {
+    format: String,
+    version: u32,
+    memory: SpatialMemory,
+}
+
+impl SpatialMemory {
+    /// Saves the whole memory as a JSON snapshot, atomically.
+    pub fn save_json(&self, path: impl AsRef<Path>) -> Result<(), MemoryError> {
+        let out = SnapshotOut { format: SNAPSHOT_FORMAT, version: SNAPSHOT_VERSION, memory: self };
+        save_json(&out, path.as_ref(), "memory snapshot")
+    }
+
+    /// Loads a snapshot written by [`save_json`](Self::save_json) and checks
+    /// it. Errors name the file.
+    pub fn load_json(path: impl AsRef<Path>) -> Result<Self, MemoryError> {
+        let path = path.as_ref();
+        let what = "memory snapshot";
+        let snap: SnapshotIn = load_json(path, what)?;
+        let invalid = |reason: String| MemoryError::InvalidFile { what, path: path.to_path_buf(), reason };
+        if snap.format != SNAPSHOT_FORMAT {
+            return Err(invalid(format!("format is {:?}, expected {SNAPSHOT_FORMAT:?}", snap.format)));
+        }
+        if snap.version != SNAPSHOT_VERSION {
+            return Err(invalid(format!("version {} is not supported (expected {SNAPSHOT_VERSION})", snap.version)));
+        }
+        snap.memory.validate().map_err(|e| invalid(e.to_string()))?;
+        Ok(snap.memory)
+    }
+}
