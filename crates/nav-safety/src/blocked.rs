@@ -37,8 +37,8 @@ impl ActionKey {
     }
 
     /// The key of a call, or `None` for tools the safety layer never
-    /// blocks (stop, perception, communication). `move_toward` and
-    /// `check_path_clear` key on the direction, `rotate` on the angle,
+    /// blocks (stop, perception, communication). `move_toward` keys on the
+    /// direction, `rotate` on the angle,
     /// `navigate_to_goal` on the goal (coordinates rounded to 0.5 m, so
     /// that a nudged retry of the same spot is still recognised).
     pub fn of(call: &ToolCall) -> Option<Self> {

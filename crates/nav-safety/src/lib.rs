@@ -15,7 +15,7 @@
 //!   report), with the seed-003 [`Feedback`] record for the next prompt.
 //! - [`ContinuousGuard`]: the 20 Hz check — emergency stop at 0.3 m in the
 //!   direction of motion, proportional scaling to 1.0 m, time-to-collision
-//!   tiers — reporting every [`Override`](guard::Override).
+//!   tiers — reporting every [`Override`].
 //! - [`BlockedActionMemory`], [`Watchdog`] (tiers and velocity decay),
 //!   [`NetworkMonitor`], [`StopArbiter`], [`Geofence`], [`EventTriggers`]
 //!   and [`CallScheduler`] (frame skipping and statistics).
