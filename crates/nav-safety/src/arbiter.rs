@@ -116,6 +116,26 @@ impl StopArbiter {
         self.active().is_none()
     }
 
+    /// Files or releases the guard-driven sources from one guard tick:
+    /// `LidarEmergency` (emergency stop), `Ttc` (TTC stop), `SensorLoss`
+    /// (stale, unusable or blind scan) and `Geofence` (keepout).
+    pub fn observe_guard(&mut self, g: &GuardedVelocity) {
+        let find = |kinds: &[OverrideKind]| g.overrides.iter().find(|o| kinds.contains(&o.kind));
+        for (source, kinds) in [
+            (StopSource::LidarEmergency, &[OverrideKind::EmergencyStop][..]),
+            (StopSource::Ttc, &[OverrideKind::TtcStop][..]),
+            (StopSource::SensorLoss, &[OverrideKind::SensorLoss, OverrideKind::Blind][..]),
+            (StopSource::Geofence, &[OverrideKind::GeofenceKeepout][..]),
+        ] {
+            match find(kinds) {
+                Some(o) => self.request(source, o.reason.clone()),
+                None => {
+                    self.release(source);
+                }
+            }
+        }
+    }
+
     /// Applies the active stop to a guarded velocity (zeroing it and
     /// recording an [`OverrideKind::Arbiter`] override).
     pub fn apply(&self, mut v: GuardedVelocity) -> GuardedVelocity {
@@ -161,6 +181,34 @@ mod tests {
         assert_eq!((out.linear, out.angular), (0.0, 0.0));
         assert_eq!(out.overrides[0].code, "stop_sensor_loss");
         assert_eq!(out.overrides[0].reason, "Movement stopped (P3): scan 6 s old");
+    }
+
+    #[test]
+    fn guard_ticks_feed_the_arbiter() {
+        use crate::config::SafetyConfig;
+        use crate::guard::{ContinuousGuard, VelocityTarget};
+        use nav_core::lidar::LaserScan;
+        let guard = ContinuousGuard::new(SafetyConfig::default());
+        let mut scan = LaserScan::full_circle(360, 0.05, 12.0, f32::INFINITY);
+        scan.ranges[180] = 0.2;
+        let fwd = VelocityTarget { linear: 0.1, angular: 0.0, duration_s: 1.0 };
+        let mut arb = StopArbiter::default();
+        arb.request(StopSource::VlmTimeout, "no VLM response for 4 s");
+        arb.observe_guard(&guard.guard(&fwd, &scan, 0.0));
+        assert_eq!(arb.active().map(|s| s.source), Some(StopSource::LidarEmergency));
+        arb.observe_guard(&guard.guard(&fwd, &scan, 9.0));
+        assert_eq!(
+            arb.active().map(|s| s.source),
+            Some(StopSource::SensorLoss),
+            "emergency released, sensor loss filed"
+        );
+        scan.ranges[180] = 3.0;
+        arb.observe_guard(&guard.guard(&fwd, &scan, 0.0));
+        assert_eq!(
+            arb.active().map(|s| s.source),
+            Some(StopSource::VlmTimeout),
+            "the VLM stop is not the guard's to release"
+        );
     }
 
     proptest! {

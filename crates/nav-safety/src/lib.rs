@@ -52,7 +52,8 @@
 //! [`SafetyExecutor::execute`] and notes the response in the [`Watchdog`]
 //! and [`NetworkMonitor`]. The 20 Hz loop takes the current target, lets
 //! the watchdog decay it ([`Watchdog::command`]), passes it through
-//! [`ContinuousGuard::guard_with_zones`], feeds stop conditions into the
+//! [`ContinuousGuard::guard_with_zones`], feeds the guard's stops
+//! ([`StopArbiter::observe_guard`]) and the watchdog's into the
 //! [`StopArbiter`] and publishes [`StopArbiter::apply`]'s result. When a
 //! motion ends, [`SafetyExecutor::finish`] completes the feedback.
 //!

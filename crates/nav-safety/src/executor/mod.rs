@@ -224,8 +224,8 @@ impl SafetyExecutor {
         &mut self.geofence
     }
 
-    /// The blocked-action memory.
-    pub fn blocked(&mut self) -> &mut BlockedActionMemory {
+    /// The blocked-action memory (mutable: reading it expires old entries).
+    pub fn blocked_mut(&mut self) -> &mut BlockedActionMemory {
         &mut self.blocked
     }
 

@@ -139,7 +139,7 @@ fn rotate_is_an_arc_on_ackermann() {
         "{:?}",
         o.feedback
     );
-    assert_eq!(ex.blocked().count(&ActionKey::new("rotate", "-90"), 1.0), 1);
+    assert_eq!(ex.blocked_mut().count(&ActionKey::new("rotate", "-90"), 1.0), 1);
     // Differential: spin in place even when boxed in.
     let mut diff =
         SafetyExecutor::new(SafetyConfig { drive: DriveKind::Differential, ..SafetyConfig::default() }).unwrap();
@@ -164,7 +164,7 @@ fn stale_or_missing_lidar_refuses_motion() {
         o.feedback.safety_message.as_deref(),
         Some("Command rejected before execution: no LiDAR scan for 6.0 s (sensor loss).")
     );
-    assert_eq!(ex.blocked().count(&ActionKey::new("move_toward", "forward"), 6.0), 0, "not the direction's fault");
+    assert_eq!(ex.blocked_mut().count(&ActionKey::new("move_toward", "forward"), 6.0), 0, "not the direction's fault");
     let o = ex.execute(
         &call("stop_robot", json!({"reason": "uncertain"})),
         &SafetySensors::new(&scan, 0.0, Pose2::origin(), 6.0),
@@ -256,7 +256,7 @@ fn finish_fills_feedback_and_remembers_guard_stops() {
     };
     ex.finish(&mut o, &report, 0.9);
     insta::assert_json_snapshot!("stopped_early_feedback", o.feedback);
-    assert_eq!(ex.blocked().count(&ActionKey::new("move_toward", "forward"), 1.0), 1);
+    assert_eq!(ex.blocked_mut().count(&ActionKey::new("move_toward", "forward"), 1.0), 1);
     // A clean finish.
     let mut o = ex.execute(&call("rotate", json!({"degrees": 45})), &s);
     ex.finish(
