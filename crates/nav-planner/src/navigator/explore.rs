@@ -1,0 +1,788 @@
+//! The explore loop (seeds 001/003): a decision task and a 20 Hz control
+//! task. The decision side asks the planner (a VLM or the offline explorer)
+//! when the [`CallScheduler`] says so (event triggers, base period, frame
+//! skipping) or when the current action has finished; the planner runs on
+//! its own task (inline when it is instant), and its newest decision wins.
+//! The control task is the only velocity publisher: every tick it takes the
+//! current target (a timed velocity, a navigation goal followed along an A*
+//! path, a stop), applies the watchdog tier (CONTINUE with exponential
+//! decay, STOP_WAIT, LOCAL_NAV → [`FrontierPlanner`], RETURN_HOME → back to
+//! the start), runs the continuous guard and the stop arbiter, and
+//! publishes one velocity command. An external pause signal (the seed's
+//! voice override) stops motion at the next tick.
+
+use super::log::{PlannerRecord, StepLog, StepRecord};
+use super::{EpisodeStats, NavError, Observer};
+use crate::mapping::{LocalMap, LocalMapConfig};
+use crate::offline::FrontierPlanner;
+use crate::protocol::PlannerReply;
+use crate::protocol::explore::{ExploreDecision, ExploreFrontier, ExplorePlanner, ExploreSnapshot, decision_json};
+use nav_core::geometry::{Point2, Pose2, normalize_angle};
+use nav_core::lidar::{LaserScan, LidarConfig, LidarSummary};
+use nav_core::similarity::Thumbnail;
+use nav_core::time::Clock;
+use nav_hal::HalError;
+use nav_hal::hal::{Robot, VelocityCommand};
+use nav_memory::{ActionRecord, ExplorationMemory, Frontier, Significance};
+use nav_safety::executor::{ExecutionOutcome, MotionReport, Target};
+use nav_safety::{
+    CallDecision, CallScheduler, ContinuousGuard, EventTriggers, NetworkMonitor, SafetyConfig, SafetyExecutor,
+    SafetySensors, ScheduleInput, StopArbiter, StopSource, ToolCall, VelocityTarget, Watchdog, WatchdogTier,
+};
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+use tokio::sync::{mpsc, watch};
+
+/// How the control loop relates simulated time to wall time.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Pacing {
+    /// A real robot: every tick waits for the next 50 ms deadline.
+    RealTime,
+    /// A simulator that advances its own clock: ticks run as fast as the
+    /// CPU allows, except while a model call is in flight, when each tick
+    /// waits `tick / time_scale` of wall time so the robot keeps moving
+    /// during the model's latency as it would in reality (scaled).
+    Simulated {
+        /// Wall-time speed-up while waiting for a model (1 = real time).
+        time_scale: f64,
+    },
+}
+
+/// Settings of the explore loop.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ExploreLoopConfig {
+    /// Control period, seconds (0.05 = 20 Hz).
+    pub tick_s: f64,
+    /// Time budget, seconds of loop time.
+    pub max_time_s: f64,
+    /// Decision budget (planner calls).
+    pub max_decisions: u32,
+    /// The safety layer (speeds, clearances, watchdog tiers, triggers…).
+    pub safety: SafetyConfig,
+    /// The map used for frontiers, navigation goals and the fallbacks.
+    pub map: LocalMapConfig,
+    /// Speed when following a path, m/s (medium).
+    pub path_speed_mps: f64,
+    /// A navigation goal is reached within this distance, metres.
+    pub goal_tolerance_m: f64,
+    /// Pacing (simulated by default).
+    pub pacing: Pacing,
+    /// End the run when the planner reports exploration complete.
+    pub stop_when_complete: bool,
+    /// Capture a camera frame for each call (and for frame skipping).
+    pub use_camera: bool,
+}
+
+impl Default for ExploreLoopConfig {
+    fn default() -> Self {
+        Self {
+            tick_s: 0.05,
+            max_time_s: 600.0,
+            max_decisions: 150,
+            safety: SafetyConfig::default(),
+            map: LocalMapConfig::default(),
+            path_speed_mps: 0.12,
+            goal_tolerance_m: 0.3,
+            pacing: Pacing::Simulated { time_scale: 1.0 },
+            stop_when_complete: true,
+            use_camera: true,
+        }
+    }
+}
+
+/// Signals from outside the loop.
+#[derive(Debug, Clone, Default)]
+pub struct ExploreSignals {
+    /// While set, the robot is held still and no decisions are made (the
+    /// seed's voice override).
+    pub pause: Arc<AtomicBool>,
+    /// Ends the loop; the robot is stopped (zero velocity) before returning.
+    pub shutdown: Arc<AtomicBool>,
+}
+
+/// How an explore run ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ExploreEnd {
+    /// The planner reported exploration complete.
+    Complete,
+    /// The time budget ran out.
+    TimeLimit,
+    /// The decision budget ran out.
+    DecisionLimit,
+    /// Shut down from outside.
+    Shutdown,
+    /// Returned home after losing the planner.
+    ReturnedHome,
+}
+
+/// The result of an explore run.
+#[derive(Debug)]
+pub struct ExploreOutcome {
+    /// How it ended.
+    pub end: ExploreEnd,
+    /// Counters (steps = control ticks).
+    pub stats: EpisodeStats,
+    /// The exploration memory at the end.
+    pub memory: ExplorationMemory,
+    /// Collisions reported by the robot.
+    pub collisions: u32,
+    /// Highest watchdog tier reached.
+    pub worst_tier: WatchdogTier,
+}
+
+/// What the control task is doing.
+#[derive(Debug, Clone)]
+enum Active {
+    Idle,
+    Velocity { v: VelocityTarget, started_s: f64 },
+    Goal { goal: Point2, started_s: f64, deadline_s: f64, path: Vec<Point2>, replanned_s: f64 },
+    Hold { started_s: f64, until_s: f64 },
+}
+
+/// The decision side: inline for instant planners, a task otherwise.
+enum Decider {
+    Inline(Box<dyn ExplorePlanner>),
+    Task { requests: mpsc::Sender<ExploreSnapshot>, replies: watch::Receiver<Option<Arc<PlannerReply<ExploreDecision>>>> },
+}
+
+/// The explore loop. Build it with [`ExploreLoop::new`] and drive a robot
+/// with [`ExploreLoop::run`].
+pub struct ExploreLoop {
+    config: ExploreLoopConfig,
+    decider: Decider,
+    planner_name: String,
+    signals: ExploreSignals,
+}
+
+impl ExploreLoop {
+    /// A loop around `planner`. Non-instant planners (VLMs) run on a tokio
+    /// task, so this must be called inside a tokio runtime.
+    pub fn new(config: ExploreLoopConfig, planner: Box<dyn ExplorePlanner>, signals: ExploreSignals) -> Self {
+        let planner_name = planner.name();
+        let decider = if planner.is_instant() {
+            Decider::Inline(planner)
+        } else {
+            let (req_tx, mut req_rx) = mpsc::channel::<ExploreSnapshot>(1);
+            let (rep_tx, rep_rx) = watch::channel(None);
+            let mut planner = planner;
+            tokio::spawn(async move {
+                while let Some(snap) = req_rx.recv().await {
+                    let reply = planner.decide(&snap).await;
+                    if rep_tx.send(Some(Arc::new(reply))).is_err() {
+                        break;
+                    }
+                }
+            });
+            Decider::Task { requests: req_tx, replies: rep_rx }
+        };
+        Self { config, decider, planner_name, signals }
+    }
+
+    /// The planner's name.
+    pub fn planner_name(&self) -> &str {
+        &self.planner_name
+    }
+
+    /// Runs until the planner reports completion, a budget runs out, or
+    /// shutdown is signalled. The robot is stopped before returning.
+    pub async fn run<R: Robot + ?Sized>(
+        &mut self,
+        robot: &mut R,
+        clock: &dyn Clock,
+        log: &mut StepLog,
+        observer: &mut Observer<'_, R>,
+    ) -> Result<ExploreOutcome, NavError> {
+        let result = self.run_inner(robot, clock, log, observer).await;
+        // whatever happened, leave the robot stopped
+        robot.stop().await.ok();
+        result
+    }
+
+    #[allow(clippy::too_many_lines)]
+    async fn run_inner<R: Robot + ?Sized>(
+        &mut self,
+        robot: &mut R,
+        clock: &dyn Clock,
+        log: &mut StepLog,
+        observer: &mut Observer<'_, R>,
+    ) -> Result<ExploreOutcome, NavError> {
+        let cfg = self.config.clone();
+        let t0 = clock.now_s();
+        let caps = robot.capabilities();
+        let mut executor = SafetyExecutor::new(cfg.safety.clone()).map_err(|e| NavError::Config(e.to_string()))?;
+        let guard = ContinuousGuard::new(cfg.safety.clone());
+        let mut watchdog = Watchdog::new(cfg.safety.watchdog.clone());
+        let mut network = NetworkMonitor::new(cfg.safety.network.clone(), t0);
+        let mut arbiter = StopArbiter::default();
+        let mut triggers = EventTriggers::new(cfg.safety.triggers.clone());
+        let mut scheduler = CallScheduler::new(cfg.safety.schedule.clone());
+        let lidar_cfg = LidarConfig::default();
+        let start_pose = robot.odometry().await.map(|o| o.pose).unwrap_or_default();
+        let mut map = LocalMap::new(cfg.map.clone(), start_pose.position())
+            .map_err(|e| NavError::Config(e.to_string()))?;
+        let mut memory = ExplorationMemory::new(0.0);
+        let mut stats = EpisodeStats::default();
+        let mut active = Active::Idle;
+        let mut outcome: Option<ExecutionOutcome> = None;
+        let mut motion = MotionReport::default();
+        let mut prev_action: Option<String> = None;
+        let mut prev_result: Option<String> = None;
+        let mut in_flight: Option<f64> = None; // start time of the outstanding call
+        let mut waiting_since: Option<f64> = None;
+        let mut last_thumb: Option<Thumbnail> = None;
+        let mut after_override = false;
+        let mut fallback_goal: Option<Point2> = None;
+        let mut collisions = 0u32;
+        let mut distance = 0.0;
+        let mut last_pose = start_pose;
+        let mut worst_tier = WatchdogTier::Continue;
+        let mut announced_tier = WatchdogTier::Continue;
+        let mut tick: u64 = 0;
+        let mut complete = false;
+
+        let mut start = StepRecord { action: "start".into(), pose: start_pose.into(), ..StepRecord::default() };
+        start.gt_pose = observer.gt_pose(robot).map(Into::into);
+        start.info = observer.info.clone();
+        start.info.insert("planner".into(), json!(self.planner_name));
+        log.write(&start)?;
+
+        let end = loop {
+            let now = clock.now_s();
+            let elapsed = now - t0;
+            if self.signals.shutdown.load(Ordering::SeqCst) {
+                break ExploreEnd::Shutdown;
+            }
+            if elapsed >= cfg.max_time_s {
+                break ExploreEnd::TimeLimit;
+            }
+            if complete && cfg.stop_when_complete && matches!(active, Active::Idle) {
+                break ExploreEnd::Complete;
+            }
+            let tick_start = Instant::now();
+            let mut events: Vec<Value> = Vec::new();
+            let mut planner_rec: Option<PlannerRecord> = None;
+            memory.update_time(elapsed);
+
+            // ---- sense ----
+            let sensed = match (robot.odometry().await, robot.scan().await) {
+                (Ok(o), Ok(s)) => Ok((o, s)),
+                (Err(e), _) | (_, Err(e)) => Err(e),
+            };
+            let (pose, scan, scan_age) = match sensed {
+                Ok((o, s)) => {
+                    let age = (now - s.stamp_s).max(0.0);
+                    arbiter.update(StopSource::SensorLoss, age > cfg.safety.sensors.max_scan_age_s, "scan is stale");
+                    (o.pose, Some(s.scan), age)
+                }
+                Err(e) => {
+                    // disconnected or stale: treat the robot as stopped; the watchdog keeps running
+                    arbiter.request(StopSource::SensorLoss, e.to_string());
+                    events.push(json!({"event": "sensor_error", "error": e.to_string()}));
+                    (last_pose, None, f64::INFINITY)
+                }
+            };
+            distance += last_pose.distance(pose);
+            last_pose = pose;
+            if let Some(s) = &scan {
+                if tick % 2 == 0 {
+                    map.integrate(pose, s);
+                }
+            }
+            let paused = self.signals.pause.load(Ordering::SeqCst);
+
+            // ---- decisions: collect a finished call ----
+            let finished: Option<PlannerReply<ExploreDecision>> = match &mut self.decider {
+                Decider::Task { replies, .. } if in_flight.is_some() => {
+                    if replies.has_changed().unwrap_or(false) {
+                        replies.borrow_and_update().as_ref().map(|r| (**r).clone())
+                    } else {
+                        None
+                    }
+                }
+                _ => None,
+            };
+            if let Some(reply) = finished {
+                let started = in_flight.take().unwrap_or(now);
+                self.handle_reply(
+                    reply, started, now, pose, scan.as_ref(), scan_age, &map, &mut executor, &mut watchdog,
+                    &mut network, &mut scheduler, &mut memory, &mut stats, &mut active, &mut outcome, &mut motion,
+                    &mut prev_action, &mut complete, &mut waiting_since, &mut events, &mut planner_rec,
+                    &mut after_override,
+                );
+            }
+
+            // ---- decisions: start a new call ----
+            if in_flight.is_none() && !paused && !complete && stats.planner_calls < cfg.max_decisions {
+                if let Some(s) = &scan {
+                    let trig = triggers.check(s, pose, now);
+                    let idle = matches!(active, Active::Idle);
+                    let due = idle
+                        || !trig.is_empty()
+                        || after_override
+                        || scheduler.last_call_s().is_none_or(|t| now - t >= cfg.safety.schedule.base_period_s);
+                    if due {
+                        let frame = if cfg.use_camera && caps.rgb { robot.rgb().await.ok() } else { None };
+                        let thumb = frame.as_ref().map(|f| Thumbnail::from_frame(&f.frame));
+                        let similarity = match (&thumb, &last_thumb) {
+                            (Some(a), Some(b)) => Some(a.similarity(b)),
+                            _ => None,
+                        };
+                        let nearest = f64::from(LidarSummary::from_scan(s, &lidar_cfg).nearest_m());
+                        let decision = if idle {
+                            CallDecision::Call { text_only: false, reasons: Vec::new() }
+                        } else {
+                            scheduler.decide(&ScheduleInput {
+                                now_s: now,
+                                triggers: &trig,
+                                similarity,
+                                nearest_obstacle_m: nearest,
+                                after_override,
+                            })
+                        };
+                        match decision {
+                            CallDecision::Call { text_only, reasons } => {
+                                if idle {
+                                    // keep the scheduler's clock in step with idle-triggered calls
+                                    let _ = scheduler.decide(&ScheduleInput {
+                                        now_s: now,
+                                        triggers: &trig,
+                                        similarity: None,
+                                        nearest_obstacle_m: nearest,
+                                        after_override: true,
+                                    });
+                                }
+                                after_override = false;
+                                triggers.mark_call(pose, now);
+                                if thumb.is_some() {
+                                    last_thumb = thumb;
+                                }
+                                let depth = if cfg.use_camera && caps.depth && !text_only { robot.depth().await.ok() } else { None };
+                                let detections = if caps.detections { robot.detections().await.unwrap_or_default() } else { Vec::new() };
+                                let frontiers = frontier_list(&map, pose);
+                                memory.update_frontiers(frontiers.iter().map(|f| Frontier {
+                                    id: f.id,
+                                    direction_deg: pose.relative_bearing(f.position).to_degrees(),
+                                    distance_m: pose.position().distance(f.position),
+                                    kind: "frontier".into(),
+                                    width_m: None,
+                                }));
+                                let hfov = frame.as_ref().map_or(std::f64::consts::FRAC_PI_2, |f| f.hfov_rad);
+                                let snap = ExploreSnapshot {
+                                    pose,
+                                    speed_mps: 0.0,
+                                    distance_traveled_m: distance,
+                                    elapsed_s: elapsed,
+                                    coverage: None,
+                                    scan: s.clone(),
+                                    scan_age_s: scan_age,
+                                    image: frame.map(|f| f.frame),
+                                    depth,
+                                    hfov_rad: hfov,
+                                    previous_action: prev_action.clone(),
+                                    previous_result: prev_result.clone(),
+                                    memory_text: memory.to_prompt_text(),
+                                    frontiers,
+                                    detections,
+                                    text_only,
+                                };
+                                events.push(json!({"event": "planner_call", "reasons": reasons}));
+                                waiting_since.get_or_insert(now);
+                                match &mut self.decider {
+                                    Decider::Inline(p) => {
+                                        let reply = p.decide(&snap).await;
+                                        self.handle_reply(
+                                            reply, now, now, pose, scan.as_ref(), scan_age, &map, &mut executor,
+                                            &mut watchdog, &mut network, &mut scheduler, &mut memory, &mut stats,
+                                            &mut active, &mut outcome, &mut motion, &mut prev_action, &mut complete,
+                                            &mut waiting_since, &mut events, &mut planner_rec, &mut after_override,
+                                        );
+                                    }
+                                    Decider::Task { requests, .. } => {
+                                        if requests.try_send(snap).is_ok() {
+                                            in_flight = Some(now);
+                                        }
+                                    }
+                                }
+                            }
+                            CallDecision::Skip { reason } => events.push(json!({"event": "call_skipped", "reason": reason})),
+                            CallDecision::Wait => {}
+                        }
+                    }
+                }
+            }
+
+            // ---- watchdog: time spent waiting for a decision ----
+            if waiting_since.is_none() {
+                watchdog.record_response(now);
+            }
+            let tier = watchdog.tier(now);
+            worst_tier = worst_tier.max(tier);
+            if tier != announced_tier {
+                events.push(json!({"event": "watchdog", "tier": tier.as_str(), "announcement": tier.announcement()}));
+                announced_tier = tier;
+                if tier == WatchdogTier::Continue {
+                    fallback_goal = None;
+                }
+            }
+
+            // ---- the command for this tick ----
+            let mut command = VelocityTarget::STOP;
+            if !paused {
+                match tier {
+                    WatchdogTier::Continue => {
+                        command = self.follow_active(&mut active, &mut map, pose, now, &mut outcome, &mut motion, &mut events);
+                        if waiting_since.is_some() {
+                            command = watchdog.decay(watchdog.elapsed(now), &command);
+                        }
+                    }
+                    WatchdogTier::StopWait => {}
+                    WatchdogTier::LocalNav => {
+                        if fallback_goal.is_none_or(|g| g.distance(pose.position()) < cfg.goal_tolerance_m) {
+                            fallback_goal = FrontierPlanner::next_goal(&map, pose);
+                            if let Some(g) = fallback_goal {
+                                events.push(json!({"event": "local_nav_goal", "x": g.x, "y": g.y}));
+                            }
+                        }
+                        if let Some(g) = fallback_goal {
+                            command = pursue(&mut map, pose, g, cfg.path_speed_mps);
+                        }
+                    }
+                    WatchdogTier::ReturnHome => {
+                        if pose.position().distance(start_pose.position()) > cfg.goal_tolerance_m {
+                            command = pursue(&mut map, pose, start_pose.position(), cfg.path_speed_mps);
+                        }
+                    }
+                }
+            }
+            let mut guarded = guard.guard_with_zones(
+                &command,
+                scan.as_ref().unwrap_or(&LaserScan::full_circle(1, 0.05, 1.0, f32::NAN)),
+                scan_age,
+                pose,
+                executor.geofence(),
+            );
+            arbiter.observe_guard(&guarded);
+            guarded = arbiter.apply(guarded);
+            for o in &guarded.overrides {
+                stats.safety_overrides += 1;
+                events.push(json!({"event": "safety_override", "kind": o.kind, "code": o.code, "reason": o.reason}));
+            }
+            if guarded.is_stop() && (command.linear != 0.0 || command.angular != 0.0) {
+                // a safety stop ends the current action; the model hears why
+                if let Some(o) = guarded.stop() {
+                    motion.safety_stop = Some(o.clone());
+                }
+                after_override = true;
+                finish_active(&mut active, &mut outcome, &mut motion, &mut executor, pose, now, &mut prev_result, &mut memory);
+            }
+            let cmd = VelocityCommand { linear: guarded.linear, angular: guarded.angular, duration_s: cfg.tick_s };
+            let driven = if paused || (guarded.linear == 0.0 && guarded.angular == 0.0) {
+                robot.drive(VelocityCommand { linear: 0.0, angular: 0.0, duration_s: cfg.tick_s }).await
+            } else {
+                robot.drive(cmd).await
+            };
+            match driven {
+                Ok(m) => {
+                    motion.distance_m += m.distance_m;
+                    motion.duration_s += m.duration_s;
+                    if m.collided {
+                        collisions += 1;
+                        events.push(json!({"event": "collision"}));
+                    }
+                }
+                Err(HalError::Disconnected { .. }) | Err(HalError::Timeout { .. }) => {
+                    events.push(json!({"event": "publish_failed"}));
+                }
+                Err(e) => return Err(e.into()),
+            }
+
+            tick += 1;
+            stats.steps = tick as u32;
+            let local_ms = tick_start.elapsed().as_secs_f64() * 1000.0;
+            let model_ms = planner_rec.as_ref().map_or(0.0, |p| p.latency_ms);
+            stats.record_overhead(local_ms - model_ms);
+            let record = StepRecord {
+                step: tick,
+                t_s: clock.now_s() - t0,
+                action: planner_rec
+                    .as_ref()
+                    .and_then(|p| p.parsed.get("tool").and_then(Value::as_str).map(str::to_string))
+                    .unwrap_or_else(|| "drive".to_string()),
+                pose: pose.into(),
+                gt_pose: observer.gt_pose(robot).map(Into::into),
+                planner_called: planner_rec.is_some(),
+                planner: planner_rec,
+                events,
+                velocity: Some([guarded.linear, guarded.angular]),
+                ..StepRecord::default()
+            };
+            log.write(&record)?;
+            observer.step(robot, tick);
+
+            // ---- pacing ----
+            match cfg.pacing {
+                Pacing::RealTime => {
+                    let spent = tick_start.elapsed().as_secs_f64();
+                    let wait = (cfg.tick_s - spent).max(0.0);
+                    tokio::time::sleep(Duration::from_secs_f64(wait)).await;
+                }
+                Pacing::Simulated { time_scale } => {
+                    if in_flight.is_some() {
+                        let s = cfg.tick_s / time_scale.max(1e-3);
+                        tokio::time::sleep(Duration::from_secs_f64(s)).await;
+                    } else {
+                        tokio::task::yield_now().await;
+                    }
+                }
+            }
+            if tier == WatchdogTier::ReturnHome && pose.position().distance(start_pose.position()) <= cfg.goal_tolerance_m {
+                break ExploreEnd::ReturnedHome;
+            }
+            if stats.planner_calls >= cfg.max_decisions && in_flight.is_none() && matches!(active, Active::Idle) {
+                break ExploreEnd::DecisionLimit;
+            }
+        };
+        // stop: zero velocity (the HAL repeats it as its stop requires)
+        robot.stop().await.ok();
+        let _ = network.tier(clock.now_s());
+        Ok(ExploreOutcome { end, stats, memory, collisions, worst_tier })
+    }
+
+    /// Applies a finished decision: reports → memory, the action → the
+    /// safety executor → the active target.
+    #[allow(clippy::too_many_arguments)]
+    fn handle_reply(
+        &self,
+        reply: PlannerReply<ExploreDecision>,
+        started_s: f64,
+        now: f64,
+        pose: Pose2,
+        scan: Option<&LaserScan>,
+        scan_age: f64,
+        map: &LocalMap,
+        executor: &mut SafetyExecutor,
+        watchdog: &mut Watchdog,
+        network: &mut NetworkMonitor,
+        scheduler: &mut CallScheduler,
+        memory: &mut ExplorationMemory,
+        stats: &mut EpisodeStats,
+        active: &mut Active,
+        outcome: &mut Option<ExecutionOutcome>,
+        motion: &mut MotionReport,
+        prev_action: &mut Option<String>,
+        complete: &mut bool,
+        waiting_since: &mut Option<f64>,
+        events: &mut Vec<Value>,
+        planner_rec: &mut Option<PlannerRecord>,
+        after_override: &mut bool,
+    ) {
+        stats.add_call(&reply.record);
+        let ok = reply.record.fallback.is_none();
+        let latency_s = (now - started_s).max(reply.record.latency_ms / 1000.0);
+        network.record_call(now, latency_s, ok);
+        scheduler.record_latency(now, latency_s);
+        *planner_rec = Some(PlannerRecord {
+            raw: reply.record.raw.clone(),
+            parsed: decision_json(&reply.decision.action),
+            fallback: reply.record.fallback.clone(),
+            vlm_calls: reply.record.vlm_calls,
+            prompt_tokens: reply.record.usage.prompt_tokens,
+            completion_tokens: reply.record.usage.completion_tokens,
+            latency_ms: reply.record.latency_ms,
+        });
+        if let Some(reason) = &reply.record.fallback {
+            events.push(json!({"event": "fallback", "reason": reason}));
+            // a failed call is no response: keep waiting (the watchdog tiers run)
+            return;
+        }
+        *waiting_since = None;
+        watchdog.record_response(now);
+        let Some(scan) = scan else {
+            events.push(json!({"event": "decision_dropped", "reason": "no scan"}));
+            return;
+        };
+        let d = reply.decision;
+        for r in &d.reports {
+            if let ToolCall::ReportDiscovery { label, notes, significance } = r {
+                let sig = Significance::parse(significance.as_str()).unwrap_or(Significance::Landmark);
+                memory.record_discovery(label, notes, sig, pose.position());
+                events.push(json!({"event": "discovery", "label": label, "significance": significance.as_str()}));
+            }
+        }
+        if let Some((p, result)) = &d.perception {
+            memory.update_after_action(ActionRecord::new(p.name(), &p.to_json().to_string(), result, pose.position()));
+        }
+        // a new decision replaces the running one
+        finish_active(active, outcome, motion, executor, pose, now, &mut None, memory);
+        let frontiers = frontier_list(map, pose);
+        let goals: Vec<_> = frontiers.iter().map(ExploreFrontier::goal).collect();
+        let sensors = SafetySensors::new(scan, now - scan_age, pose, now).with_frontiers(&goals);
+        let exec = executor.execute(&d.action, &sensors);
+        *prev_action = Some(format!("{}({})", d.action.name(), d.action.to_json()));
+        if exec.feedback.safety_override {
+            *after_override = true;
+            events.push(json!({"event": "safety_override", "tool": d.action.name(), "message": exec.feedback.safety_message}));
+        }
+        match &exec.target {
+            Target::Velocity(v) => *active = Active::Velocity { v: *v, started_s: now },
+            Target::NavGoal(g) => {
+                let goal = Point2::new(g.x, g.y);
+                let deadline = now + 15.0 + 3.0 * pose.position().distance(goal) / self.config.path_speed_mps.max(0.01);
+                *active = Active::Goal { goal, started_s: now, deadline_s: deadline, path: Vec::new(), replanned_s: f64::NEG_INFINITY };
+            }
+            Target::Observe(_) => *active = Active::Hold { started_s: now, until_s: now + 1.0 },
+            Target::Stop(s) => {
+                if matches!(d.action, ToolCall::StopRobot { reason: nav_safety::tools::StopReason::ExplorationComplete }) {
+                    *complete = true;
+                }
+                events.push(json!({"event": "stop", "reason": s.reason}));
+                *active = Active::Idle;
+            }
+            Target::PathCheck(_) | Target::Report(_) => *active = Active::Idle,
+        }
+        *motion = MotionReport::default();
+        *outcome = Some(exec);
+        if matches!(active, Active::Idle) {
+            // nothing to execute: close the record now
+            finish_active(active, outcome, motion, executor, pose, now, &mut None, memory);
+        }
+    }
+
+    /// The velocity the active target asks for now; finishes targets that
+    /// are done.
+    #[allow(clippy::too_many_arguments)]
+    fn follow_active(
+        &self,
+        active: &mut Active,
+        map: &mut LocalMap,
+        pose: Pose2,
+        now: f64,
+        outcome: &mut Option<ExecutionOutcome>,
+        motion: &mut MotionReport,
+        events: &mut Vec<Value>,
+    ) -> VelocityTarget {
+        let tol = self.config.goal_tolerance_m;
+        let speed = self.config.path_speed_mps;
+        let done = match active {
+            Active::Idle => return VelocityTarget::STOP,
+            Active::Velocity { v, started_s } => {
+                if now - *started_s >= v.duration_s {
+                    true
+                } else {
+                    return *v;
+                }
+            }
+            Active::Hold { until_s, .. } => {
+                if now >= *until_s {
+                    true
+                } else {
+                    return VelocityTarget::STOP;
+                }
+            }
+            Active::Goal { goal, deadline_s, path, replanned_s, .. } => {
+                if pose.position().distance(*goal) <= tol {
+                    true
+                } else if now > *deadline_s {
+                    motion.interrupted = Some("navigation_timeout".into());
+                    events.push(json!({"event": "goal_timeout"}));
+                    true
+                } else {
+                    if now - *replanned_s >= 1.0 || path.is_empty() {
+                        *replanned_s = now;
+                        let costs = map.costmap();
+                        let r = map.plan(&costs, pose.position(), *goal);
+                        *path = r.cells.iter().map(|c| costs.grid_to_world(*c)).collect();
+                        if !r.success {
+                            motion.interrupted = Some("goal_unreachable".into());
+                            events.push(json!({"event": "goal_unreachable"}));
+                        }
+                    }
+                    if path.is_empty() {
+                        true
+                    } else {
+                        return pursue_path(path, pose, speed);
+                    }
+                }
+            }
+        };
+        if done {
+            let _ = outcome;
+            *active = Active::Idle;
+        }
+        VelocityTarget::STOP
+    }
+}
+
+/// Closes the active target: completes the executor's feedback with what
+/// the motion achieved and records the action in the exploration memory.
+#[allow(clippy::too_many_arguments)]
+fn finish_active(
+    active: &mut Active,
+    outcome: &mut Option<ExecutionOutcome>,
+    motion: &mut MotionReport,
+    executor: &mut SafetyExecutor,
+    pose: Pose2,
+    now: f64,
+    prev_result: &mut Option<String>,
+    memory: &mut ExplorationMemory,
+) {
+    *active = Active::Idle;
+    let Some(mut out) = outcome.take() else { return };
+    motion.final_pose = Some(pose);
+    executor.finish(&mut out, motion, now);
+    let text = out.result_text();
+    let summary = if out.feedback.safety_override {
+        format!("safety_override: {}", out.feedback.stopped_reason.clone().unwrap_or_default())
+    } else if out.feedback.success {
+        format!("success, +{:.2}m", out.feedback.actual_distance_m.unwrap_or(0.0))
+    } else {
+        format!("failed: {}", out.feedback.stopped_reason.clone().unwrap_or_default())
+    };
+    memory.update_after_action(ActionRecord::new(out.call.name(), &out.call.to_json().to_string(), &summary, pose.position()));
+    *prev_result = Some(text);
+    *motion = MotionReport::default();
+}
+
+/// Frontiers of the map reachable from `pose`, cheapest first, with ids.
+fn frontier_list(map: &LocalMap, pose: Pose2) -> Vec<ExploreFrontier> {
+    let costs = map.costmap();
+    map.reachable_frontiers(&costs, pose.position())
+        .into_iter()
+        .take(5)
+        .enumerate()
+        .map(|(i, f)| ExploreFrontier { id: i as u32 + 1, position: f.entry, path_cost_m: Some(f.cost_m), size: f.cluster.size })
+        .collect()
+}
+
+/// A velocity toward `goal` along a fresh A* path (used by the fallbacks).
+fn pursue(map: &mut LocalMap, pose: Pose2, goal: Point2, speed: f64) -> VelocityTarget {
+    let costs = map.costmap();
+    let r = map.plan(&costs, pose.position(), goal);
+    if !r.success {
+        return VelocityTarget::STOP;
+    }
+    let path: Vec<Point2> = r.cells.iter().map(|c| costs.grid_to_world(*c)).collect();
+    pursue_path(&path, pose, speed)
+}
+
+/// Pure pursuit on a path: steer toward the first path point at least 0.4 m
+/// ahead; turn in place when the heading error exceeds 60°.
+fn pursue_path(path: &[Point2], pose: Pose2, speed: f64) -> VelocityTarget {
+    let here = pose.position();
+    let nearest = path
+        .iter()
+        .enumerate()
+        .min_by(|a, b| a.1.distance(here).total_cmp(&b.1.distance(here)))
+        .map_or(0, |(i, _)| i);
+    let target = path[nearest..].iter().find(|p| p.distance(here) >= 0.4).or(path.last()).copied().unwrap_or(here);
+    let err = normalize_angle(here.bearing_to(target) - pose.yaw);
+    let angular = (1.5 * err).clamp(-0.8, 0.8);
+    let linear = if err.abs() > 60f64.to_radians() { 0.0 } else { speed * err.cos().max(0.0) };
+    VelocityTarget { linear, angular, duration_s: 0.05 }
+}

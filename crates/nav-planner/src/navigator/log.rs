@@ -1,0 +1,262 @@
+//! The step log (SPEC §6): one JSON object per line, flushed after every
+//! line so a run that is interrupted still leaves a complete, parseable log
+//! up to its last step. Step 0 is the episode start and carries the run's
+//! identity (arena, protocol, planner, seed) so a log can be replayed on its
+//! own.
+
+use nav_core::geometry::Pose2;
+use nav_memory::DcRecord;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use std::fs::File;
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+
+/// A pose as logged: metres and degrees.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct PoseRecord {
+    /// x, metres.
+    pub x: f64,
+    /// y, metres.
+    pub y: f64,
+    /// Heading, degrees.
+    pub yaw_deg: f64,
+}
+
+impl From<Pose2> for PoseRecord {
+    fn from(p: Pose2) -> Self {
+        let r = |v: f64| (v * 1e4).round() / 1e4;
+        Self { x: r(p.x), y: r(p.y), yaw_deg: r(p.yaw.to_degrees()) }
+    }
+}
+
+impl PoseRecord {
+    /// Back to a pose.
+    pub fn pose(&self) -> Pose2 {
+        Pose2::new(self.x, self.y, self.yaw_deg.to_radians())
+    }
+}
+
+/// What the planner was asked and answered at this step.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct PlannerRecord {
+    /// Raw model replies (empty for offline planners).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub raw: Vec<String>,
+    /// The validated decision (or the fallback).
+    pub parsed: Value,
+    /// The fallback reason, if the fallback was used.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fallback: Option<String>,
+    /// Model calls made.
+    pub vlm_calls: u32,
+    /// Prompt tokens.
+    pub prompt_tokens: u64,
+    /// Completion tokens.
+    pub completion_tokens: u64,
+    /// Model latency, ms.
+    pub latency_ms: f64,
+}
+
+/// One line of the step log.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct StepRecord {
+    /// Step number (0 = episode start).
+    pub step: u64,
+    /// Time since the start, seconds (simulated or wall).
+    pub t_s: f64,
+    /// The action taken (`forward`, a tool name, `drive`, `start`, …).
+    pub action: String,
+    /// The robot's pose estimate.
+    pub pose: PoseRecord,
+    /// Ground-truth pose (simulators only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gt_pose: Option<PoseRecord>,
+    /// Current place id.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub place_id: Option<u32>,
+    /// Current anchor id.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub anchor_id: Option<u32>,
+    /// Whether the planner was called at this step.
+    pub planner_called: bool,
+    /// The planner's raw and parsed output, when called.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub planner: Option<PlannerRecord>,
+    /// The DC queue after this step, idx 1 → N.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub dc_queue: Vec<DcRecord>,
+    /// Events: anchor/place created, ABABA, STUCK, fallback + reason,
+    /// safety override, … each an object with an `event` tag.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub events: Vec<Value>,
+    /// Commanded velocity `[linear, angular]` (velocity loops).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub velocity: Option<[f64; 2]>,
+    /// Whether the motion collided.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub collided: bool,
+    /// Run identity and anything else worth keeping (step 0 holds `arena`,
+    /// `arena_file`, `protocol`, `planner`, `seed`, `target`).
+    #[serde(default, skip_serializing_if = "serde_json::Map::is_empty")]
+    pub info: serde_json::Map<String, Value>,
+}
+
+/// Where step records go.
+#[derive(Debug)]
+enum Sink {
+    File { file: File, path: PathBuf },
+    Memory(Vec<StepRecord>),
+    Null,
+}
+
+/// Errors writing or reading a step log.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum LogError {
+    /// The file could not be created or written.
+    #[error("step log {path}: {source}")]
+    Io {
+        /// The log file.
+        path: PathBuf,
+        /// The I/O error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A line is not a step record.
+    #[error("step log {path}, line {line}: {message}")]
+    Parse {
+        /// The log file.
+        path: PathBuf,
+        /// 1-based line number.
+        line: usize,
+        /// What is wrong.
+        message: String,
+    },
+}
+
+/// The step log writer.
+#[derive(Debug)]
+pub struct StepLog {
+    sink: Sink,
+    lines: u64,
+}
+
+impl StepLog {
+    /// Writes to `path` (created or truncated), one flushed line per step.
+    pub fn create(path: impl AsRef<Path>) -> Result<Self, LogError> {
+        let path = path.as_ref().to_path_buf();
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir).map_err(|source| LogError::Io { path: path.clone(), source })?;
+        }
+        let file = File::create(&path).map_err(|source| LogError::Io { path: path.clone(), source })?;
+        Ok(Self { sink: Sink::File { file, path }, lines: 0 })
+    }
+
+    /// Keeps records in memory (tests, plots).
+    pub fn memory() -> Self {
+        Self { sink: Sink::Memory(Vec::new()), lines: 0 }
+    }
+
+    /// Discards records.
+    pub fn null() -> Self {
+        Self { sink: Sink::Null, lines: 0 }
+    }
+
+    /// Appends one record. A file sink writes and flushes the line before
+    /// returning.
+    pub fn write(&mut self, record: &StepRecord) -> Result<(), LogError> {
+        self.lines += 1;
+        match &mut self.sink {
+            Sink::File { file, path } => {
+                let mut line = serde_json::to_vec(record).map_err(|e| LogError::Io {
+                    path: path.clone(),
+                    source: std::io::Error::other(e),
+                })?;
+                line.push(b'\n');
+                file.write_all(&line).and_then(|()| file.flush()).map_err(|source| LogError::Io { path: path.clone(), source })
+            }
+            Sink::Memory(v) => {
+                v.push(record.clone());
+                Ok(())
+            }
+            Sink::Null => Ok(()),
+        }
+    }
+
+    /// Lines written so far.
+    pub fn lines(&self) -> u64 {
+        self.lines
+    }
+
+    /// The records kept by a memory sink (empty otherwise).
+    pub fn records(&self) -> &[StepRecord] {
+        match &self.sink {
+            Sink::Memory(v) => v,
+            _ => &[],
+        }
+    }
+}
+
+/// Reads a step log back (for `nav replay`). Blank lines are skipped; a
+/// truncated last line (an interrupted run) is ignored with `truncated`
+/// set; any other bad line is an error naming the line.
+pub fn read_log(path: impl AsRef<Path>) -> Result<(Vec<StepRecord>, bool), LogError> {
+    let path = path.as_ref().to_path_buf();
+    let file = File::open(&path).map_err(|source| LogError::Io { path: path.clone(), source })?;
+    let lines: Vec<String> = BufReader::new(file)
+        .lines()
+        .collect::<Result<_, _>>()
+        .map_err(|source| LogError::Io { path: path.clone(), source })?;
+    let mut out = Vec::with_capacity(lines.len());
+    let mut truncated = false;
+    let last = lines.iter().rposition(|l| !l.trim().is_empty());
+    for (i, line) in lines.iter().enumerate() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        match serde_json::from_str::<StepRecord>(line) {
+            Ok(r) => out.push(r),
+            Err(_) if Some(i) == last && !line.trim_end().ends_with('}') => truncated = true,
+            Err(e) => {
+                return Err(LogError::Parse { path, line: i + 1, message: e.to_string() });
+            }
+        }
+    }
+    Ok((out, truncated))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn file_log_round_trips_and_survives_truncation() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("run.jsonl");
+        let mut log = StepLog::create(&path).unwrap();
+        for step in 0..3 {
+            log.write(&StepRecord {
+                step,
+                action: "forward".into(),
+                pose: Pose2::new(step as f64 * 0.25, 0.0, 0.0).into(),
+                ..StepRecord::default()
+            })
+            .unwrap();
+        }
+        // the file is complete after every write (flushed), before drop
+        let (recs, truncated) = read_log(&path).unwrap();
+        assert_eq!(recs.len(), 3);
+        assert!(!truncated);
+        assert_eq!(recs[2].pose.x, 0.5);
+        drop(log);
+        // an interrupted write
+        std::fs::OpenOptions::new().append(true).open(&path).unwrap().write_all(b"{\"step\": 3, \"ac").unwrap();
+        let (recs, truncated) = read_log(&path).unwrap();
+        assert_eq!(recs.len(), 3);
+        assert!(truncated);
+        let good = serde_json::to_string(&StepRecord::default()).unwrap();
+        std::fs::write(&path, format!("{good}\nnot json\n{{}}\n")).unwrap();
+        assert!(matches!(read_log(&path), Err(LogError::Parse { line: 2, .. })));
+    }
+}

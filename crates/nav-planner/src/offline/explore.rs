@@ -1,0 +1,92 @@
+//! The offline explore planner: frontier exploration through the same seven
+//! tools a VLM would call. It sends the robot to the best frontier with
+//! `navigate_to_goal(frontier)` (nearest by path, larger openings first,
+//! frontiers that recently failed last), reports each new room type it
+//! recognises from detections with `report_discovery(room)`, and calls
+//! `stop_robot(exploration_complete)` when no frontier is left.
+
+use super::prior::SemanticPrior;
+use crate::protocol::PlannerReply;
+use crate::protocol::explore::{ExploreDecision, ExplorePlanner, ExploreSnapshot};
+use async_trait::async_trait;
+use nav_core::geometry::Point2;
+use nav_safety::ToolCall;
+use serde_json::json;
+
+/// See the module docs.
+#[derive(Debug, Clone, Default)]
+pub struct OfflineExplorePlanner {
+    prior: SemanticPrior,
+    reported_rooms: Vec<String>,
+    recent_goals: Vec<Point2>,
+}
+
+impl OfflineExplorePlanner {
+    /// A fresh planner.
+    pub fn new() -> Self {
+        Self::default()
+    }
+}
+
+#[async_trait]
+impl ExplorePlanner for OfflineExplorePlanner {
+    fn name(&self) -> String {
+        "offline".to_string()
+    }
+
+    fn is_instant(&self) -> bool {
+        true
+    }
+
+    async fn decide(&mut self, snap: &ExploreSnapshot) -> PlannerReply<ExploreDecision> {
+        let mut reports = Vec::new();
+        let near: Vec<&str> = snap.detections.iter().filter(|d| d.distance_m < 3.0).map(|d| d.label.as_str()).collect();
+        if let Some(room) = self.prior.classify(near.iter().copied()) {
+            if !self.reported_rooms.contains(&room) {
+                let notes = format!("recognised from {}", near.join(", "));
+                if let Ok(call) = ToolCall::parse(
+                    "report_discovery",
+                    &json!({"label": room, "notes": notes, "significance": "room"}),
+                ) {
+                    reports.push(call);
+                }
+                self.reported_rooms.push(room);
+            }
+        }
+        let pos = snap.pose.position();
+        let best = snap
+            .frontiers
+            .iter()
+            .map(|f| {
+                let repeats = self.recent_goals.iter().filter(|g| g.distance(f.position) < 1.0).count() as f64;
+                let cost = f.path_cost_m.unwrap_or_else(|| pos.distance(f.position)) - (f.size as f64 * 0.03).min(1.0)
+                    + 4.0 * repeats;
+                (cost, f)
+            })
+            .min_by(|a, b| a.0.total_cmp(&b.0))
+            .map(|(_, f)| f);
+        let (action, why) = match best {
+            Some(f) => {
+                self.recent_goals.push(f.position);
+                if self.recent_goals.len() > 6 {
+                    self.recent_goals.remove(0);
+                }
+                (
+                    ToolCall::parse(
+                        "navigate_to_goal",
+                        &json!({"goal_type": "frontier", "frontier_id": f.id, "reason": "nearest unexplored frontier"}),
+                    ),
+                    format!("frontier {} is the nearest unexplored area", f.id),
+                )
+            }
+            None => (
+                ToolCall::parse("stop_robot", &json!({"reason": "exploration_complete"})),
+                "no frontier left".to_string(),
+            ),
+        };
+        let mut decision = ExploreDecision::action(action.unwrap_or_else(|_| crate::protocol::explore::fallback()));
+        decision.reports = reports;
+        decision.reasoning = why;
+        PlannerReply::offline(decision)
+    }
+}

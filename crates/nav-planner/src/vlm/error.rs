@@ -1,0 +1,148 @@
+//! [`VlmError`]: everything that can go wrong when asking a model.
+
+/// Why a completion failed. Messages never contain API keys or bearer
+/// tokens: provider error bodies are passed through [`redact`] first.
+///
+/// [`redact`]: super::redact
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
+pub enum VlmError {
+    /// The call's deadline passed before a usable response arrived.
+    #[error("VLM call timed out after {after_ms} ms")]
+    Timeout {
+        /// The deadline that was exceeded, in milliseconds.
+        after_ms: u64,
+    },
+    /// The provider answered HTTP 429 and retrying was not possible (attempts
+    /// used up, or the requested wait exceeds the retry cap or the deadline).
+    #[error("VLM provider rate limit (HTTP 429){}", fmt_retry_after(*.retry_after_s))]
+    RateLimited {
+        /// The wait the provider asked for, if it said.
+        retry_after_s: Option<f64>,
+    },
+    /// The provider answered with an HTTP error status.
+    #[error("VLM provider returned HTTP {status}: {message}")]
+    Http {
+        /// The status code.
+        status: u16,
+        /// The provider's error message (redacted, truncated).
+        message: String,
+    },
+    /// The connection failed or broke before a complete response arrived.
+    #[error("could not reach the VLM provider: {message}")]
+    Connection {
+        /// What failed (redacted).
+        message: String,
+    },
+    /// The provider's response could not be understood: truncated or
+    /// malformed JSON, no choices/candidates, missing fields.
+    #[error("invalid VLM response: {message}")]
+    InvalidResponse {
+        /// What is wrong with it.
+        message: String,
+    },
+    /// The model or the provider's safety system declined to answer.
+    #[error("the model refused: {message}")]
+    Refused {
+        /// The refusal text or the provider's block reason.
+        message: String,
+    },
+    /// No API key or token was configured or found in the environment.
+    #[error("no credentials for {provider}: set {} or {hint}", env_vars.join(" or "))]
+    MissingCredentials {
+        /// The provider.
+        provider: String,
+        /// The environment variables that were consulted, in order.
+        env_vars: Vec<String>,
+        /// The config fields that could hold the credential instead.
+        hint: String,
+    },
+    /// The backend configuration or the request is unusable.
+    #[error("invalid VLM configuration or request: {message}")]
+    Config {
+        /// What is wrong.
+        message: String,
+    },
+    /// The command that prints an access token (e.g. `gcloud auth
+    /// print-access-token`) failed.
+    #[error("access token command `{command}` failed: {message}")]
+    TokenCommand {
+        /// The command line.
+        command: String,
+        /// What went wrong (exit status, stderr excerpt; redacted).
+        message: String,
+    },
+    /// The provider's backend was not compiled into this build.
+    #[error("VLM provider `{provider}` needs nav-planner built with the `{feature}` cargo feature")]
+    FeatureDisabled {
+        /// The requested provider.
+        provider: String,
+        /// The cargo feature that enables it.
+        feature: String,
+    },
+}
+
+fn fmt_retry_after(s: Option<f64>) -> String {
+    match s {
+        Some(s) => format!("; retry after {s:.1} s"),
+        None => String::new(),
+    }
+}
+
+impl VlmError {
+    /// A short stable name of the variant, for statistics and logs:
+    /// `timeout`, `rate_limited`, `http`, `connection`, `invalid_response`,
+    /// `refused`, `missing_credentials`, `config`, `token_command`,
+    /// `feature_disabled`.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            VlmError::Timeout { .. } => "timeout",
+            VlmError::RateLimited { .. } => "rate_limited",
+            VlmError::Http { .. } => "http",
+            VlmError::Connection { .. } => "connection",
+            VlmError::InvalidResponse { .. } => "invalid_response",
+            VlmError::Refused { .. } => "refused",
+            VlmError::MissingCredentials { .. } => "missing_credentials",
+            VlmError::Config { .. } => "config",
+            VlmError::TokenCommand { .. } => "token_command",
+            VlmError::FeatureDisabled { .. } => "feature_disabled",
+        }
+    }
+
+    /// True for failures a caller may reasonably try again later
+    /// (timeouts, rate limits, server errors, broken connections). Backends
+    /// already retried these within the call's deadline.
+    pub fn is_transient(&self) -> bool {
+        match self {
+            VlmError::Timeout { .. } | VlmError::RateLimited { .. } | VlmError::Connection { .. } => true,
+            VlmError::Http { status, .. } => *status >= 500,
+            _ => false,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn messages_name_the_problem() {
+        let e = VlmError::MissingCredentials {
+            provider: "gemini".into(),
+            env_vars: vec!["GEMINI_API_KEY".into(), "GOOGLE_API_KEY".into()],
+            hint: "`api_key` in the backend config".into(),
+        };
+        assert_eq!(
+            e.to_string(),
+            "no credentials for gemini: set GEMINI_API_KEY or GOOGLE_API_KEY or `api_key` in the backend config"
+        );
+        assert_eq!(
+            VlmError::RateLimited { retry_after_s: Some(2.0) }.to_string(),
+            "VLM provider rate limit (HTTP 429); retry after 2.0 s"
+        );
+        assert_eq!(VlmError::RateLimited { retry_after_s: None }.to_string(), "VLM provider rate limit (HTTP 429)");
+        assert!(VlmError::Http { status: 503, message: String::new() }.is_transient());
+        assert!(!VlmError::Http { status: 400, message: String::new() }.is_transient());
+        assert_eq!(VlmError::Timeout { after_ms: 5 }.kind(), "timeout");
+    }
+}

@@ -1,0 +1,347 @@
+//! The HTTP transport shared by the backends: one JSON POST with a deadline,
+//! bounded retries where they are safe, jitter, `Retry-After`, latency, and
+//! tracing events that never contain credentials.
+//!
+//! Rules:
+//! - The request's timeout (else the config's, default 8 s) is the deadline
+//!   of the whole call, retries and back-off included. Reaching it is
+//!   [`VlmError::Timeout`].
+//! - Retried: HTTP 429 (waiting `Retry-After` / `retry-after-ms` / Google's
+//!   `RetryInfo`, capped by the configured maximum delay), HTTP 5xx, and
+//!   transport failures (connection refused or reset, a body cut off, a
+//!   connect timeout, an attempt timeout when `attempt_timeout` is set).
+//!   Never other 4xx, never a 2xx body that fails to decode.
+//! - At most `max_attempts` attempts; a retry whose wait would pass the
+//!   deadline is not started and the last error is returned.
+//! - Back-off: `base_delay · 2^(n-1)`, capped, with "equal jitter" (a
+//!   uniformly random wait between half and all of it).
+
+use std::time::{Duration, Instant};
+
+use rand::Rng as _;
+use reqwest::header::{CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
+use serde_json::Value;
+
+use super::redact::{redact, truncate_chars};
+use super::wire::error_message;
+use super::{BackendConfig, PriceTable, RetryPolicy, VlmError, VlmResponse};
+
+/// A successful (2xx) HTTP exchange.
+#[derive(Debug)]
+pub(crate) struct HttpReply {
+    /// The response body.
+    pub body: Vec<u8>,
+    /// Attempts made, the successful one included.
+    pub attempts: u32,
+}
+
+/// What one attempt produced.
+enum Outcome {
+    Success(Vec<u8>),
+    /// A failure worth retrying, with the wait the server asked for.
+    Retry(VlmError, Option<Duration>),
+    Fatal(VlmError),
+}
+
+/// The shared HTTP client of one backend.
+#[derive(Debug, Clone)]
+pub(crate) struct HttpTransport {
+    client: reqwest::Client,
+    policy: RetryPolicy,
+    provider: &'static str,
+    extra_headers: HeaderMap,
+}
+
+fn ms(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+}
+
+/// A header value marked sensitive (hidden from reqwest's and hyper's
+/// `Debug` output).
+pub(crate) fn secret_header(value: &str) -> Result<HeaderValue, VlmError> {
+    let mut v = HeaderValue::from_str(value).map_err(|_| VlmError::Config {
+        message: "a credential or header value contains characters not allowed in HTTP headers".into(),
+    })?;
+    v.set_sensitive(true);
+    Ok(v)
+}
+
+/// The full text of an error and its sources ("error sending request: connection refused").
+fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut text = e.to_string();
+    let mut source = e.source();
+    while let Some(s) = source {
+        let part = s.to_string();
+        if !text.contains(&part) {
+            text.push_str(": ");
+            text.push_str(&part);
+        }
+        source = s.source();
+    }
+    text
+}
+
+/// The wait a 429 or 503 response asks for: `retry-after-ms`, then
+/// `Retry-After` in seconds, then Google's `RetryInfo.retryDelay` ("1.5s")
+/// in the body. HTTP-date `Retry-After` values fall back to back-off.
+fn retry_after(headers: &HeaderMap, body: &[u8]) -> Option<Duration> {
+    let header =
+        |name: &str| headers.get(name).and_then(|v| v.to_str().ok()).and_then(|s| s.trim().parse::<f64>().ok());
+    let seconds = header("retry-after-ms").map(|ms| ms / 1000.0).or_else(|| header("retry-after")).or_else(|| {
+        let v: Value = serde_json::from_slice(body).ok()?;
+        v.pointer("/error/details")?
+            .as_array()?
+            .iter()
+            .find_map(|d| d.get("retryDelay")?.as_str()?.strip_suffix('s')?.parse::<f64>().ok())
+    })?;
+    Duration::try_from_secs_f64(seconds).ok()
+}
+
+impl HttpTransport {
+    /// A transport for one backend, with the config's policy and extra
+    /// headers.
+    pub(crate) fn new(provider: &'static str, cfg: &BackendConfig) -> Result<Self, VlmError> {
+        let policy = cfg.retry_policy();
+        let client = reqwest::Client::builder()
+            .connect_timeout(policy.connect_timeout)
+            .user_agent(concat!("navkit/", env!("CARGO_PKG_VERSION")))
+            .build()
+            .map_err(|e| VlmError::Config { message: format!("cannot build the HTTP client: {}", error_chain(&e)) })?;
+        let mut extra_headers = HeaderMap::new();
+        for (name, value) in &cfg.extra_headers {
+            let name = HeaderName::from_bytes(name.as_bytes()).map_err(|_| VlmError::Config {
+                message: format!("vlm.extra_headers: invalid header name `{name}`"),
+            })?;
+            extra_headers.insert(name, secret_header(value)?);
+        }
+        Ok(Self { client, policy, provider, extra_headers })
+    }
+
+    /// The configured default deadline of a call.
+    pub(crate) fn default_timeout(&self) -> Duration {
+        self.policy.timeout
+    }
+
+    /// POSTs a JSON body until it succeeds, fails for good, or the deadline
+    /// passes. `secrets` are redacted from every message.
+    pub(crate) async fn post_json(
+        &self,
+        url: &str,
+        headers: HeaderMap,
+        body: &Value,
+        started: Instant,
+        deadline: Duration,
+        secrets: &[&str],
+    ) -> Result<HttpReply, VlmError> {
+        let payload = serde_json::to_vec(body)
+            .map_err(|e| VlmError::Config { message: format!("request body cannot be serialized: {e}") })?;
+        let deadline_at = started + deadline;
+        let timeout_error = VlmError::Timeout { after_ms: ms(deadline) };
+        let max_attempts = self.policy.max_attempts.max(1);
+        let mut attempt = 0;
+        loop {
+            attempt += 1;
+            let remaining = deadline_at.saturating_duration_since(Instant::now());
+            if remaining.is_zero() {
+                return Err(timeout_error);
+            }
+            let budget = self.policy.attempt_timeout.map_or(remaining, |t| t.min(remaining));
+            let attempt_start = Instant::now();
+            let send = self.attempt(url, &headers, payload.clone(), secrets);
+            let outcome = match tokio::time::timeout(budget, send).await {
+                Ok(outcome) => outcome,
+                Err(_) if budget >= remaining => {
+                    tracing::warn!(provider = self.provider, attempt, deadline_ms = ms(deadline), "VLM call timed out");
+                    return Err(timeout_error);
+                }
+                Err(_) => Outcome::Retry(
+                    VlmError::Connection {
+                        message: format!("no response within the {} ms attempt timeout", ms(budget)),
+                    },
+                    None,
+                ),
+            };
+            let elapsed_ms = attempt_start.elapsed().as_secs_f64() * 1e3;
+            let (error, asked_wait) = match outcome {
+                Outcome::Success(body) => {
+                    tracing::debug!(
+                        provider = self.provider,
+                        attempt,
+                        elapsed_ms,
+                        bytes = body.len(),
+                        "VLM attempt succeeded"
+                    );
+                    return Ok(HttpReply { body, attempts: attempt });
+                }
+                Outcome::Fatal(e) => {
+                    tracing::warn!(provider = self.provider, attempt, elapsed_ms, error = %e, "VLM attempt failed; not retryable");
+                    return Err(e);
+                }
+                Outcome::Retry(e, wait) => (e, wait),
+            };
+            if attempt >= max_attempts {
+                tracing::warn!(provider = self.provider, attempt, elapsed_ms, error = %error, "VLM attempt failed; attempts used up");
+                return Err(error);
+            }
+            let delay = self.delay(attempt, asked_wait);
+            if Instant::now() + delay >= deadline_at {
+                tracing::warn!(provider = self.provider, attempt, elapsed_ms, error = %error, delay_ms = ms(delay),
+                    "VLM attempt failed; no time left to retry before the deadline");
+                return Err(error);
+            }
+            tracing::warn!(provider = self.provider, attempt, elapsed_ms, error = %error, delay_ms = ms(delay),
+                "VLM attempt failed; retrying");
+            tokio::time::sleep(delay).await;
+        }
+    }
+
+    /// The wait before retry number `attempt`: the server's (capped, plus up
+    /// to 10 % jitter) or exponential back-off with equal jitter.
+    fn delay(&self, attempt: u32, asked: Option<Duration>) -> Duration {
+        let cap = self.policy.max_delay;
+        let mut rng = rand::rng();
+        match asked {
+            Some(wait) => {
+                let wait = wait.min(cap);
+                wait + wait.mul_f64(rng.random_range(0.0..=0.1))
+            }
+            None => {
+                let exp = self.policy.base_delay.saturating_mul(1 << (attempt - 1).min(16)).min(cap);
+                exp.mul_f64(rng.random_range(0.5..=1.0))
+            }
+        }
+    }
+
+    async fn attempt(&self, url: &str, headers: &HeaderMap, payload: Vec<u8>, secrets: &[&str]) -> Outcome {
+        let transport_error = |e: reqwest::Error| {
+            let message = redact(&error_chain(&e), secrets);
+            if e.is_builder() {
+                Outcome::Fatal(VlmError::Config { message: format!("invalid request: {message}") })
+            } else {
+                Outcome::Retry(VlmError::Connection { message }, None)
+            }
+        };
+        let request = self
+            .client
+            .post(url)
+            .headers(self.extra_headers.clone())
+            .headers(headers.clone())
+            .header(CONTENT_TYPE, HeaderValue::from_static("application/json"))
+            .body(payload);
+        let response = match request.send().await {
+            Ok(r) => r,
+            Err(e) => return transport_error(e),
+        };
+        let status = response.status().as_u16();
+        let response_headers = response.headers().clone();
+        let body = match response.bytes().await {
+            Ok(b) => b.to_vec(),
+            Err(e) => return transport_error(e),
+        };
+        match status {
+            200..=299 => Outcome::Success(body),
+            429 => {
+                let wait = retry_after(&response_headers, &body);
+                Outcome::Retry(VlmError::RateLimited { retry_after_s: wait.map(|w| w.as_secs_f64()) }, wait)
+            }
+            500..=599 => {
+                let message = redact(&error_message(&body), secrets);
+                let wait = if status == 503 { retry_after(&response_headers, &body) } else { None };
+                Outcome::Retry(VlmError::Http { status, message }, wait)
+            }
+            _ => Outcome::Fatal(VlmError::Http { status, message: redact(&error_message(&body), secrets) }),
+        }
+    }
+}
+
+/// Fills in what every backend adds to a decoded reply: latency, attempts,
+/// model id and cost; and logs the call. Errors have `secrets` redacted.
+pub(crate) fn finish(
+    decoded: Result<VlmResponse, VlmError>,
+    reply: &HttpReply,
+    started: Instant,
+    configured_model: &str,
+    prices: &PriceTable,
+    provider: &'static str,
+    secrets: &[&str],
+) -> Result<VlmResponse, VlmError> {
+    let mut response = decoded.map_err(|e| redact_error(e, secrets))?;
+    response.latency_ms = started.elapsed().as_secs_f64() * 1e3;
+    response.attempts = reply.attempts;
+    if response.model.is_empty() {
+        response.model = configured_model.to_string();
+    }
+    response.cost_usd =
+        prices.cost(&response.model, &response.usage).or_else(|| prices.cost(configured_model, &response.usage));
+    tracing::info!(
+        provider,
+        model = %response.model,
+        latency_ms = response.latency_ms,
+        attempts = response.attempts,
+        prompt_tokens = response.usage.prompt_tokens,
+        completion_tokens = response.usage.completion_tokens,
+        cached_tokens = response.usage.cached_tokens,
+        tool_calls = response.tool_calls.len(),
+        "VLM call finished"
+    );
+    Ok(response)
+}
+
+/// The error with `secrets` (and anything key-shaped) removed from its text.
+pub(crate) fn redact_error(error: VlmError, secrets: &[&str]) -> VlmError {
+    let clean = |s: String| truncate_chars(&redact(&s, secrets), 600);
+    match error {
+        VlmError::Http { status, message } => VlmError::Http { status, message: clean(message) },
+        VlmError::Connection { message } => VlmError::Connection { message: clean(message) },
+        VlmError::InvalidResponse { message } => VlmError::InvalidResponse { message: clean(message) },
+        VlmError::Refused { message } => VlmError::Refused { message: clean(message) },
+        VlmError::Config { message } => VlmError::Config { message: clean(message) },
+        VlmError::TokenCommand { command, message } => VlmError::TokenCommand { command, message: clean(message) },
+        other => other,
+    }
+}
+
+/// The deadline of one call: the request's timeout or the transport's.
+pub(crate) fn call_deadline(requested: Option<Duration>, transport: &HttpTransport) -> Duration {
+    requested.unwrap_or_else(|| transport.default_timeout())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn retry_after_sources() {
+        let mut h = HeaderMap::new();
+        assert_eq!(retry_after(&h, b""), None);
+        h.insert("retry-after", HeaderValue::from_static("2"));
+        assert_eq!(retry_after(&h, b""), Some(Duration::from_secs(2)));
+        h.insert("retry-after-ms", HeaderValue::from_static("150"));
+        assert_eq!(retry_after(&h, b""), Some(Duration::from_millis(150)));
+        let google = br#"{"error": {"code": 429, "details": [{"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": "1.5s"}]}}"#;
+        assert_eq!(retry_after(&HeaderMap::new(), google), Some(Duration::from_millis(1500)));
+        let mut date = HeaderMap::new();
+        date.insert("retry-after", HeaderValue::from_static("Wed, 21 Oct 2015 07:28:00 GMT"));
+        assert_eq!(retry_after(&date, b""), None);
+    }
+
+    #[test]
+    fn delays_are_capped_and_jittered() {
+        let cfg = BackendConfig { retry_base_delay_s: 1.0, max_retry_delay_s: 3.0, ..BackendConfig::default() };
+        let t = HttpTransport::new("test", &cfg).unwrap();
+        for _ in 0..50 {
+            let d1 = t.delay(1, None);
+            assert!(d1 >= Duration::from_millis(500) && d1 <= Duration::from_secs(1), "{d1:?}");
+            let d5 = t.delay(5, None);
+            assert!(d5 >= Duration::from_millis(1500) && d5 <= Duration::from_secs(3), "{d5:?}");
+            let asked = t.delay(1, Some(Duration::from_secs(60)));
+            assert!(asked >= Duration::from_secs(3) && asked <= Duration::from_millis(3300), "{asked:?}");
+        }
+    }
+
+    #[test]
+    fn redact_error_cleans_every_message() {
+        let e = redact_error(VlmError::Http { status: 401, message: "bad key k-123456789".into() }, &["k-123456789"]);
+        assert_eq!(e, VlmError::Http { status: 401, message: "bad key [REDACTED]".into() });
+    }
+}

@@ -1,0 +1,122 @@
+//! [`OpenAiBackend`]: Chat Completions over HTTP (feature `openai`).
+
+use std::time::Instant;
+
+use async_trait::async_trait;
+use reqwest::header::{AUTHORIZATION, HeaderMap};
+
+use super::config::is_local_url;
+use super::http::{HttpTransport, call_deadline, finish, redact_error, secret_header};
+use super::wire::openai::{OpenAiOptions, decode, encode};
+use super::{
+    BackendConfig, BackendInfo, PriceTable, Provider, Secret, VisionLanguageModel, VlmError, VlmRequest, VlmResponse,
+};
+
+/// OpenAI's public endpoint.
+pub const OPENAI_BASE_URL: &str = "https://api.openai.com/v1";
+
+/// OpenAI Chat Completions and compatible servers: set `base_url` to
+/// `https://openrouter.ai/api/v1`, `http://localhost:11434/v1` (Ollama),
+/// `http://localhost:8000/v1` (vLLM) or `http://localhost:8080/v1`
+/// (llama.cpp server). A key is required except for local servers (a
+/// localhost `base_url`), where it is sent only if one is configured.
+///
+/// ```
+/// use nav_planner::vlm::{BackendConfig, OpenAiBackend, Provider, VisionLanguageModel};
+///
+/// let cfg = BackendConfig::new(Provider::OpenAi)
+///     .with_model("qwen2.5-vl:7b")
+///     .with_base_url("http://localhost:11434/v1");
+/// let backend = OpenAiBackend::with_env(&cfg, &|_| None)?; // no key needed locally
+/// assert_eq!(backend.url(), "http://localhost:11434/v1/chat/completions");
+/// assert_eq!(backend.describe().model, "qwen2.5-vl:7b");
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug)]
+pub struct OpenAiBackend {
+    transport: HttpTransport,
+    url: String,
+    base_url: String,
+    options: OpenAiOptions,
+    api_key: Option<Secret>,
+    prices: PriceTable,
+}
+
+impl OpenAiBackend {
+    /// A backend from the config, reading the key from the process
+    /// environment (`OPENAI_API_KEY`, or `api_key_env`, or
+    /// `OPENROUTER_API_KEY` for an OpenRouter `base_url`).
+    pub fn new(cfg: &BackendConfig) -> Result<Self, VlmError> {
+        Self::with_env(cfg, &|name| std::env::var(name).ok())
+    }
+
+    /// A backend from the config with an explicit environment lookup.
+    pub fn with_env(cfg: &BackendConfig, env: &dyn Fn(&str) -> Option<String>) -> Result<Self, VlmError> {
+        if cfg.provider != Provider::OpenAi {
+            return Err(VlmError::Config {
+                message: format!("OpenAiBackend cannot serve provider `{}`", cfg.provider),
+            });
+        }
+        cfg.validate()?;
+        let base_url = cfg.base_url.as_deref().unwrap_or(OPENAI_BASE_URL).trim_end_matches('/').to_string();
+        let api_key = cfg.resolve_key(env);
+        if api_key.is_none() && !is_local_url(&base_url) {
+            return Err(cfg.missing_credentials());
+        }
+        let url = if base_url.ends_with("/chat/completions") {
+            base_url.clone()
+        } else {
+            format!("{base_url}/chat/completions")
+        };
+        let options = OpenAiOptions {
+            model: cfg.model_id().to_string(),
+            default_max_tokens: cfg.max_tokens,
+            // OpenAI's own API wants the newer field; compatible servers the old one.
+            max_completion_tokens_field: base_url.contains("api.openai.com"),
+        };
+        Ok(Self {
+            transport: HttpTransport::new("openai", cfg)?,
+            url,
+            base_url,
+            options,
+            api_key,
+            prices: cfg.price_table(),
+        })
+    }
+
+    /// The URL requests are POSTed to.
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+
+    /// The exact JSON body this backend would send for a request.
+    pub fn request_body(&self, req: &VlmRequest) -> serde_json::Value {
+        encode(req, &self.options)
+    }
+}
+
+#[async_trait]
+impl VisionLanguageModel for OpenAiBackend {
+    async fn complete(&self, req: VlmRequest) -> Result<VlmResponse, VlmError> {
+        let started = Instant::now();
+        let key = self.api_key.as_ref().map(|k| k.expose()).unwrap_or("");
+        let secrets = [key];
+        req.validate().map_err(|e| redact_error(e, &secrets))?;
+        let body = self.request_body(&req);
+        let mut headers = HeaderMap::new();
+        if let Some(key) = &self.api_key {
+            headers.insert(AUTHORIZATION, secret_header(&format!("Bearer {}", key.expose()))?);
+        }
+        let deadline = call_deadline(req.timeout, &self.transport);
+        let reply = self.transport.post_json(&self.url, headers, &body, started, deadline, &secrets).await?;
+        finish(decode(&reply.body), &reply, started, &self.options.model, &self.prices, "openai", &secrets)
+    }
+
+    fn describe(&self) -> BackendInfo {
+        BackendInfo {
+            provider: "openai".into(),
+            model: self.options.model.clone(),
+            endpoint: Some(self.base_url.clone()),
+        }
+    }
+}

@@ -1,0 +1,115 @@
+//! What a vision-language model answered: [`VlmResponse`], [`ToolCall`], [`Usage`].
+
+use serde::{Deserialize, Serialize};
+
+/// One function call the model made.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolCall {
+    /// The provider's call id (synthesized as `call_N` where the provider
+    /// has none, as Gemini often does); echoed back in tool results.
+    pub id: String,
+    /// The tool's name.
+    pub name: String,
+    /// The arguments as parsed JSON. When a provider's argument text is not
+    /// valid JSON it is kept verbatim as a JSON string, so the protocol's
+    /// parser can repair or reject it with a precise message.
+    pub arguments: serde_json::Value,
+}
+
+impl ToolCall {
+    /// A tool call with these fields.
+    pub fn new(id: impl Into<String>, name: impl Into<String>, arguments: serde_json::Value) -> Self {
+        Self { id: id.into(), name: name.into(), arguments }
+    }
+}
+
+/// Token accounting for one call, as the provider reported it for the
+/// attempt that succeeded.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Usage {
+    /// All input tokens, cached ones included.
+    pub prompt_tokens: u64,
+    /// Output tokens, thinking tokens included where the provider bills them.
+    pub completion_tokens: u64,
+    /// Input tokens served from the provider's prompt cache (a subset of
+    /// `prompt_tokens`, billed at the cached rate).
+    pub cached_tokens: u64,
+    /// Input tokens written to the prompt cache on this call (Anthropic
+    /// `cache_creation_input_tokens`; a subset of `prompt_tokens`).
+    pub cache_write_tokens: u64,
+}
+
+impl Usage {
+    /// Prompt plus completion tokens.
+    pub fn total_tokens(&self) -> u64 {
+        self.prompt_tokens + self.completion_tokens
+    }
+}
+
+impl std::ops::AddAssign for Usage {
+    fn add_assign(&mut self, rhs: Self) {
+        self.prompt_tokens += rhs.prompt_tokens;
+        self.completion_tokens += rhs.completion_tokens;
+        self.cached_tokens += rhs.cached_tokens;
+        self.cache_write_tokens += rhs.cache_write_tokens;
+    }
+}
+
+/// A successful completion.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct VlmResponse {
+    /// The reply text (text parts joined; empty when the model only called
+    /// tools). In JSON mode this is the JSON document.
+    pub text: String,
+    /// Tool calls in the order the model made them.
+    pub tool_calls: Vec<ToolCall>,
+    /// Token accounting.
+    pub usage: Usage,
+    /// Wall time of the whole call, retries and back-off included.
+    pub latency_ms: f64,
+    /// The model id the provider reports (or the configured one).
+    pub model: String,
+    /// The provider's finish / stop reason, verbatim (`stop`, `tool_calls`,
+    /// `STOP`, `end_turn`, `max_tokens`, …).
+    pub finish_reason: Option<String>,
+    /// A refusal the provider reported next to usable output. A refusal that
+    /// leaves nothing usable is returned as [`VlmError::Refused`] instead.
+    ///
+    /// [`VlmError::Refused`]: super::VlmError::Refused
+    pub refusal: Option<String>,
+    /// Estimated cost in US dollars from the backend's price table; `None`
+    /// when the model has no price entry.
+    pub cost_usd: Option<f64>,
+    /// HTTP attempts made (1 when the first succeeded).
+    pub attempts: u32,
+}
+
+impl VlmResponse {
+    /// A reply carrying only text.
+    pub fn from_text(text: impl Into<String>) -> Self {
+        Self { text: text.into(), attempts: 1, ..Self::default() }
+    }
+
+    /// A reply carrying only tool calls.
+    pub fn from_tool_calls(tool_calls: Vec<ToolCall>) -> Self {
+        Self { tool_calls, attempts: 1, ..Self::default() }
+    }
+
+    /// Sets the usage.
+    pub fn with_usage(mut self, usage: Usage) -> Self {
+        self.usage = usage;
+        self
+    }
+
+    /// Sets the finish reason.
+    pub fn with_finish_reason(mut self, reason: impl Into<String>) -> Self {
+        self.finish_reason = Some(reason.into());
+        self
+    }
+
+    /// The first tool call, if any.
+    pub fn first_tool_call(&self) -> Option<&ToolCall> {
+        self.tool_calls.first()
+    }
+}

@@ -1,0 +1,258 @@
+//! OpenAI Chat Completions (`POST {base}/chat/completions`), also spoken by
+//! OpenRouter, Ollama, vLLM and llama.cpp server.
+//!
+//! Request: `system` + `user` messages (text and `image_url` data URLs with
+//! `detail`), follow-up `assistant` (`tool_calls`) and `tool` messages,
+//! `tools: [{"type": "function", "function": {name, description,
+//! parameters, strict}}]`, `tool_choice` `auto` / `required` / `none` (a
+//! restricted choice sends only the allowed tools with `required`),
+//! `parallel_tool_calls: false` with tools (seed 003 §3.16: reasoning text
+//! then one action), `response_format: {"type": "json_schema", ...}`.
+//!
+//! Response: `choices[0].message` (`content`, `tool_calls`, `refusal`),
+//! `finish_reason`, `usage` with `prompt_tokens_details.cached_tokens`.
+
+use serde_json::{Map, Value, json};
+
+use super::{arguments_from_text, base64, count, embedded_error, f32_json, parse_body};
+use crate::vlm::{Part, ToolCall, ToolChoice, Turn, Usage, VlmError, VlmRequest, VlmResponse};
+
+/// Body options that are not part of the request itself.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OpenAiOptions {
+    /// The model id.
+    pub model: String,
+    /// Output limit used when the request sets none.
+    pub default_max_tokens: Option<u32>,
+    /// Send the limit as `max_completion_tokens` (required by OpenAI's newer
+    /// models) rather than `max_tokens` (what compatible servers accept).
+    pub max_completion_tokens_field: bool,
+}
+
+impl OpenAiOptions {
+    /// Options for a model with `max_tokens` and no default limit.
+    pub fn new(model: impl Into<String>) -> Self {
+        Self { model: model.into(), default_max_tokens: None, max_completion_tokens_field: false }
+    }
+}
+
+fn part_json(part: &Part) -> Value {
+    match part {
+        Part::Text(t) => json!({"type": "text", "text": t}),
+        Part::Image { mime, data, detail } => json!({
+            "type": "image_url",
+            "image_url": {"url": format!("data:{mime};base64,{}", base64(data)), "detail": detail.as_str()},
+        }),
+    }
+}
+
+/// The request body.
+pub fn encode(req: &VlmRequest, opts: &OpenAiOptions) -> Value {
+    let mut messages = Vec::new();
+    if !req.system.is_empty() {
+        messages.push(json!({"role": "system", "content": req.system}));
+    }
+    // A single text part goes as a plain string, which every compatible
+    // server accepts; anything else as content parts.
+    let content = match req.user.as_slice() {
+        [Part::Text(t)] => Value::String(t.clone()),
+        parts => Value::Array(parts.iter().map(part_json).collect()),
+    };
+    messages.push(json!({"role": "user", "content": content}));
+    for turn in &req.turns {
+        match turn {
+            Turn::Assistant { text, tool_calls } => {
+                let mut m = Map::new();
+                m.insert("role".into(), json!("assistant"));
+                m.insert("content".into(), text.as_ref().map_or(Value::Null, |t| json!(t)));
+                if !tool_calls.is_empty() {
+                    let calls: Vec<Value> = tool_calls
+                        .iter()
+                        .map(|c| {
+                            let args = match &c.arguments {
+                                Value::String(raw) => raw.clone(),
+                                other => other.to_string(),
+                            };
+                            json!({"id": c.id, "type": "function", "function": {"name": c.name, "arguments": args}})
+                        })
+                        .collect();
+                    m.insert("tool_calls".into(), Value::Array(calls));
+                }
+                messages.push(Value::Object(m));
+            }
+            Turn::ToolResult { call_id, content, .. } => {
+                messages.push(json!({"role": "tool", "tool_call_id": call_id, "content": content}));
+            }
+        }
+    }
+
+    let mut body = Map::new();
+    body.insert("model".into(), json!(opts.model));
+    body.insert("messages".into(), Value::Array(messages));
+    let tools = req.callable_tools();
+    if !tools.is_empty() {
+        let tools: Vec<Value> = tools
+            .iter()
+            .map(|t| {
+                json!({"type": "function", "function": {
+                    "name": t.name, "description": t.description, "parameters": t.parameters, "strict": t.strict,
+                }})
+            })
+            .collect();
+        body.insert("tools".into(), Value::Array(tools));
+        let choice = match &req.tool_choice {
+            ToolChoice::Auto => "auto",
+            ToolChoice::Required | ToolChoice::Only(_) => "required",
+            ToolChoice::None => "none",
+        };
+        body.insert("tool_choice".into(), json!(choice));
+        body.insert("parallel_tool_calls".into(), json!(false));
+    }
+    if let Some(spec) = &req.json_schema {
+        body.insert(
+            "response_format".into(),
+            json!({"type": "json_schema", "json_schema": {"name": spec.name, "schema": spec.schema, "strict": spec.strict}}),
+        );
+    }
+    if let Some(t) = req.temperature {
+        body.insert("temperature".into(), f32_json(t));
+    }
+    if let Some(n) = req.max_tokens.or(opts.default_max_tokens) {
+        let field = if opts.max_completion_tokens_field { "max_completion_tokens" } else { "max_tokens" };
+        body.insert(field.into(), json!(n));
+    }
+    Value::Object(body)
+}
+
+fn content_text(content: Option<&Value>) -> String {
+    match content {
+        Some(Value::String(s)) => s.clone(),
+        // Some compatible servers answer with content parts.
+        Some(Value::Array(parts)) => {
+            parts.iter().filter_map(|p| p.get("text").and_then(Value::as_str)).collect::<Vec<_>>().join("")
+        }
+        _ => String::new(),
+    }
+}
+
+/// Decodes a 2xx response body. Latency, attempts and cost are left for the
+/// caller. A refusal with nothing usable, or a content-filter stop with no
+/// output, is [`VlmError::Refused`].
+pub fn decode(body: &[u8]) -> Result<VlmResponse, VlmError> {
+    let v = parse_body(body)?;
+    if let Some(e) = embedded_error(&v) {
+        return Err(e);
+    }
+    let invalid = |message: &str| VlmError::InvalidResponse { message: message.to_string() };
+    let choice = match v.get("choices") {
+        Some(Value::Array(choices)) => {
+            choices.first().ok_or_else(|| invalid("response has an empty `choices` array"))?
+        }
+        Some(_) => return Err(invalid("`choices` is not an array")),
+        None => return Err(invalid("response has no `choices`")),
+    };
+    let message =
+        choice.get("message").filter(|m| m.is_object()).ok_or_else(|| invalid("choice 0 has no `message`"))?;
+    let text = content_text(message.get("content"));
+    let mut tool_calls = Vec::new();
+    if let Some(calls) = message.get("tool_calls").and_then(Value::as_array) {
+        for (i, call) in calls.iter().enumerate() {
+            let function = call.get("function");
+            let name = function.and_then(|f| f.get("name")).and_then(Value::as_str).unwrap_or("");
+            if name.is_empty() {
+                return Err(VlmError::InvalidResponse { message: format!("tool call {i} has no function name") });
+            }
+            let arguments = match function.and_then(|f| f.get("arguments")) {
+                Some(Value::String(s)) => arguments_from_text(s),
+                Some(Value::Null) | None => json!({}),
+                Some(other) => other.clone(),
+            };
+            let id = call.get("id").and_then(Value::as_str).filter(|s| !s.is_empty());
+            tool_calls.push(ToolCall {
+                id: id.map_or_else(|| format!("call_{i}"), str::to_string),
+                name: name.into(),
+                arguments,
+            });
+        }
+    }
+    let refusal = message.get("refusal").and_then(Value::as_str).filter(|s| !s.is_empty()).map(str::to_string);
+    let finish_reason = choice.get("finish_reason").and_then(Value::as_str).map(str::to_string);
+    let nothing = text.trim().is_empty() && tool_calls.is_empty();
+    if nothing {
+        if let Some(r) = &refusal {
+            return Err(VlmError::Refused { message: r.clone() });
+        }
+        if finish_reason.as_deref() == Some("content_filter") {
+            return Err(VlmError::Refused { message: "the provider's content filter stopped the reply".into() });
+        }
+    }
+    let usage = v.get("usage").map_or_else(Usage::default, |u| Usage {
+        prompt_tokens: count(u, "prompt_tokens"),
+        completion_tokens: count(u, "completion_tokens"),
+        cached_tokens: u.get("prompt_tokens_details").map_or(0, |d| count(d, "cached_tokens")),
+        cache_write_tokens: 0,
+    });
+    Ok(VlmResponse {
+        text,
+        tool_calls,
+        usage,
+        model: v.get("model").and_then(Value::as_str).unwrap_or("").to_string(),
+        finish_reason,
+        refusal,
+        ..VlmResponse::default()
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::vlm::{ImageDetail, ToolSpec};
+
+    #[test]
+    fn restricted_choice_sends_only_allowed_tools() {
+        let schema = json!({"type": "object", "properties": {}});
+        let req = VlmRequest::new("s")
+            .text("u")
+            .tools(vec![ToolSpec::new("a", "A", schema.clone()), ToolSpec::new("b", "B", schema)])
+            .tool_choice(ToolChoice::Only(vec!["b".into()]));
+        let body = encode(&req, &OpenAiOptions::new("m"));
+        assert_eq!(body["tools"].as_array().unwrap().len(), 1);
+        assert_eq!(body["tools"][0]["function"]["name"], "b");
+        assert_eq!(body["tool_choice"], "required");
+        assert_eq!(body["messages"][1]["content"], "u");
+    }
+
+    #[test]
+    fn images_are_data_urls() {
+        let req = VlmRequest::new("").image(Part::png(vec![1, 2, 3], ImageDetail::High)).text("t");
+        let body = encode(
+            &req,
+            &OpenAiOptions {
+                max_completion_tokens_field: true,
+                default_max_tokens: Some(9),
+                ..OpenAiOptions::new("m")
+            },
+        );
+        assert_eq!(body["messages"][0]["role"], "user");
+        assert_eq!(body["messages"][0]["content"][0]["image_url"]["url"], "data:image/png;base64,AQID");
+        assert_eq!(body["messages"][0]["content"][0]["image_url"]["detail"], "high");
+        assert_eq!(body["max_completion_tokens"], 9);
+        assert!(body.get("tools").is_none() && body.get("tool_choice").is_none());
+    }
+
+    #[test]
+    fn decode_handles_odd_but_valid_replies() {
+        let r = decode(
+            br#"{"choices": [{"message": {"content": [{"type": "text", "text": "hi"}], "tool_calls": [
+            {"function": {"name": "f", "arguments": "{bad"}}]}, "finish_reason": "tool_calls"}]}"#,
+        )
+        .unwrap();
+        assert_eq!(r.text, "hi");
+        assert_eq!(r.tool_calls[0], ToolCall::new("call_0", "f", json!("{bad")));
+        assert_eq!(r.usage, Usage::default());
+        let e = decode(br#"{"choices": [{"message": {"content": null}, "finish_reason": "content_filter"}]}"#);
+        assert!(matches!(e, Err(VlmError::Refused { .. })));
+        let e = decode(br#"{"choices": [{"message": {"tool_calls": [{"function": {}}]}}]}"#).unwrap_err();
+        assert_eq!(e.to_string(), "invalid VLM response: tool call 0 has no function name");
+    }
+}
