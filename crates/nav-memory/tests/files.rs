@@ -219,6 +219,11 @@ fn merge_files_skips_corrupt_json_with_a_warning() {
     // A file that cannot be read is an error, not a warning.
     let err = merge_files(&[dir.path().join("missing.txt")], MergeFormat::Txt).unwrap_err();
     assert!(err.to_string().contains("missing.txt"), "{err}");
+    // A JSON file of another kind is no grounding.
+    let other = dir.path().join("other.json");
+    std::fs::write(&other, r#"{"format": "navkit-memory", "version": 1}"#).unwrap();
+    let merged = merge_files(std::slice::from_ref(&other), MergeFormat::Txt).unwrap();
+    assert!(merged.warnings[0].message.contains("no grounding content"), "{:?}", merged.warnings);
     // Nothing usable → an empty section.
     let merged = merge_files(&[corrupt], MergeFormat::Both).unwrap();
     assert!(merged.is_empty());

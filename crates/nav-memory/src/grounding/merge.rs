@@ -10,9 +10,10 @@
 //! - TXT files (any extension other than `.json`): their text, used as is.
 //! - All parts are joined with `"\n\n---\n\n"`: the JSON part first, then the
 //!   TXT files in the order given.
-//! - A JSON file that does not parse is skipped with a warning naming it
-//!   (returned in [`MergedGrounding::warnings`] and logged with
-//!   `tracing::warn!`); an unreadable file is an error.
+//! - A JSON file that does not parse, or parses without any grounding in
+//!   it, is skipped with a warning naming it (returned in
+//!   [`MergedGrounding::warnings`] and logged with `tracing::warn!`); so is
+//!   an empty TXT file. An unreadable file is an error.
 //!
 //! [`MergeFormat`] (the seed's `GROUNDING_MERGE_FORMAT`) chooses how the
 //! merged JSON part appears: `txt` = the Markdown rendering (the seed's
@@ -274,6 +275,9 @@ pub fn merge_files(paths: &[PathBuf], format: MergeFormat) -> Result<MergedGroun
         let text = crate::snapshot::read_text(path)?;
         if is_json_path(path) {
             match serde_json::from_str::<GroundingFile>(&text) {
+                Ok(file) if is_contentless(&file) => {
+                    warn(path, "no grounding content (no stacked_grounding entries, no final_grounding text)".into());
+                }
                 Ok(file) => json.push((path.clone(), file)),
                 Err(e) => warn(path, format!("corrupt grounding JSON: {e}")),
             }
@@ -297,6 +301,14 @@ pub fn merge_files(paths: &[PathBuf], format: MergeFormat) -> Result<MergedGroun
 /// ```
 pub fn parse_path_list(list: &str) -> Vec<PathBuf> {
     list.split(',').map(str::trim).filter(|s| !s.is_empty()).map(PathBuf::from).collect()
+}
+
+/// A JSON object without any grounding (for example `{}` or another kind of
+/// file): reading is lenient, so this is how a wrong file shows up.
+fn is_contentless(file: &GroundingFile) -> bool {
+    file.stacked_grounding.is_empty()
+        && file.final_grounding.as_ref().is_none_or(FinalGrounding::is_empty)
+        && file.grounding_per_step.is_empty()
 }
 
 fn is_json_path(path: &Path) -> bool {
