@@ -20,6 +20,9 @@
 //! - [`picture`]: top-down [`MapPicture`](picture::MapPicture)s as PNG/SVG.
 //! - [`clock`]: [`MonotonicClock`](clock::MonotonicClock), the wall clock
 //!   for real robots.
+//! - `bridge` (feature `sim-bridge`): `BridgeHal`, Habitat, MiniWorld and
+//!   other Python simulators behind the traits through the navkit bridge
+//!   protocol (JSON lines to a child process or TCP; docs/BRIDGE.md).
 //!
 //! ```
 //! use nav_core::action::Action;
@@ -52,9 +55,14 @@
 //! an arena parse error (`objects[2].r`); `serde_json` is built with
 //! `float_roundtrip` so arena files save and load bit for bit. The
 //! simulator needs no async runtime (tokio is only a dev-dependency).
+//! Feature `sim-bridge` adds `tokio` (the bridge child process, its pipes
+//! or a TCP stream, per-request timeouts) and `base64` (images travel
+//! base64-encoded in the JSON lines).
 #![deny(missing_docs)]
 
 pub mod arena;
+#[cfg(feature = "sim-bridge")]
+pub mod bridge;
 pub mod clock;
 mod error;
 pub mod hal;
