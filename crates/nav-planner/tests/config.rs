@@ -33,6 +33,24 @@ fn every_provider_builds_its_backend() {
 }
 
 #[test]
+fn backends_debug_print_no_credentials() {
+    use nav_planner::vlm::{AnthropicBackend, GeminiBackend, OpenAiBackend};
+    let env = |var: &str| var.ends_with("_KEY").then(|| TEST_KEY.to_string());
+    let mut vertex = BackendConfig::new(Provider::Vertex).with_api_key(TEST_KEY);
+    vertex.vertex.project = Some("p".into());
+    let printed = [
+        format!("{:?}", OpenAiBackend::with_env(&BackendConfig::new(Provider::OpenAi), &env).unwrap()),
+        format!("{:?}", GeminiBackend::with_env(&BackendConfig::new(Provider::Gemini), &env).unwrap()),
+        format!("{:?}", GeminiBackend::with_env(&vertex, &env).unwrap()),
+        format!("{:?}", AnthropicBackend::with_env(&BackendConfig::new(Provider::Anthropic), &env).unwrap()),
+    ];
+    for text in printed {
+        assert!(!text.contains(TEST_KEY), "{text}");
+        assert!(text.contains("[REDACTED]"), "{text}");
+    }
+}
+
+#[test]
 fn bad_configs_are_rejected_before_building() {
     let cfg = BackendConfig { timeout_s: -1.0, ..BackendConfig::new(Provider::OpenAi).with_api_key("k") };
     let err = build_backend_with_env(&cfg, &|_| None).err().unwrap();

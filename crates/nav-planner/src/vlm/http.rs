@@ -169,7 +169,7 @@ impl HttpTransport {
                         attempt,
                         elapsed_ms,
                         bytes = body.len(),
-                        "VLM attempt succeeded"
+                        "VLM attempt got a 2xx response"
                     );
                     return Ok(HttpReply { body, attempts: attempt });
                 }
@@ -265,7 +265,14 @@ pub(crate) fn finish(
     provider: &'static str,
     secrets: &[&str],
 ) -> Result<VlmResponse, VlmError> {
-    let mut response = decoded.map_err(|e| redact_error(e, secrets))?;
+    let mut response = match decoded {
+        Ok(r) => r,
+        Err(e) => {
+            let e = redact_error(e, secrets);
+            tracing::warn!(provider, attempts = reply.attempts, error = %e, "VLM response rejected");
+            return Err(e);
+        }
+    };
     response.latency_ms = started.elapsed().as_secs_f64() * 1e3;
     response.attempts = reply.attempts;
     if response.model.is_empty() {

@@ -33,9 +33,10 @@ impl ImageDetail {
     }
 }
 
-/// One piece of the user message: text or an encoded image.
+/// One piece of the user message: text or an encoded image. Serialized as
+/// `{"type": "text", "content": "…"}` / `{"type": "image", "content": {…}}`.
 #[derive(Clone, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "type", rename_all = "snake_case")]
+#[serde(tag = "type", content = "content", rename_all = "snake_case")]
 pub enum Part {
     /// Plain text.
     Text(String),
@@ -424,6 +425,23 @@ mod tests {
             let err = req.validate().expect_err(needle).to_string();
             assert!(err.contains(needle), "{err:?} should mention {needle:?}");
         }
+    }
+
+    #[test]
+    fn requests_round_trip_through_serde() {
+        let req = VlmRequest::new("s")
+            .text("u")
+            .image(Part::png(vec![1, 2], ImageDetail::Low))
+            .tools(vec![tool("a")])
+            .tool_choice(ToolChoice::Only(vec!["a".into()]))
+            .turn(Turn::Assistant { text: Some("t".into()), tool_calls: vec![ToolCall::new("c", "a", json!({}))] })
+            .turn(Turn::ToolResult { call_id: "c".into(), name: "a".into(), content: "{}".into() })
+            .json_schema("j", json!({"type": "object"}), false)
+            .timeout(std::time::Duration::from_millis(1500));
+        let text = serde_json::to_string(&req).unwrap();
+        assert!(text.contains(r#"{"type":"text","content":"u"}"#), "{text}");
+        let back: VlmRequest = serde_json::from_str(&text).unwrap();
+        assert_eq!(back, req);
     }
 
     #[test]

@@ -212,9 +212,11 @@ impl ScriptedVlm {
             None => match (&s.exhausted, &s.last) {
                 (WhenExhausted::RepeatLast, Some(last)) => last.clone(),
                 _ => {
-                    let served = s.requests.len() - 1;
                     return Err(VlmError::Config {
-                        message: format!("ScriptedVlm script exhausted: call {} has no scripted step", served + 1),
+                        message: format!(
+                            "ScriptedVlm script exhausted: call {} has no scripted step",
+                            s.requests.len()
+                        ),
                     });
                 }
             },

@@ -3,10 +3,10 @@
 //! backends use them; so can `nav prompt` (to print the exact body a backend
 //! would send) and offline tests.
 //!
-//! - [`openai`]: Chat Completions (also OpenRouter, Ollama, vLLM, llama.cpp).
-//! - [`gemini`]: `generateContent` for Google AI and Vertex AI, with the
+//! - [`openai`] — Chat Completions (also OpenRouter, Ollama, vLLM, llama.cpp).
+//! - [`gemini`] — `generateContent` for Google AI and Vertex AI, with the
 //!   JSON Schema → OpenAPI-subset conversion in [`gemini_schema`].
-//! - [`anthropic`]: Messages.
+//! - [`anthropic`] — the Messages API.
 
 pub mod anthropic;
 pub mod gemini;
