@@ -25,7 +25,10 @@ fn miniworld_available() -> bool {
     if std::env::var("NAVKIT_REQUIRE_MINIWORLD").is_ok_and(|v| v == "1") {
         panic!("NAVKIT_REQUIRE_MINIWORLD=1 but miniworld is not importable by {}: {reason}", python());
     }
-    eprintln!("SKIPPED bridge_miniworld: miniworld is not importable by {} ({reason}); run ci/setup-bridge.sh", python());
+    eprintln!(
+        "SKIPPED bridge_miniworld: miniworld is not importable by {} ({reason}); run ci/setup-bridge.sh",
+        python()
+    );
     false
 }
 

@@ -105,7 +105,7 @@ async fn reset_step_and_panorama_round_trips() {
 
 #[tokio::test]
 async fn ground_truth_pose_is_relative_to_the_episode_start() {
-    let cfg = BridgeConfig { ground_truth_pose: true, rgb: RgbEncoding::Raw, ..config() };
+    let cfg = BridgeConfig { ground_truth_pose: true, rgb: RgbEncoding::Png, ..config() };
     let mut hal = openroom(cfg).await;
     hal.reset(&EpisodeSpec::seed(9)).await.unwrap();
     assert!(hal.capabilities().pose_is_ground_truth);
@@ -118,7 +118,7 @@ async fn ground_truth_pose_is_relative_to_the_episode_start() {
     let d = out.moved_m;
     assert!((o.pose.x - d * (-30f64).to_radians().cos()).abs() < 1e-6);
     assert!((o.pose.y - d * (-30f64).to_radians().sin()).abs() < 1e-6);
-    assert_eq!(hal.rgb().await.unwrap().frame.width(), 16, "raw images decode too");
+    assert_eq!(hal.rgb().await.unwrap().frame.width(), 16, "png images decode too");
     hal.close().await.unwrap();
 }
 
@@ -140,9 +140,8 @@ async fn bad_requests_get_error_replies_and_the_session_goes_on() {
 #[tokio::test]
 async fn a_step_timeout_is_reported_and_the_late_reply_skipped() {
     let cfg = BridgeConfig { step_timeout_s: 0.3, ..config() };
-    let mut hal = BridgeHal::spawn_command(&script_command("faulty_server.py", &["--slow-step-s", "1.5"]), cfg)
-        .await
-        .unwrap();
+    let mut hal =
+        BridgeHal::spawn_command(&script_command("faulty_server.py", &["--slow-step-s", "1.5"]), cfg).await.unwrap();
     hal.reset(&EpisodeSpec::index(1)).await.unwrap();
     let err = hal.act(Action::TurnLeft).await.unwrap_err();
     assert!(matches!(&err, HalError::Timeout { what, .. } if what.contains("step")), "{err}");

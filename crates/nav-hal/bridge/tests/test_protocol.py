@@ -50,9 +50,9 @@ class PngTest(unittest.TestCase):
 class ParsingTest(unittest.TestCase):
     def test_options_validate_every_field(self):
         o = ObservationOptions()
-        self.assertEqual((o.rgb, o.depth, o.pose, o.detections), ("png", False, False, True))
-        o.update({"rgb": "raw", "depth": True})
-        self.assertEqual((o.rgb, o.depth), ("raw", True))
+        self.assertEqual((o.rgb, o.depth, o.pose, o.detections), ("raw", False, False, True))
+        o.update({"rgb": "png", "depth": True})
+        self.assertEqual((o.rgb, o.depth), ("png", True))
         for bad in ({"rgb": "jpeg"}, {"depth": 1}, {"colour": True}, [1]):
             with self.assertRaises(BridgeError) as e:
                 ObservationOptions().update(bad)

@@ -34,7 +34,7 @@ class SessionTest(unittest.TestCase):
         self.assertEqual(r["backend"]["name"], "openroom")
         self.assertEqual(r["step"], {"forward_m": 0.25, "turn_deg": 30.0})
         self.assertEqual(r["actions"], ["forward", "turn_left", "turn_right", "stop"])
-        self.assertEqual(r["observation"], {"rgb": "png", "depth": True, "pose": True, "detections": True})
+        self.assertEqual(r["observation"], {"rgb": "raw", "depth": True, "pose": True, "detections": True})
 
     def test_version_mismatch_is_an_error_reply(self):
         r = request(self.s, id=1, op="hello", protocol="navkit-bridge", version=2)

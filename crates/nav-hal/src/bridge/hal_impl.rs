@@ -62,7 +62,8 @@ impl Sensors for BridgeHal {
         if !self.config.depth {
             return Err(HalError::unsupported("depth camera (enable BridgeConfig::depth)"));
         }
-        let latest = self.latest.as_ref().ok_or_else(|| HalError::invalid_command("depth", "no episode: reset first"))?;
+        let latest =
+            self.latest.as_ref().ok_or_else(|| HalError::invalid_command("depth", "no episode: reset first"))?;
         let depth = latest.depth.as_ref().ok_or_else(|| protocol("the observation carries no depth image"))?;
         wire::decode_depth(depth, latest.stamp_s)
     }
@@ -91,9 +92,17 @@ impl Sensors for BridgeHal {
             let image =
                 view.observation.rgb.as_ref().ok_or_else(|| protocol(format!("panorama view {k} has no rgb image")))?;
             let frame = wire::decode_rgb(image, view.observation.hfov_deg, stamp)?;
-            out.push(PanoramaView { heading_rad: nav_core::geometry::normalize_angle(view.heading_deg.to_radians()), frame });
+            out.push(PanoramaView {
+                heading_rad: nav_core::geometry::normalize_angle(view.heading_deg.to_radians()),
+                frame,
+            });
             dets.push(
-                view.observation.detections.unwrap_or_default().into_iter().filter_map(|d| d.into_detection()).collect(),
+                view.observation
+                    .detections
+                    .unwrap_or_default()
+                    .into_iter()
+                    .filter_map(|d| d.into_detection())
+                    .collect(),
             );
         }
         self.panorama_detections = dets;

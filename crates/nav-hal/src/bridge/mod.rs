@@ -48,7 +48,9 @@ mod transport;
 mod wire;
 
 pub use config::{BridgeCommand, BridgeConfig, BridgeEndpoint, RgbEncoding, split_command_line};
-pub use wire::{BackendInfo, EpisodeInfo, EpisodeSpec, ObservationOptions, PROTOCOL, SimMetrics, VERSION, WireCapabilities};
+pub use wire::{
+    BackendInfo, EpisodeInfo, EpisodeSpec, ObservationOptions, PROTOCOL, SimMetrics, VERSION, WireCapabilities,
+};
 
 use crate::HalError;
 use crate::hal::{CameraFrame, Detection};
@@ -378,7 +380,12 @@ impl BridgeHal {
         match tokio::time::timeout_at(deadline, self.transport.send(&line)).await {
             Ok(Ok(())) => {}
             Ok(Err(e)) => return Err(self.fail(op, &format!("writing the request failed ({e})")).await),
-            Err(_) => return Err(HalError::Timeout { what: format!("bridge {op} (sending)"), after_s: timeout.as_secs_f64() }),
+            Err(_) => {
+                return Err(HalError::Timeout {
+                    what: format!("bridge {op} (sending)"),
+                    after_s: timeout.as_secs_f64(),
+                });
+            }
         }
         loop {
             let line = match tokio::time::timeout_at(deadline, self.transport.reader.next_line()).await {

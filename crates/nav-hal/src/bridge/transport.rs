@@ -155,8 +155,14 @@ impl Transport {
         let connect = tokio::net::TcpStream::connect(addr);
         let stream = tokio::time::timeout(secs(config.hello_timeout_s), connect)
             .await
-            .map_err(|_| HalError::Timeout { what: format!("connecting to {endpoint}"), after_s: config.hello_timeout_s })?
-            .map_err(|e| HalError::Disconnected { endpoint: endpoint.clone(), reason: format!("cannot connect: {e}") })?;
+            .map_err(|_| HalError::Timeout {
+                what: format!("connecting to {endpoint}"),
+                after_s: config.hello_timeout_s,
+            })?
+            .map_err(|e| HalError::Disconnected {
+                endpoint: endpoint.clone(),
+                reason: format!("cannot connect: {e}"),
+            })?;
         let _ = stream.set_nodelay(true);
         let (read, write) = stream.into_split();
         let reader: BoxedRead = Box::new(read);

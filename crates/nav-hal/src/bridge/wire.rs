@@ -455,8 +455,7 @@ mod tests {
             .unwrap()
             .write_to(&mut std::io::Cursor::new(&mut png), image::ImageFormat::Png)
             .unwrap();
-        let png =
-            WireImage::Png { width: w, height: h, data: base64::engine::general_purpose::STANDARD.encode(&png) };
+        let png = WireImage::Png { width: w, height: h, data: base64::engine::general_purpose::STANDARD.encode(&png) };
         let b = decode_rgb(&png, 90.0, 0.0).unwrap();
         assert_eq!(a.frame, b.frame);
         assert_eq!(a.frame.as_bytes(), &px[..]);
