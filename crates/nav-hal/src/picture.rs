@@ -138,6 +138,45 @@ impl MapPicture {
         (MARGIN_PX + (p.x - x0) * s, self.top() + (y1 - p.y) * s)
     }
 
+    /// Pixel centre and text scale of a room's name: the first of a few
+    /// spots inside the room (centre, then above and below it) where the
+    /// text covers no object.
+    fn room_label(&self, room: &crate::arena::Room) -> (f64, f64, i64) {
+        let s = self.scale();
+        let pts = room.points();
+        let scale = if RgbFrame::text_width(&room.name, 2) as f64 <= polygon_width(&pts) * s * 0.8 { 2 } else { 1 };
+        let (tw, th) = (RgbFrame::text_width(&room.name, scale) as f64, 8.0 * scale as f64);
+        let c = centroid(&pts);
+        let lo = pts.iter().map(|p| p.y).fold(f64::INFINITY, f64::min);
+        let hi = pts.iter().map(|p| p.y).fold(f64::NEG_INFINITY, f64::max);
+        let circles = self.arena.all_circles();
+        let mut best = self.px(c);
+        let (left, right) = (
+            pts.iter().map(|p| p.x).fold(f64::INFINITY, f64::min),
+            pts.iter().map(|p| p.x).fold(f64::NEG_INFINITY, f64::max),
+        );
+        let offsets = [0.0, 0.2, -0.2, 0.35, -0.35, 0.1, -0.1, 0.28, -0.28];
+        for (kx, ky) in [0.0, -0.2, 0.2].iter().flat_map(|kx| offsets.iter().map(move |ky| (*kx, *ky))) {
+            let p = Point2::new(c.x + kx * (right - left), c.y + ky * (hi - lo));
+            if !nav_core::geometry::point_in_polygon(p, &pts) {
+                continue;
+            }
+            let (x, y) = self.px(p);
+            let clear = circles.iter().all(|(cc, r, _)| {
+                let (ox, oy) = self.px(*cc);
+                let rr = r * s + 2.0;
+                let nx = ox.clamp(x - tw / 2.0, x + tw / 2.0);
+                let ny = oy.clamp(y - th / 2.0, y + th / 2.0);
+                (nx - ox).hypot(ny - oy) > rr
+            });
+            if clear {
+                best = (x, y);
+                break;
+            }
+        }
+        (best.0, best.1, scale)
+    }
+
     /// Renders the picture as pixels.
     pub fn to_frame(&self) -> RgbFrame {
         let (w, h) = self.size();
@@ -152,10 +191,16 @@ impl MapPicture {
             fill_polygon(&mut f, &pts, room_colour(&room.name).mix(Rgb::WHITE, 0.6));
         }
         for room in &self.arena.rooms {
-            let (cx, cy) = self.px(centroid(&room.points()));
-            let scale = if RgbFrame::text_width(&room.name, 2) as f64 <= polygon_width(&room.points()) * s * 0.8 { 2 } else { 1 };
+            let (cx, cy, scale) = self.room_label(room);
             let tw = RgbFrame::text_width(&room.name, scale) as f64;
-            f.text((cx - tw / 2.0) as i64, (cy - 4.0 * scale as f64) as i64, &room.name, scale, Rgb([90, 90, 90]), None);
+            f.text(
+                (cx - tw / 2.0) as i64,
+                (cy - 4.0 * scale as f64) as i64,
+                &room.name,
+                scale,
+                Rgb([90, 90, 90]),
+                None,
+            );
         }
         for (seg, _) in self.arena.all_segments() {
             let (ax, ay) = self.px(seg.a);
@@ -184,7 +229,8 @@ impl MapPicture {
         for o in &self.arena.objects {
             let (cx, cy) = self.px(o.center());
             let tw = RgbFrame::text_width(&o.label, 1) as f64;
-            f.text((cx - tw / 2.0) as i64, (cy - 4.0) as i64, &o.label, 1, Rgb::BLACK, Some(Rgb::WHITE));
+            let x = (cx - tw / 2.0).clamp(1.0, (w as f64 - tw - 1.0).max(1.0));
+            f.text(x as i64, (cy - 4.0) as i64, &o.label, 1, Rgb::BLACK, Some(Rgb::WHITE));
         }
         if let Some(Goal::Point { x, y }) = &self.arena.goal {
             let (gx, gy) = self.px(Point2::new(*x, *y));
@@ -223,7 +269,8 @@ impl MapPicture {
         f.line(sbx, sby, sbx + s, sby, 2.0, Rgb::BLACK);
         f.text((sbx + s + 4.0) as i64, (sby - 4.0) as i64, "1 m", 1, Rgb::BLACK, None);
         if let Some(title) = &self.title {
-            f.text(MARGIN_PX as i64, (MARGIN_PX / 2.0) as i64, title, 2, Rgb::BLACK, None);
+            let scale = if RgbFrame::text_width(title, 2) as f64 <= w as f64 - 2.0 * MARGIN_PX { 2 } else { 1 };
+            f.text(MARGIN_PX as i64, (MARGIN_PX / 2.0) as i64 + 4 - 4 * scale, title, scale, Rgb::BLACK, None);
         }
         f
     }
@@ -271,7 +318,7 @@ impl MapPicture {
             );
         }
         for room in &self.arena.rooms {
-            let (cx, cy) = self.px(centroid(&room.points()));
+            let (cx, cy, _) = self.room_label(room);
             let _ = writeln!(
                 o,
                 r##"<text x="{cx:.1}" y="{cy:.1}" font-size="14" fill="#5a5a5a" text-anchor="middle" dominant-baseline="middle">{}</text>"##,
@@ -383,7 +430,8 @@ impl MapPicture {
         if let Some(g) = self.goal {
             let (gx, gy) = self.px(g);
             let t = hex(TARGET);
-            let _ = writeln!(o, r#"<circle cx="{gx:.1}" cy="{gy:.1}" r="7" fill="none" stroke="{t}" stroke-width="2"/>"#);
+            let _ =
+                writeln!(o, r#"<circle cx="{gx:.1}" cy="{gy:.1}" r="7" fill="none" stroke="{t}" stroke-width="2"/>"#);
             let _ = writeln!(o, r#"<circle cx="{gx:.1}" cy="{gy:.1}" r="2.5" fill="{t}"/>"#);
         }
         let start = self.arena.start.pose();
@@ -395,7 +443,10 @@ impl MapPicture {
             r#"<circle cx="{sx:.1}" cy="{sy:.1}" r="{:.1}" fill="{st}"><title>start</title></circle>"#,
             DEFAULT_ROBOT_RADIUS_M * s
         );
-        let _ = writeln!(o, r#"<line x1="{sx:.1}" y1="{sy:.1}" x2="{tx:.1}" y2="{ty:.1}" stroke="{st}" stroke-width="2"/>"#);
+        let _ = writeln!(
+            o,
+            r#"<line x1="{sx:.1}" y1="{sy:.1}" x2="{tx:.1}" y2="{ty:.1}" stroke="{st}" stroke-width="2"/>"#
+        );
         let (sbx, sby) = (MARGIN_PX, h as f64 - MARGIN_PX / 2.0);
         let _ = writeln!(
             o,

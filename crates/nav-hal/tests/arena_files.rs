@@ -83,12 +83,7 @@ fn check_house(a: &Arena) {
     // Objects sit where they belong.
     for o in &a.objects {
         let room = a.room_at(o.center()).unwrap_or_else(|| panic!("{}: {} outside every room", a.name, o.label));
-        assert!(
-            objects_for_room(room).iter().any(|s| s.label == o.label),
-            "{}: {} in the {room}",
-            a.name,
-            o.label
-        );
+        assert!(objects_for_room(room).iter().any(|s| s.label == o.label), "{}: {} in the {room}", a.name, o.label);
     }
     // No two solid circles overlap, and every object can serve as a goal.
     let circles = a.all_circles();
@@ -221,7 +216,11 @@ fn arb_arena() -> impl Strategy<Value = Arena> {
         prop::collection::vec((f.clone(), f.clone(), 0.01f64..3.0), 0..4),
         prop::collection::vec(("[a-z ]{1,10}", f.clone(), f.clone(), 0.01f64..3.0), 0..4),
         (f.clone(), f.clone(), -360.0f64..360.0),
-        prop_oneof![Just(None), "[a-z]{1,6}".prop_map(|l| Some(Goal::Object { label: l })), (f.clone(), f).prop_map(|(x, y)| Some(Goal::Point { x, y }))],
+        prop_oneof![
+            Just(None),
+            "[a-z]{1,6}".prop_map(|l| Some(Goal::Object { label: l })),
+            (f.clone(), f).prop_map(|(x, y)| Some(Goal::Point { x, y }))
+        ],
         (1u32..1000, prop::option::of(0u32..10), prop::option::of(0.01f64..5.0), prop::option::of(0.0f64..1.0)),
     )
         .prop_map(|(name, bounds, walls, obstacles, objects, (sx, sy, yaw), goal, (ms, mc, sd, cov))| Arena {

@@ -304,8 +304,7 @@ impl Arena {
     /// Reads, parses and validates an arena file; errors name the file.
     pub fn load(path: impl AsRef<Path>) -> Result<Arena, HalError> {
         let path = path.as_ref();
-        let text =
-            std::fs::read_to_string(path).map_err(|source| HalError::Io { path: path.to_path_buf(), source })?;
+        let text = std::fs::read_to_string(path).map_err(|source| HalError::Io { path: path.to_path_buf(), source })?;
         Self::from_json_named(&text, &path.display().to_string())
     }
 
@@ -391,18 +390,19 @@ impl Arena {
 
     /// Every solid circle (obstacles, then objects) as `(centre, r, feature)`.
     pub fn all_circles(&self) -> Vec<(Point2, f64, Feature)> {
-        let mut v: Vec<(Point2, f64, Feature)> =
-            self.obstacles.iter().enumerate().map(|(i, o)| (Point2::new(o.x, o.y), o.r, Feature::Obstacle(i))).collect();
+        let mut v: Vec<(Point2, f64, Feature)> = self
+            .obstacles
+            .iter()
+            .enumerate()
+            .map(|(i, o)| (Point2::new(o.x, o.y), o.r, Feature::Obstacle(i)))
+            .collect();
         v.extend(self.objects.iter().enumerate().map(|(i, o)| (o.center(), o.r, Feature::Object(i))));
         v
     }
 
     /// Name of the first room whose polygon contains `p`.
     pub fn room_at(&self, p: Point2) -> Option<&str> {
-        self.rooms
-            .iter()
-            .find(|r| nav_core::geometry::point_in_polygon(p, &r.points()))
-            .map(|r| r.name.as_str())
+        self.rooms.iter().find(|r| nav_core::geometry::point_in_polygon(p, &r.points())).map(|r| r.name.as_str())
     }
 
     /// True when `p` lies inside the bounds rectangle.

@@ -16,7 +16,9 @@
 pub use super::semantics::ROOM_OBJECTS;
 
 use super::semantics::{ObjectSpec, objects_for_room};
-use super::{Arena, ArenaObject, Criteria, DEFAULT_OBJECT_SUCCESS_M, DEFAULT_ROBOT_RADIUS_M, Goal, Obstacle, Room, Start};
+use super::{
+    Arena, ArenaObject, Criteria, DEFAULT_OBJECT_SUCCESS_M, DEFAULT_ROBOT_RADIUS_M, Goal, Obstacle, Room, Start,
+};
 use crate::sim::geodesic::ConfigGrid;
 use crate::sim::scene::Scene;
 use nav_core::geometry::Point2;
@@ -146,7 +148,11 @@ fn attempt_house(seed: u64, rng: &mut ChaCha8Rng) -> Arena {
 
     // The robot starts in the corridor.
     let sx = ((rng.random_range(0.8..w - 0.8)) * 20.0f64).round() / 20.0;
-    let start = Start { x: sx, y: ((yc + ctop) / 2.0 * 100.0f64).round() / 100.0, yaw_deg: f64::from(rng.random_range(0..12) * 30) };
+    let start = Start {
+        x: sx,
+        y: ((yc + ctop) / 2.0 * 100.0f64).round() / 100.0,
+        yaw_deg: f64::from(rng.random_range(0..12) * 30),
+    };
     let start_p = Point2::new(start.x, start.y);
 
     // Furniture.
@@ -169,7 +175,11 @@ fn attempt_house(seed: u64, rng: &mut ChaCha8Rng) -> Arena {
     let mut obstacles: Vec<Obstacle> = Vec::new();
     for r in &rooms {
         for _ in 0..rng.random_range(0..=2) {
-            let spec = ObjectSpec { label: "", r: (rng.random_range(0.12f64..0.2) * 100.0).round() / 100.0, against_wall: false };
+            let spec = ObjectSpec {
+                label: "",
+                r: (rng.random_range(0.12f64..0.2) * 100.0).round() / 100.0,
+                against_wall: false,
+            };
             if let Some(p) = place(rng, r, &spec, &placed, &doors, start_p, false) {
                 placed.push((p, spec.r));
                 obstacles.push(Obstacle { x: round2(p.x), y: round2(p.y), r: spec.r });
@@ -187,7 +197,10 @@ fn attempt_house(seed: u64, rng: &mut ChaCha8Rng) -> Arena {
         rooms: rooms
             .iter()
             .chain(std::iter::once(&corridor))
-            .map(|r| Room { name: r.kind.to_string(), polygon: vec![[r.x0, r.y0], [r.x1, r.y0], [r.x1, r.y1], [r.x0, r.y1]] })
+            .map(|r| Room {
+                name: r.kind.to_string(),
+                polygon: vec![[r.x0, r.y0], [r.x1, r.y0], [r.x1, r.y1], [r.x0, r.y1]],
+            })
             .collect(),
         start,
         goal: None,
@@ -195,12 +208,14 @@ fn attempt_house(seed: u64, rng: &mut ChaCha8Rng) -> Arena {
     };
     drop_unreachable_objects(&mut arena);
 
-    // Goal: a characteristic object class (first two of its room's list).
+    // Goal: a characteristic object class (first two of a room's list, not the corridor's).
     let mut candidates: Vec<&str> = arena
         .objects
         .iter()
         .map(|o| o.label.as_str())
-        .filter(|l| ROOM_OBJECTS.iter().any(|(_, specs)| specs.iter().take(2).any(|s| s.label == *l)))
+        .filter(|l| {
+            ROOM_OBJECTS.iter().any(|(room, specs)| *room != "corridor" && specs.iter().take(2).any(|s| s.label == *l))
+        })
         .collect();
     candidates.sort_unstable();
     candidates.dedup();

@@ -115,7 +115,11 @@ pub fn object_style(label: &str) -> ObjectStyle {
         "shoe rack" => style(100, 80, 60, 0.5, 0.0),
         other => {
             let h = hash(other);
-            ObjectStyle { colour: Rgb([(h >> 16) as u8 | 0x40, (h >> 8) as u8 | 0x40, h as u8 | 0x40]), top_m: 0.8, base_m: 0.0 }
+            ObjectStyle {
+                colour: Rgb([(h >> 16) as u8 | 0x40, (h >> 8) as u8 | 0x40, h as u8 | 0x40]),
+                top_m: 0.8,
+                base_m: 0.0,
+            }
         }
     }
 }

@@ -14,7 +14,11 @@ pub(crate) fn validate(arena: &Arena, radius: f64) -> Result<(), HalError> {
 }
 
 fn finite(field: &str, values: &[f64]) -> Result<(), HalError> {
-    if values.iter().all(|v| v.is_finite()) { Ok(()) } else { Err(invalid(field, "coordinates must be finite numbers")) }
+    if values.iter().all(|v| v.is_finite()) {
+        Ok(())
+    } else {
+        Err(invalid(field, "coordinates must be finite numbers"))
+    }
 }
 
 fn positive_radius(field: &str, r: f64) -> Result<(), HalError> {

@@ -15,8 +15,8 @@
 mod types;
 
 pub use types::{
-    CameraFrame, Capabilities, DepthFrame, Detection, DriveKind, MotionOutcome, Odometry, Panorama,
-    PanoramaView, StampedScan, StepOutcome, VelocityCommand,
+    CameraFrame, Capabilities, DepthFrame, Detection, DriveKind, MotionOutcome, Odometry, Panorama, PanoramaView,
+    StampedScan, StepOutcome, VelocityCommand,
 };
 
 use crate::HalError;

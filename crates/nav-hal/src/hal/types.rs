@@ -171,11 +171,12 @@ pub struct Detection {
 }
 
 /// How the robot steers under velocity commands.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum DriveKind {
     /// Unicycle / differential drive: any (v, ω), turning in place allowed.
+    #[default]
     Differential,
     /// Car-like steering (ROSMASTER A1): `|ω| ≤ |v| / min_turn_radius_m`,
     /// no turning in place.
@@ -183,12 +184,6 @@ pub enum DriveKind {
         /// Smallest turning radius, metres.
         min_turn_radius_m: f64,
     },
-}
-
-impl Default for DriveKind {
-    fn default() -> Self {
-        DriveKind::Differential
-    }
 }
 
 /// What a robot offers, so a planner can check before it asks.

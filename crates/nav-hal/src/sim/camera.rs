@@ -38,7 +38,15 @@ pub struct CameraConfig {
 
 impl Default for CameraConfig {
     fn default() -> Self {
-        Self { width: 320, height: 240, hfov_deg: 90.0, height_m: 0.88, wall_height_m: 2.5, max_depth_m: 10.0, labels: true }
+        Self {
+            width: 320,
+            height: 240,
+            hfov_deg: 90.0,
+            height_m: 0.88,
+            wall_height_m: 2.5,
+            max_depth_m: 10.0,
+            labels: true,
+        }
     }
 }
 
@@ -301,10 +309,27 @@ impl CameraModel {
                 let lambert = (-n.dot(dir)).max(0.0);
                 let colour = style.colour.shade(distance_shade(z) * (0.5 + 0.5 * lambert));
                 let (top, bottom) = self.span(z, style.base_m, style.top_m);
+                // The lid of a cylinder below eye level shows between its near
+                // and far rims.
+                let lid = if style.top_m < self.config.height_m {
+                    let m = origin - circ.c;
+                    let b = m.dot(dir);
+                    let far = -b + (b * b - m.dot(m) + circ.r * circ.r).max(0.0).sqrt();
+                    let (far_top, _) = self.span(far * self.col_cos[x], style.base_m, style.top_m);
+                    Some((far_top, style.colour.mix(Rgb::WHITE, 0.3).shade(distance_shade(z))))
+                } else {
+                    None
+                };
                 let bytes = frame.as_bytes_mut();
                 for y in top..bottom {
                     let i = (y as usize * w + x) * 3;
                     bytes[i..i + 3].copy_from_slice(&colour.0);
+                }
+                if let Some((far_top, lid_colour)) = lid {
+                    for y in far_top..top {
+                        let i = (y as usize * w + x) * 3;
+                        bytes[i..i + 3].copy_from_slice(&lid_colour.0);
+                    }
                 }
                 if let Some(d) = depth.as_mut() {
                     let zf = z as f32;
@@ -316,28 +341,47 @@ impl CameraModel {
         }
         if self.config.labels {
             let labelled: Vec<bool> = labels.iter().map(Option::is_some).collect();
-            for v in self.visible(layout, styles, &labelled) {
+            let mut visible = self.visible(layout, styles, &labelled);
+            visible.sort_by(|a, b| a.z_min.total_cmp(&b.z_min));
+            let mut taken: Vec<[i64; 4]> = Vec::new();
+            for v in visible {
                 if let Some(text) = labels.get(v.idx).and_then(Option::as_ref) {
-                    self.draw_label(&mut frame, text, v);
+                    self.draw_label(&mut frame, text, v, &mut taken);
                 }
             }
         }
         (frame, depth)
     }
 
-    /// Draws `text` centred on the object's visible box, about 0.12 m tall
-    /// at its distance (1–3× the 8-pixel font), never wider than the image.
-    fn draw_label(&self, frame: &mut RgbFrame, text: &str, v: VisibleCircle) {
-        let w = self.config.width as i64;
-        let mut scale = ((self.f * 0.12 / v.z_min.max(0.1)) / 8.0).round().clamp(1.0, 3.0) as i64;
+    /// Draws `text` centred on the object's visible box, about 0.2 m tall
+    /// at its distance (1–3× the 8-pixel font), never wider than the image,
+    /// moved up or down to stay clear of labels already drawn (`taken`,
+    /// nearer objects first).
+    fn draw_label(&self, frame: &mut RgbFrame, text: &str, v: VisibleCircle, taken: &mut Vec<[i64; 4]>) {
+        let (w, h) = (self.config.width as i64, self.config.height as i64);
+        let mut scale = ((self.f * 0.2 / v.z_min.max(0.1)) / 8.0).round().clamp(1.0, 3.0) as i64;
         while scale > 1 && RgbFrame::text_width(text, scale) + 2 * scale > w {
             scale -= 1;
         }
-        let tw = RgbFrame::text_width(text, scale);
+        let (tw, th) = (RgbFrame::text_width(text, scale), 8 * scale);
         let [x0, y0, x1, y1] = v.bbox.map(i64::from);
         let x = ((x0 + x1) / 2 - tw / 2).clamp(scale, (w - tw - scale).max(scale));
-        let h = self.config.height as i64;
-        let y = ((y0 + y1) / 2 - 4 * scale).clamp(scale, (h - 9 * scale).max(scale));
+        let y_centre = (y0 + y1) / 2 - th / 2;
+        let clamp_y = |y: i64| y.clamp(scale, (h - th - scale).max(scale));
+        let step = th + 2 * scale;
+        let overlaps = |r: [i64; 4], taken: &[[i64; 4]]| {
+            taken.iter().any(|t| r[0] < t[2] && t[0] < r[2] && r[1] < t[3] && t[1] < r[3])
+        };
+        let mut y = clamp_y(y_centre);
+        for k in [0i64, 1, -1, 2, -2, 3, -3] {
+            let cand = clamp_y(y_centre + k * step);
+            let rect = [x - scale, cand - scale, x + tw + scale, cand + th + scale];
+            if !overlaps(rect, taken) {
+                y = cand;
+                break;
+            }
+        }
+        taken.push([x - scale, y - scale, x + tw + scale, y + th + scale]);
         frame.text(x, y, text, scale, Rgb::WHITE, Some(Rgb::BLACK));
     }
 }

@@ -136,7 +136,8 @@ impl ConfigGrid {
     }
 
     fn index(&self, i: i64, j: i64) -> Option<usize> {
-        (i >= 0 && j >= 0 && (i as usize) < self.nx && (j as usize) < self.ny).then(|| j as usize * self.nx + i as usize)
+        (i >= 0 && j >= 0 && (i as usize) < self.nx && (j as usize) < self.ny)
+            .then(|| j as usize * self.nx + i as usize)
     }
 
     fn free_at(&self, i: i64, j: i64) -> bool {

@@ -469,7 +469,8 @@ impl SimWorld {
 
     fn compute_goal_field(&self) -> Option<GoalField> {
         let sd = self.arena.success_distance_m();
-        let grid = ConfigGrid::new(&self.scene, self.arena.bounds, self.config.robot_radius_m, self.config.geodesic_cell_m);
+        let grid =
+            ConfigGrid::new(&self.scene, self.arena.bounds, self.config.robot_radius_m, self.config.geodesic_cell_m);
         let dist = match &self.arena.goal {
             Some(Goal::Point { x, y }) => {
                 let g = Point2::new(*x, *y);

@@ -228,11 +228,11 @@ impl SimWorld {
         // Odometry integrates the same motion with its error factors.
         let od = moved * lin * ds.signum();
         let mid = self.odom.yaw + turned * ang / 2.0;
-        self.odom = Pose2::new(self.odom.x + od * mid.cos(), self.odom.y + od * mid.sin(), self.odom.yaw + turned * ang);
+        self.odom =
+            Pose2::new(self.odom.x + od * mid.cos(), self.odom.y + od * mid.sin(), self.odom.yaw + turned * ang);
         self.path_length_m += moved;
         self.velocity = if dt > 0.0 { (moved * ds.signum() / dt, turned / dt) } else { (0.0, 0.0) };
-        let last = self.trajectory.last().map_or(Point2::new(f64::NAN, f64::NAN), |q| q.position());
-        if !(last.distance(p) < TRAJECTORY_SPACING_M) {
+        if self.trajectory.last().is_none_or(|q| q.position().distance(p) >= TRAJECTORY_SPACING_M) {
             self.trajectory.push(self.pose);
         }
         (moved, blocked)

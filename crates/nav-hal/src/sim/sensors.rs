@@ -77,7 +77,8 @@ impl SimWorld {
     /// RGB and depth from one render.
     pub fn rgbd(&mut self) -> (CameraFrame, DepthFrame) {
         let (rgb, depth) = self.view(0.0, true);
-        let depth = depth.unwrap_or_else(|| DepthFrame { width: 0, height: 0, depth_m: Vec::new(), stamp_s: rgb.stamp_s });
+        let depth =
+            depth.unwrap_or_else(|| DepthFrame { width: 0, height: 0, depth_m: Vec::new(), stamp_s: rgb.stamp_s });
         (rgb, depth)
     }
 
