@@ -23,6 +23,11 @@
 //! - `bridge` (feature `sim-bridge`): `BridgeHal`, Habitat, MiniWorld and
 //!   other Python simulators behind the traits through the navkit bridge
 //!   protocol (JSON lines to a child process or TCP; docs/BRIDGE.md).
+//! - `rosbridge` (feature `rosbridge`, off by default): `RosbridgeHal`, a
+//!   ROS 1/2 robot (the ROSMASTER A1) through rosbridge v2 over WebSocket,
+//!   built on roslibrust; feature `rosbridge-testing` adds
+//!   `rosbridge::testing::RosbridgePeer`, a rosbridge server backed by the
+//!   simulator. See `docs/ROSMASTER.md`.
 //!
 //! ```
 //! use nav_core::action::Action;
@@ -55,6 +60,11 @@
 //! an arena parse error (`objects[2].r`); `serde_json` is built with
 //! `float_roundtrip` so arena files save and load bit for bit. The
 //! simulator needs no async runtime (tokio is only a dev-dependency).
+//! Feature `rosbridge` adds `roslibrust` (the rosbridge v2 client, kept
+//! behind its generic pub/sub traits), `tokio` (the connection task and
+//! timers), `base64` (rosbridge encodes `uint8[]` as base64) and `tracing`
+//! (what a dry run would send, reconnects); `rosbridge-testing` adds
+//! `tokio-tungstenite` + `futures-util` for the test server.
 //! Feature `sim-bridge` adds `tokio` (the bridge child process, its pipes
 //! or a TCP stream, per-request timeouts) and `base64` (images travel
 //! base64-encoded in the JSON lines).
@@ -67,6 +77,8 @@ pub mod clock;
 mod error;
 pub mod hal;
 pub mod picture;
+#[cfg(feature = "rosbridge")]
+pub mod rosbridge;
 pub mod sim;
 
 pub use error::HalError;

@@ -1,0 +1,318 @@
+//! [`RosbridgeConfig`]: where the robot is, which topics to use, and the
+//! safety-relevant limits (staleness, speed caps, reconnect backoff).
+
+use crate::HalError;
+use crate::hal::DriveKind;
+use serde::{Deserialize, Serialize};
+use std::time::Duration;
+
+/// Topic and service names. Defaults are the ROSMASTER A1's (seed 003
+/// §2.1) plus navkit's own pause and speech topics.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct TopicsConfig {
+    /// `sensor_msgs/LaserScan`.
+    pub scan: String,
+    /// `nav_msgs/Odometry`.
+    pub odom: String,
+    /// The colour camera, `sensor_msgs/Image` (`rgb8`/`bgr8`); with
+    /// [`RosbridgeConfig::compressed`] the HAL subscribes to
+    /// `<rgb>/compressed` (`sensor_msgs/CompressedImage`) instead.
+    pub rgb: String,
+    /// The depth camera, `sensor_msgs/Image` `16UC1` millimetres (or
+    /// `32FC1` metres).
+    pub depth: String,
+    /// `geometry_msgs/Twist` velocity commands.
+    pub cmd_vel: String,
+    /// `std_msgs/Bool`: `true` pauses autonomous navigation (voice override,
+    /// seed 001 FR-6), `false` resumes.
+    pub pause: String,
+    /// `std_msgs/String` published by [`say`](super::RosbridgeHal::say)
+    /// (the robot's TTS node listens; seed 003 names `/speech_output`).
+    pub speech: String,
+    /// `geometry_msgs/PoseStamped` Nav2 goal topic (bt_navigator subscribes
+    /// to `/goal_pose` and starts a NavigateToPose goal itself).
+    pub goal: String,
+    /// Nav2's cancel service (`action_msgs/CancelGoal`), called by
+    /// [`emergency_stop`](super::RosbridgeHal::emergency_stop) after a goal
+    /// was sent.
+    pub nav2_cancel_service: String,
+    /// Service called as the link probe (any reply, even "no such
+    /// service", proves the link is alive); empty disables the probe.
+    /// rosbridge's launch file starts rosapi, which offers
+    /// `/rosapi/get_time`.
+    pub probe_service: String,
+}
+
+impl Default for TopicsConfig {
+    fn default() -> Self {
+        Self {
+            scan: "/scan".into(),
+            odom: "/odom".into(),
+            rgb: "/oak/rgb/image_raw".into(),
+            depth: "/oak/stereo/image_raw".into(),
+            cmd_vel: "/cmd_vel".into(),
+            pause: "/navkit/pause".into(),
+            speech: "/speech_output".into(),
+            goal: "/goal_pose".into(),
+            nav2_cancel_service: "/navigate_to_pose/_action/cancel_goal".into(),
+            probe_service: "/rosapi/get_time".into(),
+        }
+    }
+}
+
+impl TopicsConfig {
+    /// The colour topic actually subscribed to.
+    pub fn rgb_topic(&self, compressed: bool) -> String {
+        if compressed { format!("{}/compressed", self.rgb.trim_end_matches('/')) } else { self.rgb.clone() }
+    }
+
+    /// The depth topic actually subscribed to.
+    pub fn depth_topic(&self, compressed: bool) -> String {
+        if compressed { format!("{}/compressedDepth", self.depth.trim_end_matches('/')) } else { self.depth.clone() }
+    }
+}
+
+/// Configuration of [`RosbridgeHal`](super::RosbridgeHal).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct RosbridgeConfig {
+    /// rosbridge_server's WebSocket URL, `ws://HOST:9090`.
+    pub url: String,
+    /// Subscribe and plan but never publish to `cmd_vel` (nor send Nav2
+    /// goals): every would-be Twist is logged at info level and kept for
+    /// [`last_command`](super::RosbridgeHal::last_command).
+    pub dry_run: bool,
+    /// Topic names.
+    pub topics: TopicsConfig,
+    /// Take the colour camera from `<rgb>/compressed` (JPEG/PNG, ~20× less
+    /// bandwidth than raw `rgb8` over WiFi).
+    pub compressed: bool,
+    /// Subscribe to the colour camera.
+    pub rgb_enabled: bool,
+    /// Subscribe to the depth camera (raw `16UC1` is ~0.5 MB per frame:
+    /// lower the camera's frame rate, use `depth_compressed` or disable on a
+    /// weak link).
+    pub depth_enabled: bool,
+    /// Take depth from `<depth>/compressedDepth` (image_transport's 16-bit
+    /// PNG, `sensor_msgs/CompressedImage`) instead of the raw topic.
+    pub depth_compressed: bool,
+    /// Horizontal field of view of the colour camera, degrees (OAK-D Pro
+    /// colour: 69°).
+    pub rgb_hfov_deg: f64,
+    /// Yaw of the LiDAR relative to the robot's front, degrees CCW (many
+    /// robots mount the scanner rotated by 180°).
+    pub scan_yaw_offset_deg: f64,
+    /// Steering model reported in the capabilities (ROSMASTER A1: Ackermann,
+    /// 0.3 m minimum turning radius).
+    pub drive: DriveKind,
+    /// Hard cap on |linear| of every published Twist, m/s (commands above
+    /// are clamped and logged).
+    pub max_linear_mps: f64,
+    /// Hard cap on |angular| of every published Twist, rad/s.
+    pub max_angular_rps: f64,
+    /// A scan older than this (receive time) is stale, s (seed 003 P3:
+    /// LiDAR timeout > 5 s).
+    pub scan_stale_s: f64,
+    /// Odometry older than this is stale, s.
+    pub odom_stale_s: f64,
+    /// Camera images older than this are stale, s.
+    pub camera_stale_s: f64,
+    /// First reconnect delay, s; doubles after every failed attempt.
+    pub reconnect_initial_s: f64,
+    /// Longest reconnect delay, s.
+    pub reconnect_max_s: f64,
+    /// Give up one connection attempt after this long, s.
+    pub connect_timeout_s: f64,
+    /// Period of the link probe, s.
+    pub probe_interval_s: f64,
+    /// A probe without reply for this long marks the link lost, s (catches
+    /// half-open connections after a WiFi drop).
+    pub probe_timeout_s: f64,
+    /// A publish that takes longer marks the link lost, s.
+    pub publish_timeout_s: f64,
+    /// Zero Twists per stop (seed 003 §4.6: 5).
+    pub stop_repeats: u32,
+    /// Spacing of the stop Twists, s (seed 003 §4.6: 20 ms, 50 Hz).
+    pub stop_interval_s: f64,
+    /// Frame of Nav2 goals.
+    pub goal_frame: String,
+}
+
+impl Default for RosbridgeConfig {
+    fn default() -> Self {
+        Self {
+            url: "ws://localhost:9090".into(),
+            dry_run: false,
+            topics: TopicsConfig::default(),
+            compressed: true,
+            rgb_enabled: true,
+            depth_enabled: true,
+            depth_compressed: false,
+            rgb_hfov_deg: 69.0,
+            scan_yaw_offset_deg: 0.0,
+            drive: DriveKind::Ackermann { min_turn_radius_m: 0.3 },
+            max_linear_mps: 0.3,
+            max_angular_rps: 1.5,
+            scan_stale_s: 5.0,
+            odom_stale_s: 2.0,
+            camera_stale_s: 5.0,
+            reconnect_initial_s: 0.5,
+            reconnect_max_s: 10.0,
+            connect_timeout_s: 3.0,
+            probe_interval_s: 1.0,
+            probe_timeout_s: 2.0,
+            publish_timeout_s: 0.5,
+            stop_repeats: 5,
+            stop_interval_s: 0.02,
+            goal_frame: "map".into(),
+        }
+    }
+}
+
+impl RosbridgeConfig {
+    /// The default configuration for a robot at `url`.
+    pub fn new(url: impl Into<String>) -> Self {
+        Self { url: url.into(), ..Self::default() }
+    }
+
+    /// Checks every value; errors name the field.
+    pub fn validate(&self) -> Result<(), HalError> {
+        let bad = |field: &str, message: String| Err(HalError::InvalidConfig { field: field.into(), message });
+        let url = self.url.trim();
+        if url.starts_with("wss://") {
+            return bad("url", "wss:// is not supported (roslibrust's rosbridge backend is built without TLS); use ws:// on a trusted LAN or an SSH tunnel".into());
+        }
+        match url.strip_prefix("ws://") {
+            Some(rest) if !rest.is_empty() && !rest.starts_with('/') && !rest.contains(char::is_whitespace) => {}
+            _ => return bad("url", format!("must look like ws://HOST:9090, got {:?}", self.url)),
+        }
+        let t = &self.topics;
+        let topics = [
+            ("topics.scan", &t.scan),
+            ("topics.odom", &t.odom),
+            ("topics.rgb", &t.rgb),
+            ("topics.depth", &t.depth),
+            ("topics.cmd_vel", &t.cmd_vel),
+            ("topics.pause", &t.pause),
+            ("topics.speech", &t.speech),
+            ("topics.goal", &t.goal),
+        ];
+        for (field, name) in topics {
+            // roslibrust's rule for topics: every segment starts with a letter.
+            if let Err(e) = roslibrust::GlobalTopicName::new(name.as_str()) {
+                return bad(field, e.to_string());
+            }
+        }
+        let mut services = vec![("topics.nav2_cancel_service", &t.nav2_cancel_service)];
+        if !t.probe_service.is_empty() {
+            services.push(("topics.probe_service", &t.probe_service));
+        }
+        for (field, name) in services {
+            if let Err(message) = check_name(name) {
+                return bad(field, message);
+            }
+        }
+        let positive = [
+            ("rgb_hfov_deg", self.rgb_hfov_deg),
+            ("max_linear_mps", self.max_linear_mps),
+            ("max_angular_rps", self.max_angular_rps),
+            ("scan_stale_s", self.scan_stale_s),
+            ("odom_stale_s", self.odom_stale_s),
+            ("camera_stale_s", self.camera_stale_s),
+            ("reconnect_initial_s", self.reconnect_initial_s),
+            ("reconnect_max_s", self.reconnect_max_s),
+            ("connect_timeout_s", self.connect_timeout_s),
+            ("probe_interval_s", self.probe_interval_s),
+            ("probe_timeout_s", self.probe_timeout_s),
+            ("publish_timeout_s", self.publish_timeout_s),
+        ];
+        for (field, v) in positive {
+            if !(v.is_finite() && v > 0.0) {
+                return bad(field, format!("must be positive, got {v}"));
+            }
+        }
+        if self.rgb_hfov_deg >= 179.0 {
+            return bad("rgb_hfov_deg", "must be below 179".into());
+        }
+        if !self.scan_yaw_offset_deg.is_finite() {
+            return bad("scan_yaw_offset_deg", "must be finite".into());
+        }
+        if self.reconnect_max_s < self.reconnect_initial_s {
+            return bad("reconnect_max_s", "must not be below reconnect_initial_s".into());
+        }
+        if !(1..=50).contains(&self.stop_repeats) {
+            return bad("stop_repeats", format!("must be within 1..=50, got {}", self.stop_repeats));
+        }
+        if !(self.stop_interval_s.is_finite() && (0.0..=1.0).contains(&self.stop_interval_s)) {
+            return bad("stop_interval_s", format!("must be within 0..=1 s, got {}", self.stop_interval_s));
+        }
+        if let DriveKind::Ackermann { min_turn_radius_m } = self.drive {
+            if !(min_turn_radius_m.is_finite() && min_turn_radius_m > 0.0) {
+                return bad("drive.min_turn_radius_m", format!("must be positive, got {min_turn_radius_m}"));
+            }
+        }
+        if self.goal_frame.trim().is_empty() {
+            return bad("goal_frame", "must not be empty".into());
+        }
+        Ok(())
+    }
+
+    pub(crate) fn secs(v: f64) -> Duration {
+        Duration::from_secs_f64(if v.is_finite() { v.clamp(0.0, 1e6) } else { 0.0 })
+    }
+}
+
+/// A service name as rosbridge accepts it: absolute, letters, digits, `_`
+/// (ROS 2's hidden `_action` segments included).
+fn check_name(name: &str) -> Result<(), String> {
+    if !name.starts_with('/') {
+        return Err(format!("must be an absolute ROS name starting with '/', got {name:?}"));
+    }
+    if name.len() < 2 || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '/') || name.contains("//")
+    {
+        return Err(format!("is not a valid ROS name (letters, digits, '_' and single '/'), got {name:?}"));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_validate_and_match_seed_003() {
+        let c = RosbridgeConfig::default();
+        c.validate().unwrap();
+        assert_eq!(c.topics.scan, "/scan");
+        assert_eq!(c.topics.rgb_topic(true), "/oak/rgb/image_raw/compressed");
+        assert_eq!(c.topics.rgb_topic(false), "/oak/rgb/image_raw");
+        assert_eq!((c.stop_repeats, c.stop_interval_s, c.scan_stale_s), (5, 0.02, 5.0));
+    }
+
+    #[test]
+    fn bad_values_name_their_field() {
+        let field = |c: RosbridgeConfig| match c.validate() {
+            Err(HalError::InvalidConfig { field, .. }) => field,
+            other => panic!("expected InvalidConfig, got {other:?}"),
+        };
+        assert_eq!(field(RosbridgeConfig::new("http://robot:9090")), "url");
+        assert_eq!(field(RosbridgeConfig::new("wss://robot:9090")), "url");
+        let mut c = RosbridgeConfig::new("ws://robot:9090");
+        c.topics.cmd_vel = "cmd_vel".into();
+        assert_eq!(field(c), "topics.cmd_vel");
+        let c = RosbridgeConfig { scan_stale_s: 0.0, ..RosbridgeConfig::default() };
+        assert_eq!(field(c), "scan_stale_s");
+        let c = RosbridgeConfig { stop_repeats: 0, ..RosbridgeConfig::default() };
+        assert_eq!(field(c), "stop_repeats");
+    }
+
+    #[test]
+    fn unknown_fields_are_rejected() {
+        let err = serde_json::from_str::<RosbridgeConfig>(r#"{"url":"ws://a:9090","topic":{}}"#).unwrap_err();
+        assert!(err.to_string().contains("unknown field"), "{err}");
+        let c: RosbridgeConfig =
+            serde_json::from_str(r#"{"url":"ws://a:9090","topics":{"scan":"/base_scan"}}"#).unwrap();
+        assert_eq!((c.topics.scan.as_str(), c.topics.odom.as_str()), ("/base_scan", "/odom"));
+    }
+}

@@ -1,0 +1,433 @@
+//! [`RosbridgeHal`]: the HAL traits over a ROS graph, and [`StopHandle`].
+
+use super::config::RosbridgeConfig;
+use super::convert;
+use super::link::{self, Connect, Request, RosbridgeConnector};
+use super::msg::geometry_msgs::{Point, Pose, PoseStamped, Quaternion, Twist};
+use super::msg::std_msgs::Header;
+use super::state::{LastCommand, LinkStatus, RawImage, Sample, Shared};
+use crate::HalError;
+use crate::clock::MonotonicClock;
+use crate::hal::{
+    Actuators, CameraFrame, Capabilities, DepthFrame, MotionOutcome, Odometry, Sensors, StampedScan, VelocityCommand,
+};
+use async_trait::async_trait;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+use tokio::sync::{mpsc, oneshot};
+use tracing::{info, warn};
+
+const LOG: &str = "nav_hal::rosbridge";
+
+/// Sends requests to the connection task; shared by [`RosbridgeHal`] and
+/// [`StopHandle`].
+#[derive(Debug, Clone)]
+struct Commands {
+    config: Arc<RosbridgeConfig>,
+    shared: Arc<Shared>,
+    tx: mpsc::Sender<Request>,
+}
+
+impl Commands {
+    /// Longest time a request may wait: a stop burst queued ahead plus its
+    /// own publishes.
+    fn budget(&self) -> Duration {
+        let c = &self.config;
+        let n = f64::from(c.stop_repeats);
+        RosbridgeConfig::secs(
+            c.publish_timeout_s * (2.0 * n + 2.0) + c.stop_interval_s * 2.0 * n + c.probe_timeout_s + 0.5,
+        )
+    }
+
+    async fn request(&self, what: &str, make: impl FnOnce(link::Reply) -> Request) -> Result<(), HalError> {
+        self.shared.ensure_connected()?;
+        let (tx, rx) = oneshot::channel();
+        if self.tx.send(make(tx)).await.is_err() {
+            return Err(self.shared.disconnected_error());
+        }
+        let budget = self.budget();
+        match tokio::time::timeout(budget, rx).await {
+            Ok(Ok(result)) => result,
+            Ok(Err(_)) => Err(self.shared.disconnected_error()),
+            Err(_) => Err(HalError::Timeout { what: what.to_string(), after_s: budget.as_secs_f64() }),
+        }
+    }
+
+    fn record(&self, linear: f64, angular: f64, published: bool) {
+        let at_s = self.shared.now_s();
+        self.shared.data().last_command = Some(LastCommand { linear, angular, at_s, published });
+    }
+
+    async fn stop(&self) -> Result<(), HalError> {
+        if self.config.dry_run {
+            self.shared.ensure_connected()?;
+            info!(target: LOG, "dry run: would publish {} zero Twists on {}", self.config.stop_repeats, self.config.topics.cmd_vel);
+            self.record(0.0, 0.0, false);
+            return Ok(());
+        }
+        self.request("stop", Request::Stop).await?;
+        self.record(0.0, 0.0, true);
+        Ok(())
+    }
+
+    async fn emergency_stop(&self) -> Result<(), HalError> {
+        self.shared.latched.store(true, Ordering::SeqCst);
+        warn!(target: LOG, "emergency stop (latched until release_emergency_stop)");
+        let goal_sent = std::mem::take(&mut self.shared.data().goal_sent);
+        if goal_sent && !self.config.dry_run {
+            if let Err(e) = self.request("cancel Nav2 goals", Request::CancelGoals).await {
+                warn!(target: LOG, "cancelling Nav2 goals failed: {e}");
+            }
+        }
+        self.stop().await
+    }
+}
+
+/// A cheap clone of the HAL's stop path, for a Ctrl-C handler or a
+/// watchdog task while the navigator holds the HAL itself.
+///
+/// It shares the HAL's connection task: stops go out in order with the
+/// drive commands, never interleaved.
+#[derive(Debug, Clone)]
+pub struct StopHandle {
+    commands: Commands,
+}
+
+impl StopHandle {
+    /// Publishes the stop burst (zero Twists, seed 003 §4.6).
+    pub async fn stop(&self) -> Result<(), HalError> {
+        self.commands.stop().await
+    }
+
+    /// Latches the emergency stop (drive commands are refused until
+    /// [`RosbridgeHal::release_emergency_stop`]), cancels any Nav2 goal
+    /// this HAL sent, and publishes the stop burst.
+    pub async fn emergency_stop(&self) -> Result<(), HalError> {
+        self.commands.emergency_stop().await
+    }
+
+    /// True while a session with the robot is up.
+    pub fn is_connected(&self) -> bool {
+        self.commands.shared.is_connected()
+    }
+}
+
+/// A ROS robot (the ROSMASTER A1, or any ROS 1/2 robot) through rosbridge.
+/// See the [module docs](super) for the topics, timing and safety rules.
+#[derive(Debug)]
+pub struct RosbridgeHal {
+    commands: Commands,
+    rgb_cache: Option<(f64, CameraFrame)>,
+}
+
+impl RosbridgeHal {
+    /// Starts the connection task for `config.url` and returns at once; the
+    /// HAL answers [`HalError::Disconnected`] until the first session is up
+    /// (see [`wait_connected`](Self::wait_connected)). Must be called
+    /// inside a tokio runtime.
+    pub fn start(config: RosbridgeConfig) -> Result<Self, HalError> {
+        config.validate()?;
+        let connector = RosbridgeConnector::new(config.url.trim(), RosbridgeConfig::secs(config.connect_timeout_s));
+        Self::start_with(connector, config)
+    }
+
+    /// [`start`](Self::start) with another roslibrust backend.
+    pub fn start_with<C: Connect>(connector: C, config: RosbridgeConfig) -> Result<Self, HalError> {
+        config.validate()?;
+        let runtime = tokio::runtime::Handle::try_current().map_err(|e| HalError::InvalidConfig {
+            field: "runtime".into(),
+            message: format!("RosbridgeHal needs a tokio runtime: {e}"),
+        })?;
+        let config = Arc::new(config);
+        let shared = Arc::new(Shared::new(connector.endpoint()));
+        let (tx, rx) = mpsc::channel(64);
+        runtime.spawn(link::run(connector, Arc::clone(&config), Arc::clone(&shared), rx));
+        Ok(Self { commands: Commands { config, shared, tx }, rgb_cache: None })
+    }
+
+    /// [`start`](Self::start), then waits up to `connect_timeout_s` for the
+    /// first session.
+    pub async fn connect(config: RosbridgeConfig) -> Result<Self, HalError> {
+        let timeout = RosbridgeConfig::secs(config.connect_timeout_s);
+        let hal = Self::start(config)?;
+        hal.wait_connected(timeout).await?;
+        Ok(hal)
+    }
+
+    /// Waits until a session is up; `Disconnected` (with the last
+    /// connection error) after `timeout`.
+    pub async fn wait_connected(&self, timeout: Duration) -> Result<(), HalError> {
+        let mut rx = self.commands.shared.subscribe_connected();
+        match tokio::time::timeout(timeout, rx.wait_for(|c| *c)).await {
+            Ok(Ok(_)) => Ok(()),
+            _ => Err(self.commands.shared.disconnected_error()),
+        }
+    }
+
+    /// Waits until a fresh scan and odometry have arrived (what a control
+    /// loop needs before its first cycle).
+    pub async fn wait_for_sensors(&mut self, timeout: Duration) -> Result<(), HalError> {
+        let deadline = tokio::time::Instant::now() + timeout;
+        loop {
+            let last = match (self.scan().await, self.odometry().await) {
+                (Ok(_), Ok(_)) => return Ok(()),
+                (Err(e), _) | (_, Err(e)) => e,
+            };
+            if tokio::time::Instant::now() >= deadline {
+                return Err(last);
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
+
+    /// The configuration in use.
+    pub fn config(&self) -> &RosbridgeConfig {
+        &self.commands.config
+    }
+
+    /// The clock of every `stamp_s` this HAL returns (arrival times).
+    /// Share it with the safety layer so ages are computed on one clock.
+    pub fn clock(&self) -> MonotonicClock {
+        self.commands.shared.clock
+    }
+
+    /// True while a session with the robot is up.
+    pub fn is_connected(&self) -> bool {
+        self.commands.shared.is_connected()
+    }
+
+    /// Connection state and per-topic statistics.
+    pub fn link_status(&self) -> LinkStatus {
+        self.commands.shared.status()
+    }
+
+    /// The newest value of the pause topic (`false` until one arrives; kept
+    /// across reconnects).
+    pub fn paused(&self) -> bool {
+        self.commands.shared.data().paused
+    }
+
+    /// The newest velocity command issued through this HAL (in a dry run:
+    /// what would have been published).
+    pub fn last_command(&self) -> Option<LastCommand> {
+        self.commands.shared.data().last_command
+    }
+
+    /// A handle that can stop the robot from another task.
+    pub fn stop_handle(&self) -> StopHandle {
+        StopHandle { commands: self.commands.clone() }
+    }
+
+    /// Publishes `text` on the speech topic (also in a dry run: speech does
+    /// not move the robot).
+    pub async fn say(&self, text: &str) -> Result<(), HalError> {
+        let text = text.to_string();
+        self.commands.request("say", |tx| Request::Say(text, tx)).await
+    }
+
+    /// Sends a Nav2 goal on the goal topic (`/goal_pose`,
+    /// `geometry_msgs/PoseStamped` in `goal_frame`). Nav2 then drives the
+    /// robot and publishes `cmd_vel` itself: the caller's control loop must
+    /// stop calling [`drive`](Actuators::drive) until the goal is done (seed
+    /// 001 R1). Logged, not sent, in a dry run.
+    pub async fn send_goal(&self, x: f64, y: f64, yaw: f64) -> Result<(), HalError> {
+        for (field, v) in [("x", x), ("y", y), ("yaw", yaw)] {
+            if !v.is_finite() {
+                return Err(HalError::invalid_command(field, format!("must be finite, got {v}")));
+            }
+        }
+        let c = &self.commands;
+        if c.shared.is_latched() {
+            return Err(latched_error("send_goal"));
+        }
+        if c.config.dry_run {
+            c.shared.ensure_connected()?;
+            info!(target: LOG, "dry run: would send Nav2 goal ({x:.2}, {y:.2}, {:.0}°) on {}", yaw.to_degrees(), c.config.topics.goal);
+            return Ok(());
+        }
+        let goal = PoseStamped {
+            header: Header { stamp: convert::time_from_s(0.0), frame_id: c.config.goal_frame.clone() },
+            pose: Pose { position: Point { x, y, z: 0.0 }, orientation: Quaternion::from_yaw(yaw) },
+        };
+        c.request("send Nav2 goal", |tx| Request::Goal(goal, tx)).await?;
+        c.shared.data().goal_sent = true;
+        Ok(())
+    }
+
+    /// Cancels every Nav2 NavigateToPose goal (the action's cancel service).
+    pub async fn cancel_goals(&self) -> Result<(), HalError> {
+        if self.commands.config.dry_run {
+            return self.commands.shared.ensure_connected();
+        }
+        self.commands.request("cancel Nav2 goals", Request::CancelGoals).await?;
+        self.commands.shared.data().goal_sent = false;
+        Ok(())
+    }
+
+    /// Latches the emergency stop, cancels any Nav2 goal this HAL sent and
+    /// publishes the stop burst. Drive commands and goals are refused until
+    /// [`release_emergency_stop`](Self::release_emergency_stop).
+    pub async fn emergency_stop(&self) -> Result<(), HalError> {
+        self.commands.emergency_stop().await
+    }
+
+    /// Accepts drive commands again after an emergency stop.
+    pub fn release_emergency_stop(&self) {
+        info!(target: LOG, "emergency stop released");
+        self.commands.shared.latched.store(false, Ordering::SeqCst);
+    }
+
+    /// True while the emergency stop is latched.
+    pub fn is_emergency_stopped(&self) -> bool {
+        self.commands.shared.is_latched()
+    }
+
+    /// The newest sample in `slot` if fresh enough, else why not.
+    fn fresh<T: Clone>(
+        &self,
+        topic: &str,
+        limit_s: f64,
+        slot: impl FnOnce(&super::state::Data) -> Option<Sample<T>>,
+    ) -> Result<Sample<T>, HalError> {
+        let shared = &self.commands.shared;
+        shared.ensure_connected()?;
+        let now = shared.now_s();
+        let d = shared.data();
+        match slot(&d) {
+            Some(s) if now - s.received_s <= limit_s => Ok(s),
+            Some(s) => Err(HalError::Stale {
+                what: format!("{topic}{}", Shared::rejection_note(&d, topic)),
+                age_s: now - s.received_s,
+            }),
+            None => Err(HalError::Stale {
+                what: format!("{topic} (no message since connecting{})", Shared::rejection_note(&d, topic)),
+                age_s: d.connected_at_s.map_or(0.0, |t| (now - t).max(0.0)),
+            }),
+        }
+    }
+
+    fn rejected(&self, topic: &str, e: &HalError) {
+        self.commands.shared.rejected(topic, e);
+    }
+}
+
+fn latched_error(what: &str) -> HalError {
+    HalError::invalid_command(what, "the emergency stop is latched; call release_emergency_stop() first")
+}
+
+#[async_trait]
+impl Sensors for RosbridgeHal {
+    /// Velocity commands, LiDAR and the enabled cameras; no discrete
+    /// actions (the 20 Hz control loop turns them into velocities), no
+    /// move-to (see [`RosbridgeHal::send_goal`]), odometry is an estimate.
+    fn capabilities(&self) -> Capabilities {
+        let c = &self.commands.config;
+        Capabilities {
+            discrete_actions: false,
+            step: None,
+            velocity: true,
+            move_to: false,
+            lidar: true,
+            rgb: c.rgb_enabled,
+            depth: c.depth_enabled,
+            panorama: false,
+            detections: false,
+            pose_is_ground_truth: false,
+            drive: c.drive,
+        }
+    }
+
+    /// The newest `/odom`, stamped with its arrival time on
+    /// [`RosbridgeHal::clock`]; `Stale` past `odom_stale_s`.
+    async fn odometry(&mut self) -> Result<Odometry, HalError> {
+        let c = Arc::clone(&self.commands.config);
+        Ok(self.fresh(&c.topics.odom, c.odom_stale_s, |d| d.odom.clone())?.value)
+    }
+
+    /// The newest `/scan` (`null` ranges read as `+inf`), stamped with its
+    /// arrival time; `Stale` past `scan_stale_s`.
+    async fn scan(&mut self) -> Result<StampedScan, HalError> {
+        let c = Arc::clone(&self.commands.config);
+        Ok(self.fresh(&c.topics.scan, c.scan_stale_s, |d| d.scan.clone())?.value)
+    }
+
+    /// The newest colour image, decoded now (raw `rgb8`/`bgr8`/... or
+    /// JPEG/PNG); `Stale` past `camera_stale_s`.
+    async fn rgb(&mut self) -> Result<CameraFrame, HalError> {
+        let c = Arc::clone(&self.commands.config);
+        if !c.rgb_enabled {
+            return Err(HalError::unsupported("rgb camera (rgb_enabled = false)"));
+        }
+        let topic = c.topics.rgb_topic(c.compressed);
+        let sample = self.fresh(&topic, c.camera_stale_s, |d| d.rgb.clone())?;
+        if let Some((at, frame)) = &self.rgb_cache {
+            if *at == sample.received_s {
+                return Ok(frame.clone());
+            }
+        }
+        let decoded = match sample.value.as_ref() {
+            RawImage::Raw(img) => convert::rgb_from_image(img),
+            RawImage::Compressed(img) => convert::rgb_from_compressed(img),
+        };
+        let frame = decoded.inspect_err(|e| self.rejected(&topic, e))?;
+        let frame = CameraFrame { frame, hfov_rad: c.rgb_hfov_deg.to_radians(), stamp_s: sample.received_s };
+        self.rgb_cache = Some((sample.received_s, frame.clone()));
+        Ok(frame)
+    }
+
+    /// The newest depth image (`16UC1` mm → m, 0 → NaN; or `32FC1`;
+    /// or `compressedDepth`); `Stale` past `camera_stale_s`.
+    async fn depth(&mut self) -> Result<DepthFrame, HalError> {
+        let c = Arc::clone(&self.commands.config);
+        if !c.depth_enabled {
+            return Err(HalError::unsupported("depth camera (depth_enabled = false)"));
+        }
+        let topic = c.topics.depth_topic(c.depth_compressed);
+        let sample = self.fresh(&topic, c.camera_stale_s, |d| d.depth.clone())?;
+        let decoded = match sample.value.as_ref() {
+            RawImage::Raw(img) => convert::depth_from_image(img, sample.received_s),
+            RawImage::Compressed(img) => convert::depth_from_compressed(img, sample.received_s),
+        };
+        decoded.inspect_err(|e| self.rejected(&topic, e))
+    }
+}
+
+#[async_trait]
+impl Actuators for RosbridgeHal {
+    /// Publishes ONE Twist (clamped to `max_linear_mps` / `max_angular_rps`)
+    /// and returns at once: the robot holds it until the next command, so
+    /// the caller's 20 Hz control loop calls this every cycle and is the
+    /// only `cmd_vel` publisher; `duration_s` is not waited for. The
+    /// outcome reports zero distance and duration (read odometry for
+    /// progress). In a dry run nothing is published: the command is logged
+    /// and kept in [`RosbridgeHal::last_command`].
+    async fn drive(&mut self, command: VelocityCommand) -> Result<MotionOutcome, HalError> {
+        command.validate()?;
+        let c = &self.commands;
+        if c.shared.is_latched() {
+            return Err(latched_error("drive"));
+        }
+        let linear = command.linear.clamp(-c.config.max_linear_mps, c.config.max_linear_mps);
+        let angular = command.angular.clamp(-c.config.max_angular_rps, c.config.max_angular_rps);
+        if linear != command.linear || angular != command.angular {
+            warn!(target: LOG, "velocity ({:.3}, {:.3}) clamped to ({linear:.3}, {angular:.3})", command.linear, command.angular);
+        }
+        if c.config.dry_run {
+            c.shared.ensure_connected()?;
+            info!(target: LOG, "dry run: would publish Twist linear.x={linear:.3} angular.z={angular:.3} on {}", c.config.topics.cmd_vel);
+            c.record(linear, angular, false);
+        } else {
+            c.request("drive", |tx| Request::Twist(Twist::planar(linear, angular), tx)).await?;
+            c.record(linear, angular, true);
+        }
+        Ok(MotionOutcome { distance_m: 0.0, duration_s: 0.0, collided: false, stopped_early: false })
+    }
+
+    /// Publishes the stop burst: `stop_repeats` (5) zero Twists
+    /// `stop_interval_s` (20 ms) apart, seed 003 §4.6. Logged only in a dry
+    /// run.
+    async fn stop(&mut self) -> Result<(), HalError> {
+        self.commands.stop().await
+    }
+}

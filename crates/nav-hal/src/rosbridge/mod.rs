@@ -1,0 +1,106 @@
+//! A ROS 1/2 robot through rosbridge v2 (feature `rosbridge`):
+//! [`RosbridgeHal`] implements the HAL traits over rosbridge_server's
+//! WebSocket, built on roslibrust's rosbridge backend. The robot-side setup
+//! is in `docs/ROSMASTER.md`.
+//!
+//! # Topics
+//!
+//! Defaults follow the ROSMASTER A1 (seed 003 §2.1) and are set in
+//! [`TopicsConfig`]:
+//!
+//! | topic | type | direction |
+//! | --- | --- | --- |
+//! | `/scan` | `sensor_msgs/LaserScan` | in |
+//! | `/odom` | `nav_msgs/Odometry` | in |
+//! | `/oak/rgb/image_raw[/compressed]` | `sensor_msgs/Image` (`rgb8`, `bgr8`) or `CompressedImage` (JPEG/PNG) | in |
+//! | `/oak/stereo/image_raw` | `sensor_msgs/Image` `16UC1` mm (or `32FC1`; `compressedDepth`) | in |
+//! | `/navkit/pause` | `std_msgs/Bool` | in ([`RosbridgeHal::paused`]) |
+//! | `/cmd_vel` | `geometry_msgs/Twist` | out |
+//! | `/speech_output` | `std_msgs/String` | out ([`RosbridgeHal::say`]) |
+//! | `/goal_pose` | `geometry_msgs/PoseStamped` | out ([`RosbridgeHal::send_goal`]) |
+//!
+//! **Nav2 goals go to the `/goal_pose` topic, not the NavigateToPose
+//! action**: Nav2's bt_navigator subscribes to `/goal_pose` and starts the
+//! action itself, so no action client is needed over rosbridge (whose
+//! action support differs between ROS distributions and which roslibrust
+//! does not offer). Goals are cancelled through the action's
+//! `_action/cancel_goal` service, a plain service call.
+//!
+//! # Time and staleness
+//!
+//! The robot's clock is not synchronised with ours, so every `stamp_s` the
+//! HAL returns is the **arrival time** on [`RosbridgeHal::clock`] (a
+//! [`MonotonicClock`](crate::clock::MonotonicClock)); header stamps (`sec`
+//! and `nanosec`) are kept in [`LinkStatus::topics`] for diagnosis. A
+//! sensor whose newest message is older than its limit (`scan_stale_s` =
+//! 5 s, seed 003 P3) answers [`HalError::Stale`](crate::HalError::Stale).
+//!
+//! # `null` ranges
+//!
+//! JSON has no infinity or NaN, so rosbridge sends every non-finite range
+//! as `null`. They are read as `+inf`, *no return*: a missing value never
+//! becomes a phantom obstacle. After rosbridge, `+inf` (nothing in range),
+//! `-inf` (too close) and NaN (invalid) cannot be told apart; the stop
+//! distance (0.3 m) rests on the beams that did return.
+//!
+//! # Velocity commands and stopping
+//!
+//! - [`drive`](crate::hal::Actuators::drive) publishes exactly **one**
+//!   Twist per call and returns: the caller's 20 Hz control loop (seed 001)
+//!   is the only `cmd_vel` publisher. The HAL publishes Twists nowhere else
+//!   except stops.
+//! - [`stop`](crate::hal::Actuators::stop) publishes 5 zero Twists 20 ms
+//!   apart (seed 003 §4.6). [`RosbridgeHal::emergency_stop`] (also through a
+//!   [`StopHandle`] for signal handlers) latches, cancels Nav2 goals and
+//!   stops.
+//! - On connection loss the HAL tries the stop burst (it reaches the robot
+//!   only if the link is half-open) and publishes it again as soon as a new
+//!   session is up, before any other command. Dropping the last handle also
+//!   stops the robot.
+//! - `dry_run` subscribes and plans but never advertises or publishes
+//!   `cmd_vel` or goals; every would-be Twist is logged at info level and
+//!   kept in [`RosbridgeHal::last_command`].
+//!
+//! # Connection loss
+//!
+//! A connection task connects with exponential backoff
+//! (`reconnect_initial_s` doubling to `reconnect_max_s`), subscribes and
+//! advertises, and probes the link every second with a service call (any
+//! reply proves it; silence for `probe_timeout_s` catches a half-open WiFi
+//! link). A failed probe or publish tears the session down and starts
+//! over. While disconnected every call answers
+//! [`HalError::Disconnected`](crate::HalError::Disconnected) at once, so the
+//! caller treats the robot as stopped and its watchdog tiers run; samples
+//! from before the loss are never served after it.
+//!
+//! # Other roslibrust backends
+//!
+//! Only [`RosbridgeConnector`] names the rosbridge backend; the connection
+//! task is generic over roslibrust's `TopicProvider` + `ServiceProvider`
+//! traits through [`Connect`]. To use roslibrust's `zenoh` backend, enable
+//! that roslibrust feature, implement [`Connect`] for a connector that
+//! returns its client, and start the HAL with
+//! [`RosbridgeHal::start_with`]. The [`msg`] types serialize plain floats
+//! and bytes in binary formats (their rosbridge quirks apply to JSON only);
+//! a native ROS 2 backend also needs the real RIHS type hashes, which are
+//! left zero here (rosbridge does not use them).
+//!
+//! # Testing without a robot
+//!
+//! Feature `rosbridge-testing` adds [`testing::RosbridgePeer`], a rosbridge
+//! v2 server on `127.0.0.1:0` backed by the built-in simulator.
+
+mod config;
+pub mod convert;
+mod hal;
+mod link;
+pub mod msg;
+mod state;
+#[cfg(feature = "rosbridge-testing")]
+pub mod testing;
+pub mod wire;
+
+pub use config::{RosbridgeConfig, TopicsConfig};
+pub use hal::{RosbridgeHal, StopHandle};
+pub use link::{Connect, RosbridgeConnector};
+pub use state::{LastCommand, LinkStatus, TopicStatus};

@@ -1,0 +1,222 @@
+//! What the connection task shares with the HAL: the newest sample of each
+//! sensor (stamped on our monotonic clock when it arrived), the link state
+//! and per-topic statistics.
+
+use super::msg::sensor_msgs::{CompressedImage, Image};
+use crate::HalError;
+use crate::clock::MonotonicClock;
+use crate::hal::{Odometry, StampedScan};
+use nav_core::time::Clock;
+use serde::Serialize;
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use tokio::sync::watch;
+
+/// A colour or depth image as it arrived (decoded on demand).
+#[derive(Debug, Clone)]
+pub(crate) enum RawImage {
+    /// `sensor_msgs/Image`.
+    Raw(Image),
+    /// `sensor_msgs/CompressedImage`.
+    Compressed(CompressedImage),
+}
+
+/// The newest message of a topic.
+#[derive(Debug, Clone)]
+pub(crate) struct Sample<T> {
+    pub value: T,
+    /// Arrival time on [`Shared::clock`], s.
+    pub received_s: f64,
+}
+
+/// Counters and the newest error of one topic.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct TopicStatus {
+    /// Messages accepted.
+    pub received: u64,
+    /// Messages that arrived but could not be used (bad header, unknown
+    /// encoding, non-finite pose, ...).
+    pub rejected: u64,
+    /// Why the newest rejected message was rejected.
+    pub last_error: Option<String>,
+    /// Seconds since the newest accepted message arrived (our clock).
+    pub age_s: Option<f64>,
+    /// Header stamp of the newest accepted message (the robot's clock), s.
+    pub header_stamp_s: Option<f64>,
+}
+
+/// The state of the connection to the robot.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct LinkStatus {
+    /// Where the HAL connects.
+    pub endpoint: String,
+    /// A session is up (subscribed and advertised).
+    pub connected: bool,
+    /// Seconds since the current session came up.
+    pub connected_for_s: Option<f64>,
+    /// Sessions established so far (a value above 1 means reconnects).
+    pub sessions: u32,
+    /// Why the link was last lost or could not be established.
+    pub last_error: Option<String>,
+    /// Round-trip time of the newest link probe, s.
+    pub probe_rtt_s: Option<f64>,
+    /// Per-topic statistics, by topic name.
+    pub topics: BTreeMap<String, TopicStatus>,
+}
+
+/// The newest velocity command: published, or what a dry run would have
+/// published.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct LastCommand {
+    /// Forward speed, m/s (after the HAL's speed caps).
+    pub linear: f64,
+    /// Yaw rate, rad/s (after the HAL's speed caps).
+    pub angular: f64,
+    /// When it was issued, s on [`RosbridgeHal::clock`](super::RosbridgeHal::clock).
+    pub at_s: f64,
+    /// False in a dry run (nothing went out).
+    pub published: bool,
+}
+
+#[derive(Debug, Default)]
+pub(crate) struct Data {
+    pub scan: Option<Sample<StampedScan>>,
+    pub odom: Option<Sample<Odometry>>,
+    pub rgb: Option<Sample<Arc<RawImage>>>,
+    pub depth: Option<Sample<Arc<RawImage>>>,
+    pub paused: bool,
+    pub last_command: Option<LastCommand>,
+    pub goal_sent: bool,
+    pub connected_at_s: Option<f64>,
+    pub sessions: u32,
+    pub last_error: Option<String>,
+    pub probe_rtt_s: Option<f64>,
+    topics: BTreeMap<String, (TopicStatus, Option<f64>)>,
+}
+
+/// State shared by the HAL handles and the connection task.
+#[derive(Debug)]
+pub(crate) struct Shared {
+    pub clock: MonotonicClock,
+    pub endpoint: String,
+    pub latched: AtomicBool,
+    data: Mutex<Data>,
+    connected: watch::Sender<bool>,
+}
+
+impl Shared {
+    pub fn new(endpoint: String) -> Self {
+        Self {
+            clock: MonotonicClock::new(),
+            endpoint,
+            latched: AtomicBool::new(false),
+            data: Mutex::new(Data::default()),
+            connected: watch::Sender::new(false),
+        }
+    }
+
+    /// The data, even after a panic elsewhere poisoned the lock (every
+    /// write leaves it consistent).
+    pub fn data(&self) -> MutexGuard<'_, Data> {
+        self.data.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    pub fn now_s(&self) -> f64 {
+        self.clock.now_s()
+    }
+
+    pub fn is_connected(&self) -> bool {
+        *self.connected.borrow()
+    }
+
+    pub fn subscribe_connected(&self) -> watch::Receiver<bool> {
+        self.connected.subscribe()
+    }
+
+    pub fn disconnected_error(&self) -> HalError {
+        let reason = self.data().last_error.clone().unwrap_or_else(|| "not connected yet".into());
+        HalError::Disconnected { endpoint: self.endpoint.clone(), reason }
+    }
+
+    /// Fails with [`HalError::Disconnected`] unless a session is up.
+    pub fn ensure_connected(&self) -> Result<(), HalError> {
+        if self.is_connected() { Ok(()) } else { Err(self.disconnected_error()) }
+    }
+
+    pub fn set_connected(&self) {
+        {
+            let mut d = self.data();
+            d.connected_at_s = Some(self.now_s());
+            d.sessions += 1;
+        }
+        self.connected.send_replace(true);
+    }
+
+    /// Marks the link down and forgets every sensor sample, so nothing from
+    /// before the loss is served as fresh after a reconnect. The pause state
+    /// is kept (it is only republished when it changes).
+    pub fn set_disconnected(&self, reason: String) {
+        self.connected.send_replace(false);
+        let mut d = self.data();
+        d.last_error = Some(reason);
+        d.connected_at_s = None;
+        d.scan = None;
+        d.odom = None;
+        d.rgb = None;
+        d.depth = None;
+        d.probe_rtt_s = None;
+    }
+
+    /// Counts an accepted message on `topic`.
+    pub fn accepted(d: &mut Data, topic: &str, now_s: f64, header_stamp_s: f64) {
+        let (st, at) = d.topics.entry(topic.to_string()).or_default();
+        st.received += 1;
+        st.header_stamp_s = header_stamp_s.is_finite().then_some(header_stamp_s);
+        *at = Some(now_s);
+    }
+
+    /// Counts a rejected message on `topic`.
+    pub fn rejected(&self, topic: &str, error: &HalError) {
+        let message = format!("{topic}: {error}");
+        tracing::warn!(target: "nav_hal::rosbridge", "rejected message: {message}");
+        let mut d = self.data();
+        let (st, _) = d.topics.entry(topic.to_string()).or_default();
+        st.rejected += 1;
+        st.last_error = Some(message);
+    }
+
+    /// The rejection note of a topic, for staleness messages.
+    pub fn rejection_note(d: &Data, topic: &str) -> String {
+        match d.topics.get(topic) {
+            Some((st, _)) if st.rejected > 0 => {
+                format!(" ({} rejected; last: {})", st.rejected, st.last_error.as_deref().unwrap_or("?"))
+            }
+            _ => String::new(),
+        }
+    }
+
+    pub fn status(&self) -> LinkStatus {
+        let now = self.now_s();
+        let connected = self.is_connected();
+        let d = self.data();
+        let topics = d
+            .topics
+            .iter()
+            .map(|(k, (st, at))| (k.clone(), TopicStatus { age_s: at.map(|t| (now - t).max(0.0)), ..st.clone() }))
+            .collect();
+        LinkStatus {
+            endpoint: self.endpoint.clone(),
+            connected,
+            connected_for_s: d.connected_at_s.map(|t| (now - t).max(0.0)),
+            sessions: d.sessions,
+            last_error: d.last_error.clone(),
+            probe_rtt_s: d.probe_rtt_s,
+            topics,
+        }
+    }
+
+    pub fn is_latched(&self) -> bool {
+        self.latched.load(Ordering::SeqCst)
+    }
+}

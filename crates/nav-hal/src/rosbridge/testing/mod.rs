@@ -1,0 +1,316 @@
+//! [`RosbridgePeer`]: a rosbridge v2 server on `127.0.0.1:0` backed by the
+//! built-in simulator, for tests of [`RosbridgeHal`](super::RosbridgeHal)
+//! and of anything built on it (`nav rosmaster`'s end-to-end tests).
+//! Feature `rosbridge-testing`.
+//!
+//! It speaks the documented rosbridge v2 operations a client uses —
+//! `advertise`, `unadvertise`, `publish`, `subscribe`, `unsubscribe`,
+//! `call_service` (answering `service_response`), `set_level` — and
+//! reports problems with `status` messages, as rosbridge_server does.
+//!
+//! The simulation runs in real time: a task ticks the [`SimWorld`] at
+//! [`PeerConfig::tick_hz`] (50 Hz), integrating the newest `/cmd_vel` Twist
+//! for one tick (the simulated base holds a Twist until the next one, or
+//! until [`PeerConfig::cmd_vel_timeout_s`]), and publishes `/odom` every
+//! tick, `/scan` at 10 Hz (non-finite ranges as `null`, exactly as
+//! rosbridge sends them) and the camera topics at 2 Hz while subscribed
+//! (raw `rgb8`, JPEG on `<rgb>/compressed`, `16UC1` depth). Header stamps
+//! are the simulator's clock.
+//!
+//! Every client message is recorded with its arrival time
+//! ([`RosbridgePeer::received`], [`RosbridgePeer::twists`]), and test
+//! controls pause the scan stream, inject `null` ranges, drop or refuse
+//! connections, go silent (a half-open link), place an obstacle ahead and
+//! publish the pause flag.
+//!
+//! ```
+//! use nav_hal::rosbridge::testing::RosbridgePeer;
+//! use nav_hal::rosbridge::{RosbridgeConfig, RosbridgeHal};
+//! use nav_hal::hal::{Actuators, Sensors, VelocityCommand};
+//! use nav_hal::sim::{SimConfig, SimWorld};
+//! use std::time::Duration;
+//!
+//! let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
+//! rt.block_on(async {
+//!     let peer = RosbridgePeer::start(SimWorld::builtin("simple", SimConfig::default())?).await?;
+//!     let mut hal = RosbridgeHal::connect(RosbridgeConfig::new(peer.url())).await?;
+//!     hal.wait_for_sensors(Duration::from_secs(5)).await?;
+//!     assert_eq!(hal.scan().await?.scan.ranges.len(), 720);
+//!     hal.drive(VelocityCommand { linear: 0.1, angular: 0.0, duration_s: 0.05 }).await?;
+//!     hal.stop().await?;
+//!     tokio::time::sleep(Duration::from_millis(100)).await;
+//!     assert_eq!(peer.twists().len(), 6);
+//!     Ok::<(), Box<dyn std::error::Error>>(())
+//! })?;
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+mod protocol;
+mod sim;
+
+use super::config::TopicsConfig;
+use super::msg::geometry_msgs::Twist;
+use crate::HalError;
+use crate::sim::SimWorld;
+use nav_core::geometry::Pose2;
+use nav_core::time::ManualClock;
+use protocol::Connections;
+use serde::Serialize;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::Instant;
+use tokio::task::JoinHandle;
+
+/// Settings of the test peer.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PeerConfig {
+    /// Topic and service names it serves (the HAL's defaults).
+    pub topics: TopicsConfig,
+    /// Simulation rate, Hz; `/odom` goes out every tick.
+    pub tick_hz: f64,
+    /// `/scan` rate, Hz.
+    pub scan_hz: f64,
+    /// Camera rate while subscribed, Hz.
+    pub camera_hz: f64,
+    /// The simulated base zeroes a Twist older than this; `None` (the
+    /// default) holds it forever, the worst case a client must handle.
+    pub cmd_vel_timeout_s: Option<f64>,
+}
+
+impl Default for PeerConfig {
+    fn default() -> Self {
+        Self { topics: TopicsConfig::default(), tick_hz: 50.0, scan_hz: 10.0, camera_hz: 2.0, cmd_vel_timeout_s: None }
+    }
+}
+
+/// One message a client sent, as recorded by the peer.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ReceivedMessage {
+    /// Arrival time, s since the peer started ([`RosbridgePeer::now_s`]).
+    pub at_s: f64,
+    /// Which connection (counting from 1).
+    pub connection: u64,
+    /// The `op` field (`"?"` when missing).
+    pub op: String,
+    /// The `topic` or `service` field, if any.
+    pub topic: Option<String>,
+    /// The whole JSON object.
+    pub raw: serde_json::Value,
+}
+
+/// The simulation, behind its own lock (the tick task holds it while it
+/// renders; connections never wait for it).
+#[derive(Debug)]
+pub(crate) struct PeerState {
+    pub world: SimWorld,
+    pub scan_paused: bool,
+    pub null_arc: Option<(f64, f64)>,
+}
+
+/// Shared by the peer's tasks.
+#[derive(Debug)]
+pub(crate) struct PeerShared {
+    pub config: PeerConfig,
+    pub epoch: Instant,
+    pub accepting: AtomicBool,
+    pub silent: AtomicBool,
+    pub conns: Connections,
+    /// The simulator's clock (header stamps, `/rosapi/get_time`).
+    pub sim_clock: Arc<ManualClock>,
+    state: Mutex<PeerState>,
+    /// The newest Twist and its arrival time.
+    command: Mutex<(Twist, f64)>,
+    log: Mutex<Vec<ReceivedMessage>>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+impl PeerShared {
+    pub fn state(&self) -> MutexGuard<'_, PeerState> {
+        lock(&self.state)
+    }
+
+    pub fn log(&self) -> MutexGuard<'_, Vec<ReceivedMessage>> {
+        lock(&self.log)
+    }
+
+    pub fn command(&self) -> (Twist, f64) {
+        *lock(&self.command)
+    }
+
+    pub fn set_command(&self, twist: Twist, at_s: f64) {
+        *lock(&self.command) = (twist, at_s);
+    }
+
+    pub fn now_s(&self) -> f64 {
+        self.epoch.elapsed().as_secs_f64()
+    }
+}
+
+/// A rosbridge v2 server backed by the simulator. See the [module
+/// docs](self). Dropping it stops the server and closes every connection.
+#[derive(Debug)]
+pub struct RosbridgePeer {
+    addr: SocketAddr,
+    shared: Arc<PeerShared>,
+    tasks: Vec<JoinHandle<()>>,
+}
+
+impl Drop for RosbridgePeer {
+    fn drop(&mut self) {
+        for t in &self.tasks {
+            t.abort();
+        }
+        self.shared.conns.drop_all();
+    }
+}
+
+impl RosbridgePeer {
+    /// Starts a peer with the default [`PeerConfig`].
+    pub async fn start(world: SimWorld) -> Result<Self, HalError> {
+        Self::start_with(world, PeerConfig::default()).await
+    }
+
+    /// Starts a peer on `127.0.0.1:0` serving `world`.
+    pub async fn start_with(world: SimWorld, config: PeerConfig) -> Result<Self, HalError> {
+        for (field, v) in [("tick_hz", config.tick_hz), ("scan_hz", config.scan_hz), ("camera_hz", config.camera_hz)] {
+            if !(v.is_finite() && v > 0.0) {
+                return Err(HalError::InvalidConfig {
+                    field: field.into(),
+                    message: format!("must be positive, got {v}"),
+                });
+            }
+        }
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .map_err(|source| HalError::Io { path: "127.0.0.1:0".into(), source })?;
+        let addr = listener.local_addr().map_err(|source| HalError::Io { path: "127.0.0.1:0".into(), source })?;
+        let shared = Arc::new(PeerShared {
+            config,
+            epoch: Instant::now(),
+            accepting: AtomicBool::new(true),
+            silent: AtomicBool::new(false),
+            conns: Connections::default(),
+            sim_clock: world.clock(),
+            state: Mutex::new(PeerState { world, scan_paused: false, null_arc: None }),
+            command: Mutex::new((Twist::default(), 0.0)),
+            log: Mutex::new(Vec::new()),
+        });
+        let tasks = vec![
+            tokio::spawn(protocol::accept_loop(listener, Arc::clone(&shared))),
+            tokio::spawn(sim::tick_loop(Arc::clone(&shared))),
+        ];
+        Ok(Self { addr, shared, tasks })
+    }
+
+    /// `ws://127.0.0.1:PORT`.
+    pub fn url(&self) -> String {
+        format!("ws://{}", self.addr)
+    }
+
+    /// The bound address.
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// Seconds since the peer started (the clock of [`ReceivedMessage::at_s`]).
+    pub fn now_s(&self) -> f64 {
+        self.shared.now_s()
+    }
+
+    /// Every message received so far, in arrival order.
+    pub fn received(&self) -> Vec<ReceivedMessage> {
+        self.shared.log().clone()
+    }
+
+    /// The messages published by clients on `topic`: `(arrival s, msg)`.
+    pub fn published(&self, topic: &str) -> Vec<(f64, serde_json::Value)> {
+        self.shared
+            .log()
+            .iter()
+            .filter(|m| m.op == "publish" && m.topic.as_deref() == Some(topic))
+            .map(|m| (m.at_s, m.raw.get("msg").cloned().unwrap_or_default()))
+            .collect()
+    }
+
+    /// The Twists published on the `cmd_vel` topic: `(arrival s, twist)`
+    /// (a message that is not a Twist reads as NaN velocities).
+    pub fn twists(&self) -> Vec<(f64, Twist)> {
+        let nan = Twist::planar(f64::NAN, f64::NAN);
+        self.published(&self.shared.config.topics.cmd_vel)
+            .into_iter()
+            .map(|(t, m)| (t, serde_json::from_value(m).unwrap_or(nan)))
+            .collect()
+    }
+
+    /// Forgets the recorded messages.
+    pub fn clear_received(&self) {
+        self.shared.log().clear();
+    }
+
+    /// Open connections.
+    pub fn connections(&self) -> usize {
+        self.shared.conns.len()
+    }
+
+    /// Pauses (`true`) or resumes the `/scan` stream.
+    pub fn set_scan_paused(&self, paused: bool) {
+        self.shared.state().scan_paused = paused;
+    }
+
+    /// Makes every beam within `half_width_rad` of `center_rad` (CCW from
+    /// the front) read `null` on the wire; `None` stops it.
+    pub fn set_null_arc(&self, arc: Option<(f64, f64)>) {
+        self.shared.state().null_arc = arc;
+    }
+
+    /// Closes every connection at once, without a close handshake (the
+    /// listener keeps accepting unless [`set_accepting`](Self::set_accepting)).
+    pub fn drop_connections(&self) {
+        self.shared.conns.drop_all();
+    }
+
+    /// While `false`, new connections are refused (closed before the
+    /// WebSocket handshake): the robot is unreachable.
+    pub fn set_accepting(&self, accepting: bool) {
+        self.shared.accepting.store(accepting, Ordering::SeqCst);
+    }
+
+    /// While `true`, the peer sends nothing at all (no topics, no service
+    /// responses) but keeps connections open: a half-open link.
+    pub fn set_silent(&self, silent: bool) {
+        self.shared.silent.store(silent, Ordering::SeqCst);
+    }
+
+    /// Publishes the pause flag (`std_msgs/Bool`) to its subscribers.
+    pub fn publish_pause(&self, paused: bool) {
+        let topic = self.shared.config.topics.pause.clone();
+        self.shared.conns.publish(&self.shared, &topic, &serde_json::json!({ "data": paused }));
+    }
+
+    /// Moves the robot along its heading so the obstacle straight ahead is
+    /// `distance_m` from the LiDAR (the robot's centre), e.g. 0.25 m. Fails
+    /// when nothing is ahead within range or the robot would overlap
+    /// something. Returns the new true pose.
+    pub fn place_obstacle_ahead(&self, distance_m: f64) -> Result<Pose2, HalError> {
+        sim::place_obstacle_ahead(&mut self.shared.state().world, distance_m)
+    }
+
+    /// Runs `f` on the simulated world (ground truth, teleports, ...).
+    pub fn with_world<R>(&self, f: impl FnOnce(&mut SimWorld) -> R) -> R {
+        f(&mut self.shared.state().world)
+    }
+
+    /// The robot's true pose.
+    pub fn pose(&self) -> Pose2 {
+        self.shared.state().world.ground_truth_pose()
+    }
+
+    /// The Twist the simulated base is executing.
+    pub fn current_command(&self) -> Twist {
+        self.shared.command().0
+    }
+}

@@ -1,0 +1,126 @@
+//! The peer's real-time simulation: integrates the newest Twist, publishes
+//! odometry, scans and camera images.
+
+use super::PeerShared;
+use crate::HalError;
+use crate::hal::VelocityCommand;
+use crate::rosbridge::convert;
+use crate::rosbridge::msg::geometry_msgs::Twist;
+use crate::sim::SimWorld;
+use nav_core::geometry::{Pose2, normalize_angle};
+use nav_core::time::Clock;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Messages produced in one tick, sent after the lock is released.
+struct Outgoing {
+    topic: String,
+    msg: serde_json::Value,
+}
+
+/// Ticks the simulation until the peer is dropped (the task is aborted).
+pub(crate) async fn tick_loop(shared: Arc<PeerShared>) {
+    let cfg = shared.config.clone();
+    let dt = 1.0 / cfg.tick_hz;
+    let scan_every = (cfg.tick_hz / cfg.scan_hz).round().max(1.0) as u64;
+    let camera_every = (cfg.tick_hz / cfg.camera_hz).round().max(1.0) as u64;
+    let mut interval = tokio::time::interval(Duration::from_secs_f64(dt));
+    interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+    let mut tick: u64 = 0;
+    loop {
+        interval.tick().await;
+        tick += 1;
+        let rgb_raw = shared.conns.has_subscriber(&cfg.topics.rgb);
+        let rgb_jpeg = shared.conns.has_subscriber(&cfg.topics.rgb_topic(true));
+        let depth = shared.conns.has_subscriber(&cfg.topics.depth);
+        let out = step(&shared, dt, tick % scan_every == 0, tick % camera_every == 0, (rgb_raw, rgb_jpeg, depth));
+        for o in out {
+            shared.conns.publish(&shared, &o.topic, &o.msg);
+        }
+    }
+}
+
+fn step(shared: &PeerShared, dt: f64, scan_due: bool, camera_due: bool, cams: (bool, bool, bool)) -> Vec<Outgoing> {
+    let topics = &shared.config.topics;
+    let now = shared.now_s();
+    let (command, command_at_s) = shared.command();
+    let expired = shared.config.cmd_vel_timeout_s.is_some_and(|t| now - command_at_s > t);
+    let twist = if expired { Twist::default() } else { command };
+    let mut st = shared.state();
+    let before = st.world.odometry().pose;
+    let cmd = VelocityCommand { linear: twist.linear.x, angular: twist.angular.z, duration_s: dt };
+    let clock = st.world.clock();
+    let t0 = clock.now_s();
+    if st.world.drive(cmd).is_err() {
+        st.world.stop();
+    }
+    // Simulated time follows real time even when a motion ended early.
+    let lag = dt - (clock.now_s() - t0);
+    if lag > 0.0 {
+        clock.advance(lag);
+    }
+    let stamp = clock.now_s();
+    let after = st.world.odometry().pose;
+    let ds = before.position().distance(after.position());
+    let forward =
+        (after.position() - before.position()).dot(nav_core::geometry::Point2::new(before.yaw.cos(), before.yaw.sin()));
+    let v = if forward < 0.0 { -ds / dt } else { ds / dt };
+    let w = normalize_angle(after.yaw - before.yaw) / dt;
+    let mut out = Vec::new();
+    let odom = convert::odometry_to_msg(after, v, w, stamp);
+    out.push(Outgoing { topic: topics.odom.clone(), msg: json(&odom) });
+    if scan_due && !st.scan_paused {
+        let mut scan = st.world.scan().scan;
+        if let Some((center, half)) = st.null_arc {
+            for i in 0..scan.ranges.len() {
+                if normalize_angle(scan.angle(i) - center).abs() <= half {
+                    scan.ranges[i] = f32::NAN;
+                }
+            }
+        }
+        out.push(Outgoing { topic: topics.scan.clone(), msg: json(&convert::scan_to_msg(&scan, stamp, "laser")) });
+    }
+    let (rgb_raw, rgb_jpeg, depth) = cams;
+    if camera_due && (rgb_raw || rgb_jpeg || depth) {
+        let (rgb, d) = st.world.rgbd();
+        if rgb_raw {
+            out.push(Outgoing {
+                topic: topics.rgb.clone(),
+                msg: json(&convert::image_from_rgb(&rgb.frame, stamp, "oak_rgb")),
+            });
+        }
+        if rgb_jpeg {
+            if let Ok(jpeg) = convert::compressed_from_rgb(&rgb.frame, 80, stamp, "oak_rgb") {
+                out.push(Outgoing { topic: topics.rgb_topic(true), msg: json(&jpeg) });
+            }
+        }
+        if depth {
+            out.push(Outgoing {
+                topic: topics.depth.clone(),
+                msg: json(&convert::image_from_depth(&d, stamp, "oak_rgb")),
+            });
+        }
+    }
+    out
+}
+
+fn json<T: serde::Serialize>(v: &T) -> serde_json::Value {
+    serde_json::to_value(v).unwrap_or_default()
+}
+
+/// See [`RosbridgePeer::place_obstacle_ahead`](super::RosbridgePeer::place_obstacle_ahead).
+pub(crate) fn place_obstacle_ahead(world: &mut SimWorld, distance_m: f64) -> Result<Pose2, HalError> {
+    if !(distance_m.is_finite() && distance_m > 0.0) {
+        return Err(HalError::invalid_command("distance_m", format!("must be positive, got {distance_m}")));
+    }
+    let scan = world.scan().scan;
+    let front = (0..scan.len())
+        .min_by(|&a, &b| scan.angle(a).abs().total_cmp(&scan.angle(b).abs()))
+        .and_then(|i| scan.obstacle(scan.ranges[i]))
+        .ok_or_else(|| HalError::invalid_command("distance_m", "no obstacle straight ahead within LiDAR range"))?;
+    let pose = world.ground_truth_pose();
+    let shift = f64::from(front) - distance_m;
+    let target = Pose2::new(pose.x + shift * pose.yaw.cos(), pose.y + shift * pose.yaw.sin(), pose.yaw);
+    world.teleport(target)?;
+    Ok(target)
+}
