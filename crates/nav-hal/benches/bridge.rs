@@ -5,8 +5,8 @@
 //! - `bridge_step_*_overhead`: per step, the round trip minus the time the
 //!   server reports inside the simulator (stepping, rendering, detections):
 //!   pipes, JSON, base64 and the client's parsing, measured with
-//!   `iter_custom`. The MiniWorld one (320×240 RGB + depth + detections)
-//!   runs when the bench's Python (`$NAVKIT_PYTHON`, else
+//!   `iter_custom`. The MiniWorld ones (320×240 raw RGB + detections, the
+//!   default observation, and the same plus depth) run when the bench's Python (`$NAVKIT_PYTHON`, else
 //!   `.venv/bin/python`, else `python3`) imports miniworld.
 //! - `bridge_ping_roundtrip`: the bare transport.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
@@ -61,17 +61,21 @@ fn bench_bridge(c: &mut Criterion) {
         eprintln!("bridge_step_miniworld_overhead skipped: miniworld is not importable by {}", python());
         return;
     }
-    let config = BridgeConfig { depth: true, reset_timeout_s: 600.0, ..BridgeConfig::default() };
-    let mut hal = rt.block_on(BridgeHal::spawn_command(&command("miniworld"), config)).unwrap();
-    rt.block_on(hal.reset(&EpisodeSpec::index(0))).unwrap();
     let mut group = c.benchmark_group("miniworld");
     group.sample_size(20).measurement_time(Duration::from_secs(20));
-    group.bench_function("bridge_step_miniworld_overhead", |b| b.iter_custom(|n| overhead(&rt, &mut hal, n)));
-    group.bench_function("bridge_step_miniworld_roundtrip", |b| {
-        b.iter(|| rt.block_on(hal.act(Action::TurnLeft)).unwrap());
-    });
+    for (name, depth) in [("rgb_detections", false), ("rgb_depth_detections", true)] {
+        let config = BridgeConfig { depth, reset_timeout_s: 600.0, ..BridgeConfig::default() };
+        let mut hal = rt.block_on(BridgeHal::spawn_command(&command("miniworld"), config)).unwrap();
+        rt.block_on(hal.reset(&EpisodeSpec::index(0))).unwrap();
+        group.bench_function(format!("bridge_step_miniworld_overhead_{name}"), |b| {
+            b.iter_custom(|n| overhead(&rt, &mut hal, n))
+        });
+        group.bench_function(format!("bridge_step_miniworld_roundtrip_{name}"), |b| {
+            b.iter(|| rt.block_on(hal.act(Action::TurnLeft)).unwrap());
+        });
+        rt.block_on(hal.close()).unwrap();
+    }
     group.finish();
-    rt.block_on(hal.close()).unwrap();
 }
 
 criterion_group!(benches, bench_bridge);

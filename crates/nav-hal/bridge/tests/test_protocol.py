@@ -6,6 +6,7 @@ import unittest
 import zlib
 
 from navkit_bridge.protocol import (
+    Blob,
     BridgeError,
     EpisodeSpec,
     ObservationOptions,
@@ -76,6 +77,11 @@ class ParsingTest(unittest.TestCase):
         line = encode_reply(7, result={"x": 1.5}, backend_ms=2.0, encode_ms=0.5)
         self.assertTrue(line.endswith(b"\n") and line.count(b"\n") == 1)
         self.assertEqual(json.loads(line), {"id": 7, "result": {"x": 1.5}, "timing": {"backend_ms": 2.0, "encode_ms": 0.5}})
+        blobs = json.loads(encode_reply(1, result={"a": Blob(b"\x00\xff"), "l": [Blob(b"xyz"), "t"]}))
+        self.assertEqual(blobs["result"], {"a": "AP8=", "l": ["eHl6", "t"]})
+        # A string that looks like the splice marker is still encoded correctly.
+        tricky = json.loads(encode_reply(2, result={"s": "\x00blob:1", "b": Blob(b"q")}))
+        self.assertEqual(tricky["result"], {"s": "\x00blob:1", "b": "cQ=="})
         err = json.loads(encode_reply(None, error=BridgeError("unknown_op", "no")))
         self.assertEqual(err, {"id": None, "error": {"kind": "unknown_op", "message": "no"}})
 

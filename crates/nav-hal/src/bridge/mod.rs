@@ -60,7 +60,7 @@ use serde::de::DeserializeOwned;
 use serde_json::{Map, Value, json};
 use std::time::{Duration, Instant};
 use transport::{LineError, Transport, secs};
-use wire::{HelloReply, Reply, WireImage, WireObservation, protocol};
+use wire::{HelloReply, Reply, TypedReply, WireImage, WireObservation, protocol};
 
 /// Timing of the last request, for measuring the bridge's own overhead.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -403,23 +403,39 @@ impl BridgeHal {
                     return Err(self.fail(op, &reason).await);
                 }
             };
-            let reply: Reply = serde_json::from_slice(&line).map_err(|e| {
-                let text = String::from_utf8_lossy(&line[..line.len().min(120)]).into_owned();
-                protocol(format!("bridge {op}: reply is not a JSON reply object ({e}): {text:?}"))
-            })?;
-            match reply.id.as_u64() {
-                Some(rid) if rid == id => {}
-                Some(rid) if rid < id => continue, // the late reply to a request that timed out
-                _ if reply.id.is_null() && reply.error.is_some() => {} // the server could not read our id
-                _ => return Err(protocol(format!("bridge {op}: reply id {} does not match request {id}", reply.id))),
+            // Fast path: the reply parsed straight into the result type.
+            let (rid, result, error, timing) = match serde_json::from_slice::<TypedReply<T>>(&line) {
+                Ok(r) => (r.id, r.result, r.error, r.timing),
+                Err(typed_err) => {
+                    // Not our shape: a stale reply to another op, an error, or garbage.
+                    let reply: Reply = serde_json::from_slice(&line).map_err(|e| {
+                        let text = String::from_utf8_lossy(&line[..line.len().min(120)]).into_owned();
+                        protocol(format!("bridge {op}: reply is not a JSON reply object ({e}): {text:?}"))
+                    })?;
+                    if reply.id.as_u64().is_some_and(|rid| rid < id) {
+                        continue;
+                    }
+                    if reply.error.is_none() {
+                        return Err(protocol(format!("bridge {op}: unexpected reply shape: {typed_err}")));
+                    }
+                    (reply.id, None, reply.error, reply.timing)
+                }
+            };
+            match rid.as_u64() {
+                Some(r) if r == id => {}
+                Some(r) if r < id => continue, // the late reply to a request that timed out
+                _ if rid.is_null() && error.is_some() => {} // the server could not read our id
+                _ => return Err(protocol(format!("bridge {op}: reply id {rid} does not match request {id}"))),
             }
-            self.last_timing = Some(wire::timing(start.elapsed(), reply.timing.as_ref()));
-            if let Some(err) = reply.error {
+            self.last_timing = Some(wire::timing(start.elapsed(), timing.as_ref()));
+            if let Some(err) = error {
                 return Err(map_error(op, err));
             }
-            let result = reply.result.unwrap_or(Value::Object(Map::new()));
-            return serde_json::from_value(result)
-                .map_err(|e| protocol(format!("bridge {op}: unexpected reply shape: {e}")));
+            return match result {
+                Some(r) => Ok(r),
+                None => serde_json::from_value(Value::Object(Map::new()))
+                    .map_err(|e| protocol(format!("bridge {op}: the reply has no result: {e}"))),
+            };
         }
     }
 

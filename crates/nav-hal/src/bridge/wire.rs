@@ -228,6 +228,21 @@ pub(crate) struct Reply {
     pub timing: Option<Timing>,
 }
 
+/// One reply line with its result parsed straight into `T` (no
+/// intermediate JSON tree for the megabytes of base64 an observation
+/// carries).
+#[derive(Debug, Deserialize)]
+pub(crate) struct TypedReply<T> {
+    #[serde(default)]
+    pub id: Value,
+    #[serde(default = "Option::default")]
+    pub result: Option<T>,
+    #[serde(default)]
+    pub error: Option<WireError>,
+    #[serde(default)]
+    pub timing: Option<Timing>,
+}
+
 #[derive(Debug, Deserialize)]
 pub(crate) struct WireError {
     pub kind: String,
