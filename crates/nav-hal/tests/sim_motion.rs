@@ -213,6 +213,22 @@ proptest! {
     #![proptest_config(ProptestConfig::with_cases(48))]
 
     #[test]
+    fn noise_free_dead_reckoning_matches_ground_truth(
+        actions in prop::collection::vec(prop::sample::select(Action::ALL.to_vec()), 1..120),
+        yaw_deg in -180.0f64..180.0,
+    ) {
+        let mut arena = empty_arena(40.0);
+        arena.start.yaw_deg = yaw_deg;
+        let mut w = SimWorld::new(arena, SimConfig::default()).unwrap();
+        let mut dr = DeadReckoning::with_pose(Default::default(), w.start_pose());
+        for a in actions {
+            prop_assert!(!w.act(a).collided);
+            prop_assert_eq!(w.ground_truth_pose(), dr.apply(a));
+            prop_assert_eq!(w.odometry().pose, w.ground_truth_pose());
+        }
+    }
+
+    #[test]
     fn no_command_sequence_enters_geometry(
         arena in prop::sample::select(vec!["simple", "dead_end", "narrow_corridor", "house_a", "house_b"]),
         ackermann in any::<bool>(),

@@ -63,6 +63,14 @@ pub trait Sensors: Send {
     async fn detections(&mut self) -> Result<Vec<Detection>, HalError> {
         Err(HalError::unsupported("detections"))
     }
+
+    /// Ground-truth detections in any of `views` headings around the robot
+    /// (what a detector would report over a panorama), bearings relative to
+    /// the robot's front (simulators only).
+    async fn detections_around(&mut self, views: usize) -> Result<Vec<Detection>, HalError> {
+        let _ = views;
+        Err(HalError::unsupported("detections around the robot"))
+    }
 }
 
 /// Moving the robot.

@@ -80,6 +80,10 @@ impl Sensors for SimHal {
     async fn detections(&mut self) -> Result<Vec<Detection>, HalError> {
         Ok(self.world.detections())
     }
+
+    async fn detections_around(&mut self, views: usize) -> Result<Vec<Detection>, HalError> {
+        self.world.detections_around(views)
+    }
 }
 
 #[async_trait]

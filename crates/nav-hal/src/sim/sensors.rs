@@ -117,8 +117,39 @@ impl SimWorld {
     /// `detection_range_m`, not hidden behind walls or nearer objects),
     /// nearest first.
     pub fn detections(&self) -> Vec<Detection> {
+        self.detections_at(0.0)
+    }
+
+    /// Ground-truth detections of every labelled object visible in any of
+    /// `views` headings around the robot (a detector run on each panorama
+    /// view), bearings relative to the robot's front, nearest first, each
+    /// object once.
+    pub fn detections_around(&self, views: usize) -> Result<Vec<Detection>, HalError> {
+        if views == 0 || views > 360 {
+            return Err(HalError::invalid_command("views", format!("must be within 1..=360, got {views}")));
+        }
+        let mut out: Vec<Detection> = Vec::new();
+        for heading in Panorama::headings(views) {
+            for d in self.detections_at(heading) {
+                let dup = out.iter().any(|o| {
+                    o.label == d.label
+                        && (o.distance_m - d.distance_m).abs() < 1e-6
+                        && normalize_angle(o.bearing_rad - d.bearing_rad).abs() < 1e-6
+                });
+                if !dup {
+                    // the bounding box belongs to the view it was seen in; drop it
+                    out.push(Detection { bbox: None, ..d });
+                }
+            }
+        }
+        out.sort_by(|a, b| a.distance_m.total_cmp(&b.distance_m));
+        Ok(out)
+    }
+
+    /// Detections in the view at `heading` (relative to the robot's front).
+    fn detections_at(&self, heading: f64) -> Vec<Detection> {
         let origin = self.pose.position();
-        let layout = self.camera.layout(&self.scene, origin, self.pose.yaw);
+        let layout = self.camera.layout(&self.scene, origin, self.pose.yaw + heading);
         let mut out: Vec<Detection> = self
             .camera
             .visible(&layout, &self.styles, &self.labelled)
