@@ -39,6 +39,11 @@ impl SimHal {
         &mut self.world
     }
 
+    /// The simulated clock (see [`SimWorld::clock`]).
+    pub fn clock(&self) -> std::sync::Arc<nav_core::time::ManualClock> {
+        self.world.clock()
+    }
+
     /// Unwraps the world.
     pub fn into_world(self) -> SimWorld {
         self.world
