@@ -334,3 +334,17 @@ async fn bad_sensor_messages_are_rejected_counted_and_never_served() {
     .expect("a rejected scan never replaces the last good one");
     assert!(stale.contains("rejected"), "{stale}");
 }
+
+#[test]
+fn the_rosmaster_doc_config_example_parses_and_shows_the_defaults() {
+    #[derive(serde::Deserialize)]
+    struct File {
+        rosbridge: RosbridgeConfig,
+    }
+    let doc = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/ROSMASTER.md")).unwrap();
+    let start = doc.find("```toml\n[rosbridge]").expect("the TOML example") + "```toml\n".len();
+    let end = start + doc[start..].find("```").unwrap();
+    let file: File = toml::from_str(&doc[start..end]).unwrap();
+    file.rosbridge.validate().unwrap();
+    assert_eq!(file.rosbridge, RosbridgeConfig::new("ws://192.168.1.42:9090"));
+}

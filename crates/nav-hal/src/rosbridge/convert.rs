@@ -416,4 +416,66 @@ mod tests {
         assert_eq!((o.linear, o.angular, o.stamp_s, o.ground_truth), (0.1, -0.2, 9.0, false));
         assert_eq!(stamp_s(&m.header), 7.0);
     }
+
+    mod props {
+        use super::*;
+        use nav_core::lidar::{LidarConfig, LidarSummary};
+        use proptest::prelude::*;
+
+        proptest! {
+            /// Whatever rosbridge sends as ranges, a null never becomes an
+            /// obstacle and nothing panics.
+            #[test]
+            fn null_ranges_never_become_obstacles(ranges in prop::collection::vec(prop::option::of(0.0f32..20.0), 1..400)) {
+                let text = serde_json::json!({
+                    "angle_min": -3.0, "angle_increment": 6.0 / ranges.len() as f64,
+                    "range_min": 0.05, "range_max": 12.0, "ranges": ranges,
+                });
+                let msg: LaserScan = serde_json::from_value(text).unwrap();
+                let scan = scan_from_msg(&msg, 0.0).unwrap();
+                for (i, r) in ranges.iter().enumerate() {
+                    if r.is_none() {
+                        prop_assert_eq!(scan.ranges[i], f32::INFINITY);
+                        prop_assert!(scan.obstacle(scan.ranges[i]).is_none());
+                    }
+                }
+                let summary = LidarSummary::from_scan(&scan, &LidarConfig::default());
+                if let Some(n) = summary.nearest {
+                    prop_assert!(n.distance_m >= 0.05);
+                }
+            }
+
+            /// Raw images with any geometry decode or fail cleanly.
+            #[test]
+            fn raw_images_never_panic(w in 0u32..40, h in 0u32..40, step in 0u32..200, len in 0usize..5000,
+                                      enc in prop::sample::select(vec!["rgb8", "bgr8", "rgba8", "mono8", "16UC1", "32FC1", "x"]),
+                                      big in 0u8..2) {
+                let img = Image { width: w, height: h, step, encoding: enc.into(), is_bigendian: big, data: vec![7; len], ..Image::default() };
+                if let Ok(f) = rgb_from_image(&img) {
+                    prop_assert_eq!((f.width(), f.height()), (w as usize, h as usize));
+                }
+                if let Ok(d) = depth_from_image(&img, 0.0) {
+                    prop_assert_eq!(d.depth_m.len(), (w * h) as usize);
+                }
+            }
+
+            /// Compressed payloads of random bytes fail cleanly.
+            #[test]
+            fn compressed_garbage_never_panics(data in prop::collection::vec(any::<u8>(), 0..300)) {
+                let msg = CompressedImage { format: "jpeg".into(), data: data.clone(), ..CompressedImage::default() };
+                let _ = rgb_from_compressed(&msg);
+                let msg = CompressedImage { format: "16UC1; compressedDepth".into(), data, ..CompressedImage::default() };
+                let _ = depth_from_compressed(&msg, 0.0);
+            }
+
+            /// Yaw from any non-degenerate quaternion is finite and in (-π, π].
+            #[test]
+            fn yaw_is_in_range(x in -2.0f64..2.0, y in -2.0f64..2.0, z in -2.0f64..2.0, w in -2.0f64..2.0) {
+                match yaw_from_quaternion(&Quaternion { x, y, z, w }) {
+                    Ok(yaw) => prop_assert!(yaw.is_finite() && yaw > -std::f64::consts::PI - 1e-12 && yaw <= std::f64::consts::PI + 1e-12),
+                    Err(_) => prop_assert!((x * x + y * y + z * z + w * w).sqrt() <= 1e-9),
+                }
+            }
+        }
+    }
 }

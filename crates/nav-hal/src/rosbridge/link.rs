@@ -221,6 +221,7 @@ pub(crate) async fn run<C: Connect>(
             }
             End::Lost(reason) => {
                 warn!(target: LOG, "link to {} lost: {reason}", shared.endpoint);
+                // First: calls fail fast and this session's readers store nothing more.
                 shared.set_disconnected(reason.clone());
                 if !config.dry_run {
                     // Best effort: a half-open link may still carry it.
@@ -515,6 +516,7 @@ where
     F: Fn(M, f64) -> Result<(f64, Store), HalError> + Send + 'static,
 {
     let mut sub = link.subscribe::<M>(topic).await.map_err(|e| link_error(&format!("subscribe {topic}"), e))?;
+    let session = shared.data().session;
     let shared = Arc::clone(shared);
     let topic = topic.to_string();
     readers.spawn(async move {
@@ -525,6 +527,10 @@ where
                     match convert(msg, now) {
                         Ok((header_s, store)) => {
                             let mut d = shared.data();
+                            if d.session != session {
+                                // The link was declared lost: nothing from it is served.
+                                return format!("session of {topic} ended");
+                            }
                             store(&mut d);
                             Shared::accepted(&mut d, &topic, now, header_s);
                         }

@@ -1,12 +1,12 @@
 //! The ROS messages and services the rosbridge HAL exchanges, written by
 //! hand as serde structs implementing roslibrust's
-//! [`RosMessageType`](roslibrust::RosMessageType) (no ROS installation or
+//! [`RosMessageType`] (no ROS installation or
 //! `.msg` files are needed to build navkit).
 //!
 //! Field names follow ROS 2 (`stamp.sec` / `stamp.nanosec`); ROS 1 names
 //! (`secs` / `nsecs`, the header's `seq`) are accepted too. rosbridge's
 //! JSON quirks (non-finite floats as `null`, `uint8[]` as base64) are
-//! handled by the [`wire`](super::wire) helpers. Type names are the
+//! handled by the [`wire`] helpers. Type names are the
 //! `package/Type` form rosbridge accepts on ROS 1 and ROS 2; the ROS 2 DDS
 //! names are filled in for a future native backend, whose type hashes are
 //! left zero (see the module docs of [`rosbridge`](super)).

@@ -92,6 +92,8 @@ pub(crate) struct Data {
     pub sessions: u32,
     pub last_error: Option<String>,
     pub probe_rtt_s: Option<f64>,
+    /// Bumped on every loss; readers of an older session store nothing.
+    pub session: u64,
     topics: BTreeMap<String, (TopicStatus, Option<f64>)>,
 }
 
@@ -159,6 +161,7 @@ impl Shared {
     pub fn set_disconnected(&self, reason: String) {
         self.connected.send_replace(false);
         let mut d = self.data();
+        d.session += 1;
         d.last_error = Some(reason);
         d.connected_at_s = None;
         d.scan = None;
