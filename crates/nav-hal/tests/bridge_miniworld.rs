@@ -25,7 +25,11 @@ fn miniworld_available() -> bool {
     if std::env::var("NAVKIT_REQUIRE_MINIWORLD").is_ok_and(|v| v == "1") {
         panic!("NAVKIT_REQUIRE_MINIWORLD=1 but miniworld is not importable by {}: {reason}", python());
     }
-    eprintln!(
+    // Written to the stderr handle directly, not with eprintln!, so that the
+    // reason shows in a plain `cargo test` run (the harness captures the macros).
+    use std::io::Write as _;
+    let _ = writeln!(
+        std::io::stderr().lock(),
         "SKIPPED bridge_miniworld: miniworld is not importable by {} ({reason}); run ci/setup-bridge.sh",
         python()
     );
