@@ -1,4 +1,81 @@
-//! `nav`: navkit's command-line tool.
+//! `nav`: navkit's command-line tool (SPEC §5).
+//!
+//! Thin by design: argument parsing, configuration loading, progress bars
+//! and reports. Navigation logic lives in the library crates.
+//!
+//! Exit codes: 0 success; 1 the episode ran but failed its criteria
+//! (`run`); 2 bad usage or bad input (with a message naming the problem);
+//! 3 internal errors.
+
+mod cmd;
+mod config;
+mod exit;
+mod plot;
+
+use clap::{Parser, Subcommand};
+use exit::Exit;
+
+/// VLM-guided robot navigation: run episodes, evaluate planners, parse and
+/// inspect model replies, replay logs and merge grounding knowledge.
+#[derive(Parser, Debug)]
+#[command(name = "nav", version, about, long_about = None, propagate_version = true)]
+struct Cli {
+    /// More log output on stderr (-v info, -vv debug); RUST_LOG also works.
+    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
+    verbose: u8,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Run one episode in the built-in simulator.
+    Run(cmd::run::RunArgs),
+    /// Run many episodes (arenas × seeds × configurations) and tabulate them.
+    Eval(cmd::eval::EvalArgs),
+    /// Parse one raw VLM reply and print {"ok", "decision", "error"}.
+    Parse(cmd::parse::ParseArgs),
+    /// Print the exact request a backend would send for a given state.
+    Prompt(cmd::prompt::PromptArgs),
+    /// Redraw a logged run as a picture.
+    Replay(cmd::replay::ReplayArgs),
+    /// Grounding knowledge (seed 004).
+    #[command(subcommand)]
+    Grounding(cmd::grounding::GroundingCommand),
+}
+
+fn init_tracing(verbose: u8) {
+    use tracing_subscriber::EnvFilter;
+    let default = match verbose {
+        0 => "warn",
+        1 => "info",
+        _ => "debug",
+    };
+    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(default));
+    let _ = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).with_target(false).try_init();
+}
+
 fn main() {
-    println!("nav: see README.md");
+    let cli = Cli::parse();
+    init_tracing(cli.verbose);
+    let result = match cli.command {
+        Command::Run(a) => cmd::run::run(a),
+        Command::Eval(a) => cmd::eval::run(a),
+        Command::Parse(a) => cmd::parse::run(a),
+        Command::Prompt(a) => cmd::prompt::run(a),
+        Command::Replay(a) => cmd::replay::run(a),
+        Command::Grounding(c) => cmd::grounding::run(c),
+    };
+    let code = match result {
+        Ok(code) => code,
+        Err(Exit::Usage(msg)) => {
+            eprintln!("nav: {msg}");
+            2
+        }
+        Err(Exit::Internal(msg)) => {
+            eprintln!("nav: internal error: {msg}");
+            3
+        }
+    };
+    std::process::exit(code);
 }

@@ -16,9 +16,8 @@ use crate::protocol::explore::{ExplorePlanner, ExplorePromptConfig, VlmExplorePl
 use crate::protocol::objectnav::{ObjectNavPlanner, ObjectNavPromptConfig, VlmObjectNavPlanner};
 use crate::protocol::scene::{OfflineSceneAnalyzer, SceneAnalyzer, VlmSceneAnalyzer};
 use crate::vlm::VisionLanguageModel;
-use nav_core::geometry::{Point2, Pose2};
+use nav_core::geometry::Point2;
 use nav_core::grid::OccupancyGrid;
-use nav_core::time::Clock;
 use nav_hal::HalError;
 use nav_hal::arena::{Arena, Goal};
 use nav_hal::sim::{SimConfig, SimHal, SimWorld};
@@ -556,16 +555,117 @@ pub async fn run_episode(
     })
 }
 
-/// The start pose a spec will use (after seeding), for pictures.
-pub fn start_pose(arena: &Arena) -> Pose2 {
-    arena.start.pose()
-}
-
-/// The clock type the simulator uses, re-exported for callers that build
-/// their own loops.
-pub type SimClock = nav_core::time::ManualClock;
-
-#[allow(dead_code)]
-fn _assert_clock(c: &SimClock) -> &dyn Clock {
-    c
+/// The request a backend would send at the start state of `spec`'s
+/// episode (what `nav prompt` prints and the prompt snapshots pin down).
+pub async fn initial_request(spec: &EpisodeSpec) -> Result<crate::vlm::VlmRequest, EpisodeError> {
+    use crate::mapping::LocalMap;
+    use crate::protocol::{candidates, explore, objectnav};
+    use nav_hal::hal::{Actuators as _, Sensors as _};
+    let arena = seeded_arena(&spec.arena, spec.seed, spec.sim.robot_radius_m)?;
+    let mut hal = SimHal::new(SimWorld::new(arena.clone(), spec.sim.clone())?);
+    let pose = hal.odometry().await?.pose;
+    let scan = hal.scan().await?.scan;
+    match spec.protocol {
+        ProtocolKind::Objectnav => {
+            let target = match &arena.goal {
+                Some(Goal::Object { label }) => label.clone(),
+                _ => return Err(EpisodeError::Spec(format!("arena {:?} has no object goal", arena.name))),
+            };
+            let pano = hal.panorama(spec.objectnav.panorama_views).await?;
+            let dets = match hal.detections_around(spec.objectnav.panorama_views).await {
+                Ok(d) => d,
+                Err(_) => hal.detections().await?,
+            };
+            let memory = nav_memory::SpatialMemory::new(spec.objectnav.memory_config.clone())
+                .map_err(|e| EpisodeError::Spec(e.to_string()))?;
+            let ctx = memory.context(None);
+            let obs = objectnav::ObjectNavObservation {
+                target: &target,
+                pose,
+                panorama: Some(&pano),
+                detections: &dets,
+                scan: Some(&scan),
+                context: spec.memory.then_some(&ctx),
+            };
+            let cfg = ObjectNavPromptConfig {
+                text_only: spec.text_only,
+                grounding: spec.grounding.clone(),
+                ..ObjectNavPromptConfig::default()
+            };
+            Ok(objectnav::build_request(&obs, &cfg))
+        }
+        ProtocolKind::Candidates => {
+            let [x0, y0, x1, y1] = arena.bounds;
+            let mut grid = OccupancyGrid::covering(x0, y0, x1, y1, spec.candidates.resolution_m)
+                .map_err(|e| EpisodeError::Spec(e.to_string()))?;
+            grid.integrate_scan(pose, &scan, &spec.candidates.integration);
+            grid.mark_visited(pose.position());
+            let goal = match &arena.goal {
+                Some(Goal::Point { x, y }) => Some(Point2::new(*x, *y)),
+                _ => None,
+            };
+            let cands = nav_core::candidates::generate_candidates(
+                &nav_core::candidates::CandidateInput { grid: &grid, clearance: None, robot: pose, goal, stuck: false, waypoints: &[] },
+                &spec.candidates.candidates,
+            );
+            let goal_text = match goal {
+                Some(g) => format!("Reach the goal at ({:.1}, {:.1})", g.x, g.y),
+                None => "Explore the whole arena".to_string(),
+            };
+            let camera = if spec.text_only { None } else { Some(hal.rgb().await?.frame) };
+            let frame = candidates::CandidateFrame {
+                cycle: 1,
+                goal_text: &goal_text,
+                goal,
+                goal_tolerance_m: arena.success_distance_m(),
+                pose,
+                mode: if goal.is_some() { candidates::NavMode::Navigating } else { candidates::NavMode::Exploring },
+                stuck_cycles: None,
+                last_action: None,
+                grid: &grid,
+                candidates: &cands,
+                objects: &[],
+                history: &[],
+                camera: camera.as_ref(),
+                map_image: spec.candidates.map_image,
+            };
+            let cfg = CandidatePromptConfig { text_only: spec.text_only, ..CandidatePromptConfig::default() };
+            Ok(candidates::build_request(&frame, &cfg))
+        }
+        ProtocolKind::Explore => {
+            let mut map = LocalMap::new(spec.explore.map.clone(), pose.position()).map_err(|e| EpisodeError::Spec(e.to_string()))?;
+            map.integrate(pose, &scan);
+            let costs = map.costmap();
+            let frontiers = map
+                .reachable_frontiers(&costs, pose.position())
+                .into_iter()
+                .take(5)
+                .enumerate()
+                .map(|(i, f)| explore::ExploreFrontier { id: i as u32 + 1, position: f.entry, path_cost_m: Some(f.cost_m), size: f.cluster.size })
+                .collect();
+            let frame = hal.rgb().await?;
+            let depth = hal.depth().await.ok();
+            hal.stop().await.ok();
+            let snap = explore::ExploreSnapshot {
+                pose,
+                speed_mps: 0.0,
+                distance_traveled_m: 0.0,
+                elapsed_s: 0.0,
+                coverage: None,
+                scan,
+                scan_age_s: 0.0,
+                hfov_rad: frame.hfov_rad,
+                image: Some(frame.frame),
+                depth,
+                previous_action: None,
+                previous_result: None,
+                memory_text: nav_memory::ExplorationMemory::new(0.0).to_prompt_text(),
+                frontiers,
+                detections: Vec::new(),
+                text_only: spec.text_only,
+            };
+            let cfg = ExplorePromptConfig { text_only: spec.text_only, ..ExplorePromptConfig::default() };
+            Ok(explore::build_request(&snap, &cfg))
+        }
+    }
 }

@@ -50,6 +50,15 @@
 //! OpenSSL) and `rand` (retry jitter).
 #![deny(missing_docs)]
 
+pub mod annotate;
+pub mod episode;
+pub mod eval;
+pub mod mapping;
+pub mod navigator;
+pub mod offline;
+pub mod parse;
+pub mod prompts;
+pub mod protocol;
 pub mod vlm;
 
 pub use vlm::{

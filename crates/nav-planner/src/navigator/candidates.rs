@@ -306,12 +306,10 @@ pub async fn run_candidates<R: Robot + ?Sized>(
         }
         // 11–13. plan and execute
         let costs = CostMap::from_grid(&grid, &cost_cfg);
-        let mut action_text = format!("{:?}", d.action.kind).to_uppercase();
-        if let Some(id) = &d.action.target_id {
-            action_text = format!("{} {id}", action_label(d.action.kind));
-        } else {
-            action_text = action_label(d.action.kind).to_string();
-        }
+        let action_text = match &d.action.target_id {
+            Some(id) => format!("{} {id}", action_label(d.action.kind)),
+            None => action_label(d.action.kind).to_string(),
+        };
         let (result, details, moved, stop_run) =
             execute(robot, &d, &cands, pose, &costs, &mut astar, clock, &mut events).await?;
         let planner_rec = PlannerRecord {

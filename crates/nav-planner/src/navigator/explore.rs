@@ -141,8 +141,8 @@ pub struct ExploreOutcome {
 enum Active {
     Idle,
     Velocity { v: VelocityTarget, started_s: f64 },
-    Goal { goal: Point2, started_s: f64, deadline_s: f64, path: Vec<Point2>, replanned_s: f64 },
-    Hold { started_s: f64, until_s: f64 },
+    Goal { goal: Point2, deadline_s: f64, path: Vec<Point2>, replanned_s: f64 },
+    Hold { until_s: f64 },
 }
 
 /// The decision side: inline for instant planners, a task otherwise.
@@ -312,7 +312,7 @@ impl ExploreLoop {
                 self.handle_reply(
                     reply, started, now, pose, scan.as_ref(), scan_age, &map, &mut executor, &mut watchdog,
                     &mut network, &mut scheduler, &mut memory, &mut stats, &mut active, &mut outcome, &mut motion,
-                    &mut prev_action, &mut complete, &mut waiting_since, &mut events, &mut planner_rec,
+                    &mut prev_action, &mut prev_result, &mut complete, &mut waiting_since, &mut events, &mut planner_rec,
                     &mut after_override,
                 );
             }
@@ -399,7 +399,7 @@ impl ExploreLoop {
                                         self.handle_reply(
                                             reply, now, now, pose, scan.as_ref(), scan_age, &map, &mut executor,
                                             &mut watchdog, &mut network, &mut scheduler, &mut memory, &mut stats,
-                                            &mut active, &mut outcome, &mut motion, &mut prev_action, &mut complete,
+                                            &mut active, &mut outcome, &mut motion, &mut prev_action, &mut prev_result, &mut complete,
                                             &mut waiting_since, &mut events, &mut planner_rec, &mut after_override,
                                         );
                                     }
@@ -436,7 +436,14 @@ impl ExploreLoop {
             if !paused {
                 match tier {
                     WatchdogTier::Continue => {
-                        command = self.follow_active(&mut active, &mut map, pose, now, &mut outcome, &mut motion, &mut events);
+                        let (c, finished) = self.follow_active(&mut active, &mut map, pose, now, &mut motion, &mut events);
+                        command = c;
+                        if finished {
+                            finish_active(
+                                &mut active, &mut outcome, &mut motion, &mut executor, pose, now, &mut prev_result,
+                                &mut memory,
+                            );
+                        }
                         if waiting_since.is_some() {
                             command = watchdog.decay(watchdog.elapsed(now), &command);
                         }
@@ -473,7 +480,7 @@ impl ExploreLoop {
                 stats.safety_overrides += 1;
                 events.push(json!({"event": "safety_override", "kind": o.kind, "code": o.code, "reason": o.reason}));
             }
-            if guarded.is_stop() && (command.linear != 0.0 || command.angular != 0.0) {
+            if guarded.stop().is_some() && (command.linear != 0.0 || command.angular != 0.0) {
                 // a safety stop ends the current action; the model hears why
                 if let Some(o) = guarded.stop() {
                     motion.safety_stop = Some(o.clone());
@@ -576,6 +583,7 @@ impl ExploreLoop {
         outcome: &mut Option<ExecutionOutcome>,
         motion: &mut MotionReport,
         prev_action: &mut Option<String>,
+        prev_result: &mut Option<String>,
         complete: &mut bool,
         waiting_since: &mut Option<f64>,
         events: &mut Vec<Value>,
@@ -610,7 +618,7 @@ impl ExploreLoop {
         let d = reply.decision;
         for r in &d.reports {
             if let ToolCall::ReportDiscovery { label, notes, significance } = r {
-                let sig = Significance::parse(significance.as_str()).unwrap_or(Significance::Landmark);
+                let sig = significance.as_str().parse::<Significance>().unwrap_or(Significance::Landmark);
                 memory.record_discovery(label, notes, sig, pose.position());
                 events.push(json!({"event": "discovery", "label": label, "significance": significance.as_str()}));
             }
@@ -619,7 +627,7 @@ impl ExploreLoop {
             memory.update_after_action(ActionRecord::new(p.name(), &p.to_json().to_string(), result, pose.position()));
         }
         // a new decision replaces the running one
-        finish_active(active, outcome, motion, executor, pose, now, &mut None, memory);
+        finish_active(active, outcome, motion, executor, pose, now, prev_result, memory);
         let frontiers = frontier_list(map, pose);
         let goals: Vec<_> = frontiers.iter().map(ExploreFrontier::goal).collect();
         let sensors = SafetySensors::new(scan, now - scan_age, pose, now).with_frontiers(&goals);
@@ -634,9 +642,9 @@ impl ExploreLoop {
             Target::NavGoal(g) => {
                 let goal = Point2::new(g.x, g.y);
                 let deadline = now + 15.0 + 3.0 * pose.position().distance(goal) / self.config.path_speed_mps.max(0.01);
-                *active = Active::Goal { goal, started_s: now, deadline_s: deadline, path: Vec::new(), replanned_s: f64::NEG_INFINITY };
+                *active = Active::Goal { goal, deadline_s: deadline, path: Vec::new(), replanned_s: f64::NEG_INFINITY };
             }
-            Target::Observe(_) => *active = Active::Hold { started_s: now, until_s: now + 1.0 },
+            Target::Observe(_) => *active = Active::Hold { until_s: now + 1.0 },
             Target::Stop(s) => {
                 if matches!(d.action, ToolCall::StopRobot { reason: nav_safety::tools::StopReason::ExplorationComplete }) {
                     *complete = true;
@@ -650,7 +658,7 @@ impl ExploreLoop {
         *outcome = Some(exec);
         if matches!(active, Active::Idle) {
             // nothing to execute: close the record now
-            finish_active(active, outcome, motion, executor, pose, now, &mut None, memory);
+            finish_active(active, outcome, motion, executor, pose, now, prev_result, memory);
         }
     }
 
@@ -663,26 +671,25 @@ impl ExploreLoop {
         map: &mut LocalMap,
         pose: Pose2,
         now: f64,
-        outcome: &mut Option<ExecutionOutcome>,
         motion: &mut MotionReport,
         events: &mut Vec<Value>,
-    ) -> VelocityTarget {
+    ) -> (VelocityTarget, bool) {
         let tol = self.config.goal_tolerance_m;
         let speed = self.config.path_speed_mps;
         let done = match active {
-            Active::Idle => return VelocityTarget::STOP,
+            Active::Idle => return (VelocityTarget::STOP, false),
             Active::Velocity { v, started_s } => {
                 if now - *started_s >= v.duration_s {
                     true
                 } else {
-                    return *v;
+                    return (*v, false);
                 }
             }
-            Active::Hold { until_s, .. } => {
+            Active::Hold { until_s } => {
                 if now >= *until_s {
                     true
                 } else {
-                    return VelocityTarget::STOP;
+                    return (VelocityTarget::STOP, false);
                 }
             }
             Active::Goal { goal, deadline_s, path, replanned_s, .. } => {
@@ -706,16 +713,12 @@ impl ExploreLoop {
                     if path.is_empty() {
                         true
                     } else {
-                        return pursue_path(path, pose, speed);
+                        return (pursue_path(path, pose, speed), false);
                     }
                 }
             }
         };
-        if done {
-            let _ = outcome;
-            *active = Active::Idle;
-        }
-        VelocityTarget::STOP
+        (VelocityTarget::STOP, done)
     }
 }
 

@@ -43,7 +43,7 @@ pub fn parse_final_grounding(reply: &str) -> Result<FinalGrounding, DecisionErro
 /// Builds the request for one episode's feedback.
 pub fn build_request(req: &GroundingRequest) -> VlmRequest {
     VlmRequest::new(GROUNDING_SYSTEM)
-        .text(format!("Episode {} feedback:\n{}", req.episode_id, req.prompt_text()))
+        .text(format!("Episode {} feedback:\n{}", req.episode_id, req.feedback_text()))
         .max_tokens(600)
         .temperature(0.2)
         .timeout(Duration::from_secs(30))

@@ -1,0 +1,28 @@
+//! How commands fail: bad usage/input (exit 2) or internal errors (exit 3).
+
+/// A command's failure, mapped to an exit code by `main`.
+#[derive(Debug)]
+pub enum Exit {
+    /// Bad usage or bad input: exit 2, with a message naming the problem.
+    Usage(String),
+    /// Something that should not happen: exit 3.
+    Internal(String),
+}
+
+/// A command's result: the exit code on success.
+pub type CmdResult = Result<i32, Exit>;
+
+/// Shorthand for a usage error.
+pub fn usage(msg: impl Into<String>) -> Exit {
+    Exit::Usage(msg.into())
+}
+
+/// Shorthand for an internal error.
+pub fn internal(msg: impl std::fmt::Display) -> Exit {
+    Exit::Internal(msg.to_string())
+}
+
+/// A single-threaded tokio runtime for a command.
+pub fn runtime() -> Result<tokio::runtime::Runtime, Exit> {
+    tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(internal)
+}

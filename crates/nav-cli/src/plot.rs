@@ -1,0 +1,47 @@
+//! Pictures of runs: the arena with the trajectory (ground truth), the
+//! memory's anchors coloured by place, and the goal, as PNG or SVG by the
+//! file extension.
+
+use crate::exit::{Exit, usage};
+use nav_core::geometry::{Point2, Pose2};
+use nav_hal::arena::Arena;
+use nav_hal::picture::MapPicture;
+use nav_planner::navigator::StepRecord;
+use std::path::Path;
+
+/// Checks that `path` ends in .png or .svg.
+pub fn check_extension(path: &Path) -> Result<(), Exit> {
+    match path.extension().and_then(|e| e.to_str()).map(str::to_ascii_lowercase).as_deref() {
+        Some("png" | "svg") => Ok(()),
+        _ => Err(usage(format!("--plot {}: the file must end in .png or .svg", path.display()))),
+    }
+}
+
+/// Draws a run from its step records.
+pub fn draw(arena: &Arena, records: &[StepRecord], title: &str, path: &Path) -> Result<(), Exit> {
+    check_extension(path)?;
+    let trajectory: Vec<Point2> =
+        records.iter().map(|r| r.gt_pose.unwrap_or(r.pose).pose().position()).collect();
+    // anchors live in the dead-reckoning frame (start at the origin): map them onto the arena
+    let start = arena.start.pose();
+    let mut anchors: Vec<(Point2, u32)> = Vec::new();
+    let mut last_anchor = None;
+    for r in records {
+        if let (Some(a), Some(p)) = (r.anchor_id, r.place_id) {
+            if last_anchor != Some(a) {
+                last_anchor = Some(a);
+                let local = r.pose.pose();
+                anchors.push((to_arena(start, local), p));
+            }
+        }
+    }
+    let mut pic = MapPicture::new(arena).with_trajectory(trajectory).with_title(title);
+    if records.iter().any(|r| r.place_id.is_some()) {
+        pic = pic.with_anchors(anchors);
+    }
+    pic.save(path).map_err(|e| usage(format!("--plot {}: {e}", path.display())))
+}
+
+fn to_arena(start: Pose2, local: Pose2) -> Point2 {
+    start.transform_point(local.position())
+}
