@@ -12,11 +12,11 @@
 //! ```
 
 use crate::exit::{Exit, usage};
+use nav_hal::sim::SimConfig;
 use nav_planner::navigator::candidates::CandidatesLoopConfig;
 use nav_planner::navigator::explore::ExploreLoopConfig;
 use nav_planner::navigator::objectnav::ObjectNavLoopConfig;
 use nav_planner::vlm::{BackendConfig, Provider};
-use nav_hal::sim::SimConfig;
 use serde::Deserialize;
 use std::path::{Path, PathBuf};
 
@@ -62,7 +62,12 @@ impl NavConfig {
 
     /// The backend config for `--vlm/--model/--base-url`, falling back to the
     /// file's `[vlm]` section.
-    pub fn backend(&self, vlm: Option<&str>, model: Option<&str>, base_url: Option<&str>) -> Result<BackendConfig, Exit> {
+    pub fn backend(
+        &self,
+        vlm: Option<&str>,
+        model: Option<&str>,
+        base_url: Option<&str>,
+    ) -> Result<BackendConfig, Exit> {
         let mut cfg = self.vlm.clone().unwrap_or_default();
         match vlm {
             Some(name) => {
@@ -76,7 +81,9 @@ impl NavConfig {
                 }
             }
             None if self.vlm.is_none() => {
-                return Err(usage("--planner vlm needs --vlm openai|gemini|vertex|anthropic (or a [vlm] section in --config)"));
+                return Err(usage(
+                    "--planner vlm needs --vlm openai|gemini|vertex|anthropic (or a [vlm] section in --config)",
+                ));
             }
             None => {}
         }
@@ -95,7 +102,8 @@ impl NavConfig {
             return Ok(None);
         }
         let format = crate::cmd::grounding::parse_format(self.grounding.format.as_deref().unwrap_or("txt"))?;
-        let merged = nav_memory::grounding::merge_files(&self.grounding.files, format).map_err(|e| usage(e.to_string()))?;
+        let merged =
+            nav_memory::grounding::merge_files(&self.grounding.files, format).map_err(|e| usage(e.to_string()))?;
         let text = merged.render_prompt_section();
         Ok((!text.trim().is_empty()).then_some(text))
     }

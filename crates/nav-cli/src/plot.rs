@@ -20,8 +20,7 @@ pub fn check_extension(path: &Path) -> Result<(), Exit> {
 /// Draws a run from its step records.
 pub fn draw(arena: &Arena, records: &[StepRecord], title: &str, path: &Path) -> Result<(), Exit> {
     check_extension(path)?;
-    let trajectory: Vec<Point2> =
-        records.iter().map(|r| r.gt_pose.unwrap_or(r.pose).pose().position()).collect();
+    let trajectory: Vec<Point2> = records.iter().map(|r| r.gt_pose.unwrap_or(r.pose).pose().position()).collect();
     // anchors live in the dead-reckoning frame (start at the origin): map them onto the arena
     let start = arena.start.pose();
     let mut anchors: Vec<(Point2, u32)> = Vec::new();

@@ -345,9 +345,12 @@ impl OccupancyGrid {
         }
     }
 
-    /// Integrates a LiDAR scan taken at `pose` by ray casting: cells along
-    /// each beam become free (explored cells and walls are kept, obstacles
-    /// lose confidence), the end cell of a hit becomes an obstacle.
+    /// Integrates a LiDAR scan taken at `pose` by ray casting: unknown cells
+    /// along each beam become free and the end cell of a hit becomes an
+    /// obstacle. Sensed obstacles, walls and explored cells are kept (rays
+    /// crossing a thin wall's cells at grazing angles would otherwise erode
+    /// it); low-confidence guesses (predictions, LLM corrections) are
+    /// replaced by what the beam shows.
     pub fn integrate_scan(&mut self, pose: Pose2, scan: &LaserScan, cfg: &ScanIntegration) {
         if !scan.header_is_valid() {
             return;
@@ -385,14 +388,10 @@ impl OccupancyGrid {
                             c.state = CellState::Free;
                             c.confidence = cfg.free_confidence;
                         }
-                        CellState::Obstacle => {
-                            c.confidence -= 0.2;
-                            if c.confidence < 0.3 {
-                                c.state = CellState::Free;
-                                c.confidence = cfg.free_confidence * 0.5;
-                            }
-                        }
-                        CellState::Explored | CellState::Wall => {}
+                        // A sensed obstacle stays: rays that cross its square are almost always
+                        // grazing a thin wall (discretization), not evidence that it is gone. The
+                        // grid assumes a static world.
+                        CellState::Obstacle | CellState::Explored | CellState::Wall => {}
                     }
                 }
             });

@@ -183,7 +183,11 @@ fn blit_scaled(dst: &mut RgbFrame, src: &RgbFrame, x0: usize, y0: usize, w: usiz
                 }
             }
             let n = n.max(1);
-            dst.put((x0 + tx) as i64, (y0 + ty) as i64, Rgb([(acc[0] / n) as u8, (acc[1] / n) as u8, (acc[2] / n) as u8]));
+            dst.put(
+                (x0 + tx) as i64,
+                (y0 + ty) as i64,
+                Rgb([(acc[0] / n) as u8, (acc[1] / n) as u8, (acc[2] / n) as u8]),
+            );
         }
     }
 }
@@ -259,7 +263,11 @@ pub fn render_world_model(
     }
     for c in candidates {
         let (x, y) = to_px(c.position);
-        let col = if c.kind == nav_core::candidates::CandidateKind::Subgoal { Rgb([40, 90, 230]) } else { Rgb([245, 140, 20]) };
+        let col = if c.kind == nav_core::candidates::CandidateKind::Subgoal {
+            Rgb([40, 90, 230])
+        } else {
+            Rgb([245, 140, 20])
+        };
         f.disc(x, y, scale.max(3.0), col);
         f.text(x as i64 + 4, y as i64 - 4, &c.id, 1, col, Some(Rgb::WHITE));
     }

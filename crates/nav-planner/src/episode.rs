@@ -4,12 +4,16 @@
 //! summary, seed 002 report). `nav run`, `nav eval` and the integration
 //! tests all go through [`run_episode`].
 
-use crate::navigator::candidates::{CandidatesEnd, CandidatesLoopConfig, WorldModelMode, rasterize_arena, run_candidates};
+use crate::navigator::candidates::{
+    CandidatesEnd, CandidatesLoopConfig, WorldModelMode, rasterize_arena, run_candidates,
+};
 use crate::navigator::explore::{ExploreEnd, ExploreLoop, ExploreLoopConfig, ExploreSignals};
 use crate::navigator::objectnav::{ObjectNavEnd, ObjectNavLoopConfig, run_objectnav};
 use crate::navigator::policy::{HeadingPolicy, HeadingPolicyConfig};
 use crate::navigator::{EpisodeStats, NavError, Observer, StepLog};
-use crate::offline::{FrontierPlanner, OfflineCandidatePlanner, OfflineExplorePlanner, OfflineObjectNavConfig, OfflineObjectNavPlanner};
+use crate::offline::{
+    FrontierPlanner, OfflineCandidatePlanner, OfflineExplorePlanner, OfflineObjectNavConfig, OfflineObjectNavPlanner,
+};
 use crate::protocol::ProtocolKind;
 use crate::protocol::candidates::{CandidatePlanner, CandidatePromptConfig, VlmCandidatePlanner};
 use crate::protocol::explore::{ExplorePlanner, ExplorePromptConfig, VlmExplorePlanner};
@@ -375,15 +379,22 @@ pub async fn run_episode(
             };
             let mut planner: Box<dyn ObjectNavPlanner> = match spec.planner {
                 PlannerChoice::Offline => Box::new(
-                    OfflineObjectNavPlanner::new(OfflineObjectNavConfig { memory: spec.memory, ..OfflineObjectNavConfig::default() })
-                        .map_err(|e| EpisodeError::Spec(e.to_string()))?,
+                    OfflineObjectNavPlanner::new(OfflineObjectNavConfig {
+                        memory: spec.memory,
+                        ..OfflineObjectNavConfig::default()
+                    })
+                    .map_err(|e| EpisodeError::Spec(e.to_string()))?,
                 ),
-                PlannerChoice::Frontier => Box::new(
-                    FrontierPlanner::new(Default::default()).map_err(|e| EpisodeError::Spec(e.to_string()))?,
-                ),
+                PlannerChoice::Frontier => {
+                    Box::new(FrontierPlanner::new(Default::default()).map_err(|e| EpisodeError::Spec(e.to_string()))?)
+                }
                 PlannerChoice::Vlm => Box::new(VlmObjectNavPlanner::new(
                     spec.vlm.clone().ok_or_else(|| EpisodeError::Spec("no model".into()))?,
-                    ObjectNavPromptConfig { text_only: spec.text_only, grounding: spec.grounding.clone(), ..ObjectNavPromptConfig::default() },
+                    ObjectNavPromptConfig {
+                        text_only: spec.text_only,
+                        grounding: spec.grounding.clone(),
+                        ..ObjectNavPromptConfig::default()
+                    },
                 )),
             };
             let mut scene: Box<dyn SceneAnalyzer> = match (&spec.planner, &spec.vlm, spec.text_only) {
@@ -397,7 +408,14 @@ pub async fn run_episode(
             });
             let cfg = ObjectNavLoopConfig { max_steps, memory: spec.memory, ..spec.objectnav.clone() };
             let out = run_objectnav(
-                &mut hal, &target, planner.as_mut(), &mut policy, scene.as_mut(), &cfg, clock.as_ref(), log,
+                &mut hal,
+                &target,
+                planner.as_mut(),
+                &mut policy,
+                scene.as_mut(),
+                &cfg,
+                clock.as_ref(),
+                log,
                 &mut observer,
             )
             .await?;
@@ -433,12 +451,22 @@ pub async fn run_episode(
                 },
             };
             let out = run_candidates(
-                &mut hal, point_goal, &goal_text, planner.as_mut(), grid, &cfg, clock.as_ref(), log, &mut observer,
+                &mut hal,
+                point_goal,
+                &goal_text,
+                planner.as_mut(),
+                grid,
+                &cfg,
+                clock.as_ref(),
+                log,
+                &mut observer,
             )
             .await?;
             let success = match (&arena.goal, out.end) {
                 (Some(Goal::Point { .. }), _) => Some(hal.world().is_success(hal.world().ground_truth_pose())),
-                (Some(Goal::Object { .. }), CandidatesEnd::Stopped) => Some(hal.world().is_success(hal.world().ground_truth_pose())),
+                (Some(Goal::Object { .. }), CandidatesEnd::Stopped) => {
+                    Some(hal.world().is_success(hal.world().ground_truth_pose()))
+                }
                 (Some(Goal::Object { .. }), _) => Some(false),
                 (None, _) => None,
             };
@@ -468,7 +496,9 @@ pub async fn run_episode(
     let collisions = w.collisions();
     let path = w.path_length_m();
     let geodesic = if arena.goal.is_some() { w.geodesic_start_to_goal() } else { None };
-    let min_cov = arena.criteria.min_coverage;
+    // exploration without a stated coverage target is judged against the seed's 80 %
+    let min_cov =
+        arena.criteria.min_coverage.or((spec.protocol == ProtocolKind::Explore || arena.goal.is_none()).then_some(0.8));
     let success = match success {
         Some(s) => s,
         None => min_cov.is_none_or(|m| coverage >= m) && explored_by_criteria,
@@ -605,7 +635,14 @@ pub async fn initial_request(spec: &EpisodeSpec) -> Result<crate::vlm::VlmReques
                 _ => None,
             };
             let cands = nav_core::candidates::generate_candidates(
-                &nav_core::candidates::CandidateInput { grid: &grid, clearance: None, robot: pose, goal, stuck: false, waypoints: &[] },
+                &nav_core::candidates::CandidateInput {
+                    grid: &grid,
+                    clearance: None,
+                    robot: pose,
+                    goal,
+                    stuck: false,
+                    waypoints: &[],
+                },
                 &spec.candidates.candidates,
             );
             let goal_text = match goal {
@@ -633,7 +670,8 @@ pub async fn initial_request(spec: &EpisodeSpec) -> Result<crate::vlm::VlmReques
             Ok(candidates::build_request(&frame, &cfg))
         }
         ProtocolKind::Explore => {
-            let mut map = LocalMap::new(spec.explore.map.clone(), pose.position()).map_err(|e| EpisodeError::Spec(e.to_string()))?;
+            let mut map = LocalMap::new(spec.explore.map.clone(), pose.position())
+                .map_err(|e| EpisodeError::Spec(e.to_string()))?;
             map.integrate(pose, &scan);
             let costs = map.costmap();
             let frontiers = map
@@ -641,7 +679,12 @@ pub async fn initial_request(spec: &EpisodeSpec) -> Result<crate::vlm::VlmReques
                 .into_iter()
                 .take(5)
                 .enumerate()
-                .map(|(i, f)| explore::ExploreFrontier { id: i as u32 + 1, position: f.entry, path_cost_m: Some(f.cost_m), size: f.cluster.size })
+                .map(|(i, f)| explore::ExploreFrontier {
+                    id: i as u32 + 1,
+                    position: f.entry,
+                    path_cost_m: Some(f.cost_m),
+                    size: f.cluster.size,
+                })
                 .collect();
             let frame = hal.rgb().await?;
             let depth = hal.depth().await.ok();

@@ -74,13 +74,22 @@ pub fn default_suite(base: &EvalConfig, house_seeds: u64, procedural: u64) -> Re
         houses.push((generate_house(seed), format!("procedural:{seed}"), 0));
     }
     let mut out = Vec::new();
-    for (planner, memory) in [(PlannerChoice::Frontier, true), (PlannerChoice::Offline, false), (PlannerChoice::Offline, true)] {
+    for (planner, memory) in
+        [(PlannerChoice::Frontier, true), (PlannerChoice::Offline, false), (PlannerChoice::Offline, true)]
+    {
         for (a, src, seed) in &houses {
             out.push(base.spec(a.clone(), src.clone(), ProtocolKind::Objectnav, planner, memory, *seed));
         }
     }
     for name in SEED_ARENAS {
-        out.push(base.spec(Arena::builtin(name)?, format!("builtin:{name}"), ProtocolKind::Candidates, PlannerChoice::Offline, true, 0));
+        out.push(base.spec(
+            Arena::builtin(name)?,
+            format!("builtin:{name}"),
+            ProtocolKind::Candidates,
+            PlannerChoice::Offline,
+            true,
+            0,
+        ));
     }
     for name in ["exploration", "house_a"] {
         let mut a = Arena::builtin(name)?;
@@ -140,11 +149,7 @@ pub struct EvalReport {
 }
 
 fn arena_group(s: &RunSummary) -> String {
-    if s.protocol == "objectnav" {
-        "houses".to_string()
-    } else {
-        s.arena.clone()
-    }
+    if s.protocol == "objectnav" { "houses".to_string() } else { s.arena.clone() }
 }
 
 fn median(mut v: Vec<f64>) -> Option<f64> {

@@ -34,9 +34,9 @@ impl Default for LocalMapConfig {
         Self {
             size_m: 48.0,
             resolution_m: 0.1,
-            inflation_m: 0.22,
+            inflation_m: 0.25,
             unknown_cost: 50.0,
-            min_frontier_cells: 4,
+            min_frontier_cells: 3,
             integration: ScanIntegration { max_free_range_m: 6.0, ..ScanIntegration::default() },
         }
     }
@@ -72,7 +72,8 @@ impl LocalMap {
             center.y + half,
             config.resolution_m,
         )?;
-        let planner = GridPlanner::new(PlannerConfig { max_planning_time_ms: f64::INFINITY, ..PlannerConfig::default() });
+        let planner =
+            GridPlanner::new(PlannerConfig { max_planning_time_ms: f64::INFINITY, ..PlannerConfig::default() });
         Ok(Self { config, grid, planner })
     }
 
@@ -113,7 +114,9 @@ impl LocalMap {
             &CostMapConfig {
                 unknown_cost: self.config.unknown_cost,
                 robot_radius_m: self.config.inflation_m,
-                ..CostMapConfig::ground_truth()
+                // a wider soft band keeps paths in the middle of doorways and corridors
+                inflation_cells: 6,
+                near_obstacle_multiplier: 4.0,
             },
         )
     }
@@ -141,13 +144,14 @@ impl LocalMap {
     }
 
     /// The cell planning starts from: the robot's cell, or the nearest
-    /// passable cell within 0.3 m when the robot's own cell is inflated.
+    /// passable cell within 0.8 m when the robot's own cell is inflated
+    /// (the robot may stand closer to a wall than the planning margin).
     fn start_cell(&self, costs: &CostMap, from: Point2) -> GridPos {
         let c = costs.world_to_grid(from);
         if costs.cost(c).is_finite() {
             return c;
         }
-        let r = (0.3 / self.grid.resolution()).ceil() as i32;
+        let r = (0.8 / self.grid.resolution()).ceil() as i32;
         let mut best: Option<(GridPos, i32)> = None;
         for dy in -r..=r {
             for dx in -r..=r {
@@ -169,24 +173,31 @@ impl LocalMap {
     }
 
     /// True when the straight segment from `a` to `b` crosses only
-    /// passable cells of `costs`.
-    pub fn line_of_sight(costs: &CostMap, a: Point2, b: Point2) -> bool {
+    /// passable cells of `costs`. The first `skip_m` metres are not checked
+    /// (the robot may stand in the inflated band next to a wall).
+    pub fn line_of_sight(costs: &CostMap, a: Point2, b: Point2, skip_m: f64) -> bool {
         let d = a.distance(b);
         let step = costs.resolution() * 0.5;
         let n = (d / step).ceil().max(1.0) as usize;
         (0..=n).all(|k| {
             let t = k as f64 / n as f64;
+            if t * d < skip_m {
+                return true;
+            }
             let p = a + (b - a) * t;
             costs.cost(costs.world_to_grid(p)).is_finite()
         })
     }
 
     /// The farthest point of `path` within `max_m` of path length that the
-    /// robot at `from` can reach in a straight line.
+    /// robot at `from` can reach in a straight line; if none, the first
+    /// path point at least one cell away.
     pub fn lookahead(costs: &CostMap, from: Point2, path: &PathResult, max_m: f64) -> Option<Point2> {
         let mut travelled = 0.0;
         let mut last = from;
         let mut best = None;
+        let mut first = None;
+        let skip = costs.resolution() * 3.0;
         for cell in path.cells.iter().skip(1) {
             let p = costs.grid_to_world(*cell);
             travelled += last.distance(p);
@@ -194,11 +205,14 @@ impl LocalMap {
             if travelled > max_m {
                 break;
             }
-            if Self::line_of_sight(costs, from, p) {
+            if first.is_none() && p.distance(from) >= costs.resolution() {
+                first = Some(p);
+            }
+            if Self::line_of_sight(costs, from, p, skip) {
                 best = Some(p);
             }
         }
-        best
+        best.or(first)
     }
 }
 

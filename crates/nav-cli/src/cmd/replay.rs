@@ -47,8 +47,14 @@ pub fn run(args: ReplayArgs) -> CmdResult {
         },
     };
     let get = |k: &str| info.get(k).and_then(|v| v.as_str()).unwrap_or("?").to_string();
-    let title = format!("{} | {} | {} | {} steps{}", arena.name, get("protocol"), get("planner"), records.len() - 1,
-        if truncated { " (truncated log)" } else { "" });
+    let title = format!(
+        "{} | {} | {} | {} steps{}",
+        arena.name,
+        get("protocol"),
+        get("planner"),
+        records.len() - 1,
+        if truncated { " (truncated log)" } else { "" }
+    );
     crate::plot::draw(&arena, &records, &title, &args.plot)?;
     println!("{}", args.plot.display());
     Ok(0)

@@ -82,7 +82,7 @@ impl Default for CandidatesLoopConfig {
             predictive: true,
             map_image: true,
             planner: PlannerConfig::default(),
-            inflation_m: 0.2,
+            inflation_m: 0.33,
             integration: ScanIntegration { max_free_range_m: 6.0, ..ScanIntegration::default() },
             explore_until_known: 0.98,
         }
@@ -247,7 +247,8 @@ pub async fn run_candidates<R: Robot + ?Sized>(
             NavMode::Exploring
         };
         // exploration complete?
-        if goal.is_none() && (cands.iter().all(|c| c.kind != nav_core::candidates::CandidateKind::Frontier))
+        if goal.is_none()
+            && (cands.iter().all(|c| c.kind != nav_core::candidates::CandidateKind::Frontier))
             && grid.known_fraction() >= config.explore_until_known
         {
             events.push(json!({"event": "exploration_complete"}));
@@ -279,7 +280,11 @@ pub async fn run_candidates<R: Robot + ?Sized>(
                 let reason = format!("inference timed out after {:.1} s", timeout.as_secs_f64());
                 events.push(json!({"event": "fallback", "reason": reason}));
                 tracing::warn!(%reason, "candidates: STOP fallback");
-                let record = CallRecord { fallback: Some(reason.clone()), errors: vec![reason.clone()], ..CallRecord::default() };
+                let record = CallRecord {
+                    fallback: Some(reason.clone()),
+                    errors: vec![reason.clone()],
+                    ..CallRecord::default()
+                };
                 PlannerReply { decision: CandidateDecision::fallback(&reason), distance_hint_m: None, record }
             }
         };
@@ -312,6 +317,16 @@ pub async fn run_candidates<R: Robot + ?Sized>(
         };
         let (result, details, moved, stop_run) =
             execute(robot, &d, &cands, pose, &costs, &mut astar, clock, &mut events).await?;
+        if config.world_model == WorldModelMode::Vision {
+            for e in &events {
+                if let Some([x, y]) = e.get("contact").and_then(|c| serde_json::from_value::<[f64; 2]>(c.clone()).ok())
+                {
+                    if let Some(g) = grid.world_to_grid(Point2::new(x, y)) {
+                        grid.set(g, CellState::Obstacle, 0.95);
+                    }
+                }
+            }
+        }
         let planner_rec = PlannerRecord {
             raw: reply.record.raw.clone(),
             parsed: serde_json::to_value(&d).unwrap_or(Value::Null),
@@ -490,20 +505,58 @@ async fn follow_path<R: Robot + ?Sized>(
     clock: &dyn Clock,
     events: &mut Vec<Value>,
 ) -> Result<(&'static str, String, f64, bool), NavError> {
-    let path: PathResult = astar.plan_world(costs, pose.position(), target, clock);
+    // start from the robot's cell, or the nearest passable cell when the robot stands in the
+    // inflated zone (after brushing past something)
+    let here = costs.world_to_grid(pose.position());
+    let start = if costs.cost(here).is_finite() { here } else { nearest_passable(costs, here, 4).unwrap_or(here) };
+    let goal = costs.world_to_grid(target);
+    let path: PathResult = astar.plan(costs, start, goal, clock);
     if !path.success {
         let why = path.error.map(|e| e.to_string()).unwrap_or_default();
         tracing::debug!(%why, "Path planning failed");
         events.push(json!({"event": "path_failed", "reason": why}));
         return Ok(("blocked", format!("Path planning failed: {why}"), 0.0, false));
     }
-    // the bridge targets the second waypoint (the first is the robot's own cell)
-    let wp = path.waypoints.get(1).or(path.waypoints.first()).map(|w| Point2::new(w.x, w.y)).unwrap_or(target);
+    // The seed drives to the path's second waypoint (one waypoint spacing ahead). We take the
+    // farthest path point within that spacing that the robot can reach in a straight line, so a
+    // shortcut never cuts an obstacle's corner.
+    let spacing = costs.resolution() * astar.config().waypoint_spacing.max(1) as f64;
+    let wp = if start != here {
+        costs.grid_to_world(start)
+    } else {
+        crate::mapping::LocalMap::lookahead(costs, pose.position(), &path, spacing + 1e-9)
+            .or_else(|| path.waypoints.get(1).map(|w| Point2::new(w.x, w.y)))
+            .unwrap_or(target)
+    };
     let out = robot.move_to(wp).await?;
     if out.collided {
-        events.push(json!({"event": "collision"}));
+        // where the robot touched: one radius ahead along the motion (seed 002: mark it as an
+        // obstacle for future avoidance)
+        let now = robot.odometry().await.map(|o| o.pose).unwrap_or(pose);
+        let dir = if now.position().distance(wp) > 1e-6 { now.position().bearing_to(wp) } else { now.yaw };
+        let contact = Point2::new(now.x + 0.2 * dir.cos(), now.y + 0.2 * dir.sin());
+        events.push(json!({"event": "collision", "contact": [contact.x, contact.y]}));
+        // back off along the contact normal so the next motion starts free
+        let away = Point2::new(now.x - 0.1 * dir.cos(), now.y - 0.1 * dir.sin());
+        let back = robot.move_to(away).await?;
+        events.push(json!({"event": "back_off", "moved_m": back.distance_m, "collided": back.collided}));
         return Ok(("collision", format!("collided after {:.2} m", out.distance_m), out.distance_m, false));
     }
     let result = if wp.distance(target) < 0.05 { "arrived" } else { "moved" };
     Ok((result, format!("moved {:.2} m toward ({:.2}, {:.2})", out.distance_m, wp.x, wp.y), out.distance_m, false))
+}
+
+/// The passable cell nearest to `c` within `r` cells.
+fn nearest_passable(costs: &CostMap, c: nav_core::grid::GridPos, r: i32) -> Option<nav_core::grid::GridPos> {
+    let mut best: Option<(nav_core::grid::GridPos, i32)> = None;
+    for dy in -r..=r {
+        for dx in -r..=r {
+            let g = nav_core::grid::GridPos::new(c.x + dx, c.y + dy);
+            let d = dx * dx + dy * dy;
+            if costs.cost(g).is_finite() && best.is_none_or(|(_, bd)| d < bd) {
+                best = Some((g, d));
+            }
+        }
+    }
+    best.map(|(g, _)| g)
 }

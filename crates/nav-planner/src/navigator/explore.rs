@@ -141,14 +141,17 @@ pub struct ExploreOutcome {
 enum Active {
     Idle,
     Velocity { v: VelocityTarget, started_s: f64 },
-    Goal { goal: Point2, deadline_s: f64, path: Vec<Point2>, replanned_s: f64 },
+    Goal { goal: Point2, deadline_s: f64, path: Vec<Point2>, replanned_s: f64, progress: (Point2, f64) },
     Hold { until_s: f64 },
 }
 
 /// The decision side: inline for instant planners, a task otherwise.
 enum Decider {
     Inline(Box<dyn ExplorePlanner>),
-    Task { requests: mpsc::Sender<ExploreSnapshot>, replies: watch::Receiver<Option<Arc<PlannerReply<ExploreDecision>>>> },
+    Task {
+        requests: mpsc::Sender<ExploreSnapshot>,
+        replies: watch::Receiver<Option<Arc<PlannerReply<ExploreDecision>>>>,
+    },
 }
 
 /// The explore loop. Build it with [`ExploreLoop::new`] and drive a robot
@@ -224,8 +227,8 @@ impl ExploreLoop {
         let mut scheduler = CallScheduler::new(cfg.safety.schedule.clone());
         let lidar_cfg = LidarConfig::default();
         let start_pose = robot.odometry().await.map(|o| o.pose).unwrap_or_default();
-        let mut map = LocalMap::new(cfg.map.clone(), start_pose.position())
-            .map_err(|e| NavError::Config(e.to_string()))?;
+        let mut map =
+            LocalMap::new(cfg.map.clone(), start_pose.position()).map_err(|e| NavError::Config(e.to_string()))?;
         let mut memory = ExplorationMemory::new(0.0);
         let mut stats = EpisodeStats::default();
         let mut active = Active::Idle;
@@ -245,6 +248,7 @@ impl ExploreLoop {
         let mut announced_tier = WatchdogTier::Continue;
         let mut tick: u64 = 0;
         let mut complete = false;
+        let mut last_override_codes: Vec<String> = Vec::new();
 
         let mut start = StepRecord { action: "start".into(), pose: start_pose.into(), ..StepRecord::default() };
         start.gt_pose = observer.gt_pose(robot).map(Into::into);
@@ -310,9 +314,28 @@ impl ExploreLoop {
             if let Some(reply) = finished {
                 let started = in_flight.take().unwrap_or(now);
                 self.handle_reply(
-                    reply, started, now, pose, scan.as_ref(), scan_age, &map, &mut executor, &mut watchdog,
-                    &mut network, &mut scheduler, &mut memory, &mut stats, &mut active, &mut outcome, &mut motion,
-                    &mut prev_action, &mut prev_result, &mut complete, &mut waiting_since, &mut events, &mut planner_rec,
+                    reply,
+                    started,
+                    now,
+                    pose,
+                    scan.as_ref(),
+                    scan_age,
+                    &map,
+                    &mut executor,
+                    &mut watchdog,
+                    &mut network,
+                    &mut scheduler,
+                    &mut memory,
+                    &mut stats,
+                    &mut active,
+                    &mut outcome,
+                    &mut motion,
+                    &mut prev_action,
+                    &mut prev_result,
+                    &mut complete,
+                    &mut waiting_since,
+                    &mut events,
+                    &mut planner_rec,
                     &mut after_override,
                 );
             }
@@ -362,8 +385,16 @@ impl ExploreLoop {
                                 if thumb.is_some() {
                                     last_thumb = thumb;
                                 }
-                                let depth = if cfg.use_camera && caps.depth && !text_only { robot.depth().await.ok() } else { None };
-                                let detections = if caps.detections { robot.detections().await.unwrap_or_default() } else { Vec::new() };
+                                let depth = if cfg.use_camera && caps.depth && !text_only {
+                                    robot.depth().await.ok()
+                                } else {
+                                    None
+                                };
+                                let detections = if caps.detections {
+                                    robot.detections().await.unwrap_or_default()
+                                } else {
+                                    Vec::new()
+                                };
                                 let frontiers = frontier_list(&map, pose);
                                 memory.update_frontiers(frontiers.iter().map(|f| Frontier {
                                     id: f.id,
@@ -397,10 +428,29 @@ impl ExploreLoop {
                                     Decider::Inline(p) => {
                                         let reply = p.decide(&snap).await;
                                         self.handle_reply(
-                                            reply, now, now, pose, scan.as_ref(), scan_age, &map, &mut executor,
-                                            &mut watchdog, &mut network, &mut scheduler, &mut memory, &mut stats,
-                                            &mut active, &mut outcome, &mut motion, &mut prev_action, &mut prev_result, &mut complete,
-                                            &mut waiting_since, &mut events, &mut planner_rec, &mut after_override,
+                                            reply,
+                                            now,
+                                            now,
+                                            pose,
+                                            scan.as_ref(),
+                                            scan_age,
+                                            &map,
+                                            &mut executor,
+                                            &mut watchdog,
+                                            &mut network,
+                                            &mut scheduler,
+                                            &mut memory,
+                                            &mut stats,
+                                            &mut active,
+                                            &mut outcome,
+                                            &mut motion,
+                                            &mut prev_action,
+                                            &mut prev_result,
+                                            &mut complete,
+                                            &mut waiting_since,
+                                            &mut events,
+                                            &mut planner_rec,
+                                            &mut after_override,
                                         );
                                     }
                                     Decider::Task { requests, .. } => {
@@ -410,7 +460,9 @@ impl ExploreLoop {
                                     }
                                 }
                             }
-                            CallDecision::Skip { reason } => events.push(json!({"event": "call_skipped", "reason": reason})),
+                            CallDecision::Skip { reason } => {
+                                events.push(json!({"event": "call_skipped", "reason": reason}))
+                            }
                             CallDecision::Wait => {}
                         }
                     }
@@ -436,11 +488,18 @@ impl ExploreLoop {
             if !paused {
                 match tier {
                     WatchdogTier::Continue => {
-                        let (c, finished) = self.follow_active(&mut active, &mut map, pose, now, &mut motion, &mut events);
+                        let (c, finished) =
+                            self.follow_active(&mut active, &mut map, pose, now, &mut motion, &mut events);
                         command = c;
                         if finished {
                             finish_active(
-                                &mut active, &mut outcome, &mut motion, &mut executor, pose, now, &mut prev_result,
+                                &mut active,
+                                &mut outcome,
+                                &mut motion,
+                                &mut executor,
+                                pose,
+                                now,
+                                &mut prev_result,
                                 &mut memory,
                             );
                         }
@@ -476,9 +535,18 @@ impl ExploreLoop {
             );
             arbiter.observe_guard(&guarded);
             guarded = arbiter.apply(guarded);
-            for o in &guarded.overrides {
-                stats.safety_overrides += 1;
-                events.push(json!({"event": "safety_override", "kind": o.kind, "code": o.code, "reason": o.reason}));
+            // log overrides when they change (a slowdown near a wall lasts many ticks)
+            let codes: Vec<&str> = guarded.overrides.iter().map(|o| o.code.as_str()).collect();
+            if codes != last_override_codes.iter().map(String::as_str).collect::<Vec<_>>() {
+                for o in &guarded.overrides {
+                    if !last_override_codes.contains(&o.code) {
+                        stats.safety_overrides += 1;
+                        events.push(
+                            json!({"event": "safety_override", "kind": o.kind, "code": o.code, "reason": o.reason}),
+                        );
+                    }
+                }
+                last_override_codes = codes.iter().map(|c| c.to_string()).collect();
             }
             if guarded.stop().is_some() && (command.linear != 0.0 || command.angular != 0.0) {
                 // a safety stop ends the current action; the model hears why
@@ -486,7 +554,16 @@ impl ExploreLoop {
                     motion.safety_stop = Some(o.clone());
                 }
                 after_override = true;
-                finish_active(&mut active, &mut outcome, &mut motion, &mut executor, pose, now, &mut prev_result, &mut memory);
+                finish_active(
+                    &mut active,
+                    &mut outcome,
+                    &mut motion,
+                    &mut executor,
+                    pose,
+                    now,
+                    &mut prev_result,
+                    &mut memory,
+                );
             }
             let cmd = VelocityCommand { linear: guarded.linear, angular: guarded.angular, duration_s: cfg.tick_s };
             let driven = if paused || (guarded.linear == 0.0 && guarded.angular == 0.0) {
@@ -548,7 +625,9 @@ impl ExploreLoop {
                     }
                 }
             }
-            if tier == WatchdogTier::ReturnHome && pose.position().distance(start_pose.position()) <= cfg.goal_tolerance_m {
+            if tier == WatchdogTier::ReturnHome
+                && pose.position().distance(start_pose.position()) <= cfg.goal_tolerance_m
+            {
                 break ExploreEnd::ReturnedHome;
             }
             if stats.planner_calls >= cfg.max_decisions && in_flight.is_none() && matches!(active, Active::Idle) {
@@ -635,18 +714,29 @@ impl ExploreLoop {
         *prev_action = Some(format!("{}({})", d.action.name(), d.action.to_json()));
         if exec.feedback.safety_override {
             *after_override = true;
-            events.push(json!({"event": "safety_override", "tool": d.action.name(), "message": exec.feedback.safety_message}));
+            events.push(
+                json!({"event": "safety_override", "tool": d.action.name(), "message": exec.feedback.safety_message}),
+            );
         }
         match &exec.target {
             Target::Velocity(v) => *active = Active::Velocity { v: *v, started_s: now },
             Target::NavGoal(g) => {
                 let goal = Point2::new(g.x, g.y);
                 let deadline = now + 15.0 + 3.0 * pose.position().distance(goal) / self.config.path_speed_mps.max(0.01);
-                *active = Active::Goal { goal, deadline_s: deadline, path: Vec::new(), replanned_s: f64::NEG_INFINITY };
+                *active = Active::Goal {
+                    goal,
+                    deadline_s: deadline,
+                    path: Vec::new(),
+                    replanned_s: f64::NEG_INFINITY,
+                    progress: (pose.position(), now),
+                };
             }
             Target::Observe(_) => *active = Active::Hold { until_s: now + 1.0 },
             Target::Stop(s) => {
-                if matches!(d.action, ToolCall::StopRobot { reason: nav_safety::tools::StopReason::ExplorationComplete }) {
+                if matches!(
+                    d.action,
+                    ToolCall::StopRobot { reason: nav_safety::tools::StopReason::ExplorationComplete }
+                ) {
                     *complete = true;
                 }
                 events.push(json!({"event": "stop", "reason": s.reason}));
@@ -692,8 +782,15 @@ impl ExploreLoop {
                     return (VelocityTarget::STOP, false);
                 }
             }
-            Active::Goal { goal, deadline_s, path, replanned_s, .. } => {
+            Active::Goal { goal, deadline_s, path, replanned_s, progress } => {
+                if pose.position().distance(progress.0) > 0.1 {
+                    *progress = (pose.position(), now);
+                }
                 if pose.position().distance(*goal) <= tol {
+                    true
+                } else if now - progress.1 > 4.0 {
+                    motion.interrupted = Some("no_progress".into());
+                    events.push(json!({"event": "goal_no_progress"}));
                     true
                 } else if now > *deadline_s {
                     motion.interrupted = Some("navigation_timeout".into());
@@ -747,7 +844,12 @@ fn finish_active(
     } else {
         format!("failed: {}", out.feedback.stopped_reason.clone().unwrap_or_default())
     };
-    memory.update_after_action(ActionRecord::new(out.call.name(), &out.call.to_json().to_string(), &summary, pose.position()));
+    memory.update_after_action(ActionRecord::new(
+        out.call.name(),
+        &out.call.to_json().to_string(),
+        &summary,
+        pose.position(),
+    ));
     *prev_result = Some(text);
     *motion = MotionReport::default();
 }
@@ -757,9 +859,16 @@ fn frontier_list(map: &LocalMap, pose: Pose2) -> Vec<ExploreFrontier> {
     let costs = map.costmap();
     map.reachable_frontiers(&costs, pose.position())
         .into_iter()
+        // a frontier at the robot's feet is a sensor shadow, not a place to go
+        .filter(|f| f.cost_m > 0.6)
         .take(5)
         .enumerate()
-        .map(|(i, f)| ExploreFrontier { id: i as u32 + 1, position: f.entry, path_cost_m: Some(f.cost_m), size: f.cluster.size })
+        .map(|(i, f)| ExploreFrontier {
+            id: i as u32 + 1,
+            position: f.entry,
+            path_cost_m: Some(f.cost_m),
+            size: f.cluster.size,
+        })
         .collect()
 }
 
@@ -778,14 +887,11 @@ fn pursue(map: &mut LocalMap, pose: Pose2, goal: Point2, speed: f64) -> Velocity
 /// ahead; turn in place when the heading error exceeds 60°.
 fn pursue_path(path: &[Point2], pose: Pose2, speed: f64) -> VelocityTarget {
     let here = pose.position();
-    let nearest = path
-        .iter()
-        .enumerate()
-        .min_by(|a, b| a.1.distance(here).total_cmp(&b.1.distance(here)))
-        .map_or(0, |(i, _)| i);
-    let target = path[nearest..].iter().find(|p| p.distance(here) >= 0.4).or(path.last()).copied().unwrap_or(here);
+    let nearest =
+        path.iter().enumerate().min_by(|a, b| a.1.distance(here).total_cmp(&b.1.distance(here))).map_or(0, |(i, _)| i);
+    let target = path[nearest..].iter().find(|p| p.distance(here) >= 0.3).or(path.last()).copied().unwrap_or(here);
     let err = normalize_angle(here.bearing_to(target) - pose.yaw);
     let angular = (1.5 * err).clamp(-0.8, 0.8);
-    let linear = if err.abs() > 60f64.to_radians() { 0.0 } else { speed * err.cos().max(0.0) };
+    let linear = if err.abs() > 30f64.to_radians() { 0.0 } else { speed * err.cos().max(0.0) };
     VelocityTarget { linear, angular, duration_s: 0.05 }
 }

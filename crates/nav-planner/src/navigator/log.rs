@@ -169,12 +169,12 @@ impl StepLog {
         self.lines += 1;
         match &mut self.sink {
             Sink::File { file, path } => {
-                let mut line = serde_json::to_vec(record).map_err(|e| LogError::Io {
-                    path: path.clone(),
-                    source: std::io::Error::other(e),
-                })?;
+                let mut line = serde_json::to_vec(record)
+                    .map_err(|e| LogError::Io { path: path.clone(), source: std::io::Error::other(e) })?;
                 line.push(b'\n');
-                file.write_all(&line).and_then(|()| file.flush()).map_err(|source| LogError::Io { path: path.clone(), source })
+                file.write_all(&line)
+                    .and_then(|()| file.flush())
+                    .map_err(|source| LogError::Io { path: path.clone(), source })
             }
             Sink::Memory(v) => {
                 v.push(record.clone());

@@ -143,6 +143,7 @@ pub async fn run_objectnav<R: Robot + ?Sized>(
     let mut replans_without_motion = 0u32;
     let mut pending_events: Vec<Value> = Vec::new();
     let mut pending_planner: Option<PlannerRecord> = None;
+    let mut forced: std::collections::VecDeque<Action> = std::collections::VecDeque::new();
     let end = loop {
         if step >= u64::from(config.max_steps) {
             break ObjectNavEnd::StepLimit;
@@ -150,14 +151,13 @@ pub async fn run_objectnav<R: Robot + ?Sized>(
         let cycle_start = Instant::now();
         let mut vlm_time_ms = 0.0;
         // (re-)plan
-        if need_plan {
+        if need_plan && forced.is_empty() {
             if replans_without_motion >= config.max_replans_without_motion {
-                // the planner keeps choosing a blocked direction: turn to break the tie
+                // the planner keeps choosing a blocked direction: turn 60° ourselves to break the tie,
+                // then ask again
                 replans_without_motion = 0;
-                need_plan = false;
                 pending_events.push(json!({"event": "tie_break_turn"}));
-                let goal = PolicyGoal { goal_flag: false, angle_rad: 60f64.to_radians(), target: target.to_string(), distance_hint_m: Some(0.5) };
-                policy.reset(&goal, pose);
+                forced.extend([Action::TurnLeft, Action::TurnLeft]);
             } else {
                 let (pano, dets) = panorama_and_detections(robot, config.panorama_views).await?;
                 let scan = if caps.lidar { robot.scan().await.ok().map(|s| s.scan) } else { None };
@@ -205,7 +205,17 @@ pub async fn run_objectnav<R: Robot + ?Sized>(
         let scan = if caps.lidar { robot.scan().await.ok().map(|s| s.scan) } else { None };
         let dets = if caps.detections { robot.detections().await.unwrap_or_default() } else { Vec::new() };
         let obs = PolicyObservation { pose, scan: scan.as_ref(), forward_clearance_m: None, detections: &dets };
-        let action = match policy.act(&obs).await {
+        let decided = match forced.pop_front() {
+            Some(a) => {
+                if forced.is_empty() {
+                    need_plan = true;
+                }
+                PolicyAction::Step(a)
+            }
+            None if need_plan => continue,
+            None => policy.act(&obs).await,
+        };
+        let action = match decided {
             PolicyAction::Step(a) => a,
             PolicyAction::Done(PolicyStop::Reached) => Action::Stop,
             PolicyAction::Done(why) => {
@@ -227,7 +237,10 @@ pub async fn run_objectnav<R: Robot + ?Sized>(
         } else if let Ok(o) = robot.odometry().await {
             pose = o.pose;
         }
-        planner.observe(&StepObservation { pose, scan: scan.as_ref(), detections: &dets });
+        // what the robot senses after the action, at the pose it is now in
+        let scan_after = if caps.lidar { robot.scan().await.ok().map(|s| s.scan) } else { None };
+        let dets_after = if caps.detections { robot.detections().await.unwrap_or_default() } else { Vec::new() };
+        planner.observe(&StepObservation { pose, scan: scan_after.as_ref(), detections: &dets_after });
 
         // memory: anchors every step, scene analysis every place period
         let scene_obs = if memory.scene_due() {

@@ -6,7 +6,7 @@
 use async_trait::async_trait;
 use nav_core::action::{Action, StepConfig};
 use nav_core::geometry::{Pose2, angle_diff_abs, normalize_angle};
-use nav_core::lidar::{LaserScan, corridor_clearance};
+use nav_core::lidar::{LaserScan, corridor_clearance, corridor_clearance_dir};
 use nav_hal::hal::Detection;
 use serde::{Deserialize, Serialize};
 
@@ -191,10 +191,20 @@ impl LowLevelPolicy for HeadingPolicy {
             .iter()
             .filter(|d| d.label == self.target)
             .min_by(|a, b| a.distance_m.total_cmp(&b.distance_m));
-        if let Some(t) = target {
-            if t.distance_m <= self.config.stop_distance_m {
-                return PolicyAction::Done(PolicyStop::Reached);
+        if let Some(t) = target.filter(|t| t.distance_m <= self.config.stop_distance_m) {
+            let _ = t;
+            return PolicyAction::Done(PolicyStop::Reached);
+        }
+        // steer at the target only while the straight way to it is open; otherwise keep to the
+        // planner's heading (the planner routes around what is in the way)
+        let target = target.filter(|t| match obs.scan {
+            Some(scan) => {
+                let free = f64::from(corridor_clearance_dir(scan, t.bearing_rad, self.config.corridor_half_width_m));
+                free >= (t.distance_m - self.config.stop_distance_m).clamp(0.3, 1.5)
             }
+            None => true,
+        });
+        if let Some(t) = target {
             self.heading = normalize_angle(obs.pose.yaw + t.bearing_rad);
             self.turns = 0;
             if let Some(turn) = self.turn_toward(obs.pose, self.heading) {
@@ -276,7 +286,8 @@ mod tests {
         let mut wall = LaserScan::full_circle(360, 0.05, 12.0, f32::INFINITY);
         wall.ranges[180] = 0.4; // 0.4 m straight ahead
         p.reset(&goal(0.0), Pose2::origin());
-        let obs = PolicyObservation { pose: Pose2::origin(), scan: Some(&wall), forward_clearance_m: None, detections: &[] };
+        let obs =
+            PolicyObservation { pose: Pose2::origin(), scan: Some(&wall), forward_clearance_m: None, detections: &[] };
         assert_eq!(run(&mut p, &obs), PolicyAction::Done(PolicyStop::Blocked));
         let bed = Detection { label: "bed".into(), bearing_rad: 0.0, distance_m: 0.5, bbox: None, ground_truth: true };
         let obs = PolicyObservation { detections: std::slice::from_ref(&bed), ..obs };

@@ -31,18 +31,20 @@ impl OfflineCandidatePlanner {
     }
 
     fn pick<'a>(&self, cands: &'a [Candidate], kinds: &[CandidateKind]) -> Option<&'a Candidate> {
-        cands
-            .iter()
-            .filter(|c| kinds.contains(&c.kind) && c.factors.feasibility > 0.0)
-            .min_by(|a, b| {
-                let fa = self.failures_near(a.position);
-                let fb = self.failures_near(b.position);
-                fa.cmp(&fb).then(b.score.total_cmp(&a.score))
-            })
+        cands.iter().filter(|c| kinds.contains(&c.kind) && c.factors.feasibility > 0.0).min_by(|a, b| {
+            let fa = self.failures_near(a.position);
+            let fb = self.failures_near(b.position);
+            fa.cmp(&fb).then(b.score.total_cmp(&a.score))
+        })
     }
 }
 
-fn decision(kind: ActionType, target: Option<&Candidate>, fallback: Option<&Candidate>, why: String) -> CandidateDecision {
+fn decision(
+    kind: ActionType,
+    target: Option<&Candidate>,
+    fallback: Option<&Candidate>,
+    why: String,
+) -> CandidateDecision {
     CandidateDecision {
         action: CandidateAction { kind, target_id: target.map(|c| c.id.clone()), target_m: None, yaw_deg: None },
         fallback: match fallback {
@@ -80,11 +82,19 @@ impl CandidatePlanner for OfflineCandidatePlanner {
             decision(ActionType::MoveTo, Some(r), frontier, format!("stuck: retreat to open space at {}", r.id))
         } else if frame.goal.is_some() {
             match self.pick(cands, &[CandidateKind::Subgoal, CandidateKind::Waypoint]) {
-                Some(c) => decision(ActionType::MoveTo, Some(c), frontier, format!("{} ({}) leads to the goal", c.id, c.description)),
+                Some(c) => decision(
+                    ActionType::MoveTo,
+                    Some(c),
+                    frontier,
+                    format!("{} ({}) leads to the goal", c.id, c.description),
+                ),
                 None => match frontier {
-                    Some(f) => decision(ActionType::Explore, Some(f), None, "the goal direction is blocked; exploring".into()),
+                    Some(f) => {
+                        decision(ActionType::Explore, Some(f), None, "the goal direction is blocked; exploring".into())
+                    }
                     None => {
-                        let mut d = decision(ActionType::RotateTo, None, None, "no candidate is feasible; turning".into());
+                        let mut d =
+                            decision(ActionType::RotateTo, None, None, "no candidate is feasible; turning".into());
                         d.action.yaw_deg = Some(frame.pose.yaw.to_degrees() + 90.0);
                         d
                     }
@@ -103,12 +113,8 @@ impl CandidatePlanner for OfflineCandidatePlanner {
                 }
             }
         };
-        self.last_target = d
-            .action
-            .target_id
-            .as_ref()
-            .and_then(|id| cands.iter().find(|c| &c.id == id))
-            .map(|c| c.position);
+        self.last_target =
+            d.action.target_id.as_ref().and_then(|id| cands.iter().find(|c| &c.id == id)).map(|c| c.position);
         PlannerReply::offline(d)
     }
 }

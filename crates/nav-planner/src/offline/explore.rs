@@ -19,6 +19,7 @@ pub struct OfflineExplorePlanner {
     prior: SemanticPrior,
     reported_rooms: Vec<String>,
     recent_goals: Vec<Point2>,
+    current: Option<Point2>,
 }
 
 impl OfflineExplorePlanner {
@@ -44,30 +45,45 @@ impl ExplorePlanner for OfflineExplorePlanner {
         if let Some(room) = self.prior.classify(near.iter().copied()) {
             if !self.reported_rooms.contains(&room) {
                 let notes = format!("recognised from {}", near.join(", "));
-                if let Ok(call) = ToolCall::parse(
-                    "report_discovery",
-                    &json!({"label": room, "notes": notes, "significance": "room"}),
-                ) {
+                if let Ok(call) =
+                    ToolCall::parse("report_discovery", &json!({"label": room, "notes": notes, "significance": "room"}))
+                {
                     reports.push(call);
                 }
                 self.reported_rooms.push(room);
             }
         }
         let pos = snap.pose.position();
-        let best = snap
-            .frontiers
-            .iter()
-            .map(|f| {
-                let repeats = self.recent_goals.iter().filter(|g| g.distance(f.position) < 1.0).count() as f64;
-                let cost = f.path_cost_m.unwrap_or_else(|| pos.distance(f.position)) - (f.size as f64 * 0.03).min(1.0)
-                    + 4.0 * repeats;
-                (cost, f)
-            })
-            .min_by(|a, b| a.0.total_cmp(&b.0))
-            .map(|(_, f)| f);
+        // the last goal failed (blocked, no progress, unreachable): let it go and remember it
+        let failed = snap.previous_result.as_deref().is_some_and(|r| r.contains("\"success\":false"));
+        if failed {
+            if let Some(c) = self.current.take() {
+                self.recent_goals.push(c);
+                self.recent_goals.push(c);
+            }
+        }
+        // keep heading for the frontier chosen last time while it is still open (no dithering
+        // between equally good frontiers every base period)
+        let kept = self.current.and_then(|c| snap.frontiers.iter().find(|f| f.position.distance(c) < 0.7));
+        let best = kept.or_else(|| {
+            snap.frontiers
+                .iter()
+                .map(|f| {
+                    let repeats = self.recent_goals.iter().filter(|g| g.distance(f.position) < 1.0).count() as f64;
+                    let cost = f.path_cost_m.unwrap_or_else(|| pos.distance(f.position))
+                        - (f.size as f64 * 0.03).min(1.0)
+                        + 4.0 * repeats;
+                    (cost, f)
+                })
+                .min_by(|a, b| a.0.total_cmp(&b.0))
+                .map(|(_, f)| f)
+        });
         let (action, why) = match best {
             Some(f) => {
-                self.recent_goals.push(f.position);
+                if self.current.is_none_or(|c| c.distance(f.position) >= 0.7) {
+                    self.recent_goals.push(f.position);
+                }
+                self.current = Some(f.position);
                 if self.recent_goals.len() > 6 {
                     self.recent_goals.remove(0);
                 }
@@ -79,10 +95,13 @@ impl ExplorePlanner for OfflineExplorePlanner {
                     format!("frontier {} is the nearest unexplored area", f.id),
                 )
             }
-            None => (
-                ToolCall::parse("stop_robot", &json!({"reason": "exploration_complete"})),
-                "no frontier left".to_string(),
-            ),
+            None => {
+                self.current = None;
+                (
+                    ToolCall::parse("stop_robot", &json!({"reason": "exploration_complete"})),
+                    "no frontier left".to_string(),
+                )
+            }
         };
         let mut decision = ExploreDecision::action(action.unwrap_or_else(|_| crate::protocol::explore::fallback()));
         decision.reports = reports;

@@ -168,6 +168,32 @@ impl OfflineObjectNavPlanner {
         (d > 0.05).then(|| (pose.relative_bearing(la).to_degrees(), d))
     }
 
+    /// Heads for the reachable cell nearest to `to` (an object's centre is
+    /// not itself reachable).
+    fn head_near(&mut self, pose: Pose2, to: Point2) -> Option<(f64, f64)> {
+        let costs = self.map.costmap();
+        let field = nav_core::astar::distance_field(&costs, costs.world_to_grid(pose.position()));
+        let g = self.map.grid();
+        let r = (1.2 / g.resolution()).ceil() as i32;
+        let c = g.world_to_grid_unchecked(to);
+        let mut best: Option<(Point2, f64)> = None;
+        for dy in -r..=r {
+            for dx in -r..=r {
+                let cell = nav_core::grid::GridPos::new(c.x + dx, c.y + dy);
+                let Some(i) = g.index(cell) else { continue };
+                if !field[i].is_finite() {
+                    continue;
+                }
+                let p = g.grid_to_world(cell);
+                let d = p.distance(to);
+                if d <= 1.1 && best.is_none_or(|(_, bd)| d < bd) {
+                    best = Some((p, d));
+                }
+            }
+        }
+        best.and_then(|(p, _)| self.head_for(pose, p))
+    }
+
     fn most_open_direction(scan: Option<&LaserScan>) -> f64 {
         let Some(scan) = scan else { return 180.0 };
         (0..12)
@@ -217,11 +243,24 @@ impl ObjectNavPlanner for OfflineObjectNavPlanner {
             self.remember(pose, obs.detections);
         }
 
-        // 1. the target is in view
-        if let Some(t) = obs.detections.iter().filter(|d| d.label == target).min_by(|a, b| a.distance_m.total_cmp(&b.distance_m)) {
+        // 1. the target is in view: straight at it when the way is open, else along a path around
+        if let Some(t) =
+            obs.detections.iter().filter(|d| d.label == target).min_by(|a, b| a.distance_m.total_cmp(&b.distance_m))
+        {
             let why = format!("the {target} is visible {:.1} m away", t.distance_m);
-            let mut reply = PlannerReply::offline(self.decision(true, t.bearing_rad.to_degrees(), &room, why));
-            reply.distance_hint_m = Some(t.distance_m);
+            let open = obs.scan.is_none_or(|scan| {
+                f64::from(nav_core::lidar::corridor_clearance_dir(scan, t.bearing_rad, 0.22))
+                    >= (t.distance_m - 0.8).max(0.3)
+            });
+            let a = pose.yaw + t.bearing_rad;
+            let at = Point2::new(pose.x + (t.distance_m + 0.3) * a.cos(), pose.y + (t.distance_m + 0.3) * a.sin());
+            let (angle, dist) = if open {
+                (t.bearing_rad.to_degrees(), t.distance_m)
+            } else {
+                self.head_near(pose, at).unwrap_or((t.bearing_rad.to_degrees(), t.distance_m))
+            };
+            let mut reply = PlannerReply::offline(self.decision(true, angle, &room, why));
+            reply.distance_hint_m = Some(dist);
             return reply;
         }
         // 2. seen before
@@ -244,7 +283,8 @@ impl ObjectNavPlanner for OfflineObjectNavPlanner {
         // 3. the best reachable frontier
         let costs = self.map.costmap();
         let frontiers = self.map.reachable_frontiers(&costs, pose.position());
-        let mut ranked: Vec<(f64, &ReachableFrontier)> = frontiers.iter().map(|f| (self.frontier_score(f, &target), f)).collect();
+        let mut ranked: Vec<(f64, &ReachableFrontier)> =
+            frontiers.iter().map(|f| (self.frontier_score(f, &target), f)).collect();
         ranked.sort_by(|a, b| a.0.total_cmp(&b.0));
         let choices: Vec<Point2> = ranked.iter().map(|(_, f)| f.entry).collect();
         for entry in choices.into_iter().take(4) {
@@ -272,6 +312,11 @@ impl ObjectNavPlanner for OfflineObjectNavPlanner {
         }
         // 4. nothing reachable: turn toward the most open direction
         let angle = Self::most_open_direction(obs.scan);
-        PlannerReply::offline(self.decision(false, angle, "corridor", "no reachable frontier; turning to open space".into()))
+        PlannerReply::offline(self.decision(
+            false,
+            angle,
+            "corridor",
+            "no reachable frontier; turning to open space".into(),
+        ))
     }
 }

@@ -226,8 +226,12 @@ pub fn validate_candidate(obj: &Map<String, Value>) -> Result<CandidateDecision,
         }
         None => return Err(DecisionError::invalid("action.type", "missing")),
     };
-    let kind = ActionType::from_schema(kind_s)
-        .ok_or_else(|| DecisionError::invalid("action.type", format!("{kind_s:?} is not one of MOVE_TO, EXPLORE, ROTATE_TO, FOLLOW_WALL, STOP")))?;
+    let kind = ActionType::from_schema(kind_s).ok_or_else(|| {
+        DecisionError::invalid(
+            "action.type",
+            format!("{kind_s:?} is not one of MOVE_TO, EXPLORE, ROTATE_TO, FOLLOW_WALL, STOP"),
+        )
+    })?;
     let target_id = opt_str(action, "target_id", "action.target_id")?;
     let target_m = match action.get("target_m") {
         None | Some(Value::Null) => None,
@@ -247,11 +251,17 @@ pub fn validate_candidate(obj: &Map<String, Value>) -> Result<CandidateDecision,
             "ROTATE_TO" => FallbackType::RotateTo,
             "STOP" => FallbackType::Stop,
             _ => {
-                return Err(DecisionError::invalid("fallback.if_failed", format!("{s:?} is not one of EXPLORE, ROTATE_TO, STOP")));
+                return Err(DecisionError::invalid(
+                    "fallback.if_failed",
+                    format!("{s:?} is not one of EXPLORE, ROTATE_TO, STOP"),
+                ));
             }
         },
         Some(other) => {
-            return Err(DecisionError::invalid("fallback.if_failed", format!("expected a string, got {}", type_name(other))));
+            return Err(DecisionError::invalid(
+                "fallback.if_failed",
+                format!("expected a string, got {}", type_name(other)),
+            ));
         }
         None => return Err(DecisionError::invalid("fallback.if_failed", "missing")),
     };
@@ -290,7 +300,10 @@ pub fn validate_candidate(obj: &Map<String, Value>) -> Result<CandidateDecision,
                 let confidence = opt_num(c, "confidence", &format!("{path}.confidence"))?
                     .ok_or_else(|| DecisionError::invalid(format!("{path}.confidence"), "missing"))?;
                 if !(0.0..=1.0).contains(&confidence) {
-                    return Err(DecisionError::invalid(format!("{path}.confidence"), format!("{confidence} is outside [0, 1]")));
+                    return Err(DecisionError::invalid(
+                        format!("{path}.confidence"),
+                        format!("{confidence} is outside [0, 1]"),
+                    ));
                 }
                 corrections.push(Correction { pos_m, observed_state, confidence });
             }
@@ -404,7 +417,6 @@ pub fn normalize(obj: &Map<String, Value>) -> Result<Map<String, Value>, Decisio
     out.insert("explanation".into(), Value::String(why.to_string()));
     Ok(out)
 }
-
 
 /// The robot's mode as printed in the STATE block.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -586,9 +598,9 @@ pub fn build_request(f: &CandidateFrame<'_>, cfg: &CandidatePromptConfig) -> Vlm
         if f.map_image {
             let map = render_world_model(f.grid, f.pose, f.goal, f.candidates, cfg.map_size_px);
             if let Ok(png) = encode_png(&map) {
-                req = req.image(Part::png(png, cfg.image_detail)).text(
-                    "[Above: Top-down map of the arena. Green=robot, Red=goal, Blue/Orange=candidates]",
-                );
+                req = req
+                    .image(Part::png(png, cfg.image_detail))
+                    .text("[Above: Top-down map of the arena. Green=robot, Red=goal, Blue/Orange=candidates]");
             }
         }
         if let Some(cam) = f.camera {
@@ -724,7 +736,14 @@ mod tests {
             Just(ActionType::Stop)
         ];
         let fb = prop_oneof![Just(FallbackType::Explore), Just(FallbackType::RotateTo), Just(FallbackType::Stop)];
-        (kind, fb, "[cfrw][1-5]", -180.0f64..180.0, "[a-zA-Z가-힣{}\\[\\] ,.]{1,40}", proptest::option::of((-5.0f64..5.0, -5.0f64..5.0, 0.0f64..=1.0)))
+        (
+            kind,
+            fb,
+            "[cfrw][1-5]",
+            -180.0f64..180.0,
+            "[a-zA-Z가-힣{}\\[\\] ,.]{1,40}",
+            proptest::option::of((-5.0f64..5.0, -5.0f64..5.0, 0.0f64..=1.0)),
+        )
             .prop_filter("non-blank explanation", |t| !t.4.trim().is_empty())
             .prop_map(|(kind, fb, id, yaw, why, corr)| CandidateDecision {
                 action: CandidateAction {

@@ -361,7 +361,8 @@ impl<M: VisionLanguageModel> ExplorePlanner for VlmExplorePlanner<M> {
         }
         // One perception sub-call, then action tools only.
         let Some((id, perception)) = calls.iter().find(|(_, c)| c.is_perception()).cloned() else {
-            let reason = if resp.tool_calls.is_empty() { "the model called no tool" } else { "no valid action tool call" };
+            let reason =
+                if resp.tool_calls.is_empty() { "the model called no tool" } else { "no valid action tool call" };
             record.fallback = Some(reason.to_string());
             return PlannerReply { decision, distance_hint_m: None, record };
         };
@@ -373,7 +374,10 @@ impl<M: VisionLanguageModel> ExplorePlanner for VlmExplorePlanner<M> {
             .cloned()
             .unwrap_or_else(|| crate::vlm::ToolCall::new(id.clone(), perception.name(), perception.to_json()));
         let follow_up = request
-            .turn(Turn::Assistant { text: Some(resp.text.clone()).filter(|t| !t.is_empty()), tool_calls: vec![raw_call] })
+            .turn(Turn::Assistant {
+                text: Some(resp.text.clone()).filter(|t| !t.is_empty()),
+                tool_calls: vec![raw_call],
+            })
             .turn(Turn::ToolResult { call_id: id, name: perception.name().to_string(), content: result.clone() })
             .tool_choice(ToolChoice::Only(ACTION_TOOLS.iter().map(|s| s.to_string()).collect()));
         decision.perception = Some((perception, result));
@@ -450,7 +454,8 @@ fn collect_calls(v: &Value, out: &mut Vec<(String, Value)>, depth: usize) {
     match v {
         Value::Object(m) => {
             let name = m.get("name").or_else(|| m.get("tool")).and_then(Value::as_str);
-            let args = m.get("arguments").or_else(|| m.get("args")).or_else(|| m.get("input")).or_else(|| m.get("parameters"));
+            let args =
+                m.get("arguments").or_else(|| m.get("args")).or_else(|| m.get("input")).or_else(|| m.get("parameters"));
             if let Some(name) = name {
                 if args.is_some() || m.get("type").and_then(Value::as_str) == Some("tool_use") {
                     out.push((name.to_string(), args.cloned().unwrap_or(Value::Null)));

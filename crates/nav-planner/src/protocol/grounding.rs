@@ -93,7 +93,8 @@ mod tests {
             r#"{"user_preference_grounding": {"content": ""}, "spatial_grounding": {"content": "The green room is the kitchen."}, "procedural_grounding": "", "general_grounding_rules": {"content": ""}}"#,
         );
         let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
-        let (g, record) = rt.block_on(generate_final_grounding(&vlm, &ep.request(), Some("2026-11-22T00:00:00Z".into()))).unwrap();
+        let (g, record) =
+            rt.block_on(generate_final_grounding(&vlm, &ep.request(), Some("2026-11-22T00:00:00Z".into()))).unwrap();
         assert_eq!(g.spatial_grounding.content, "The green room is the kitchen.");
         assert_eq!(record.vlm_calls, 1);
         let sent = vlm.last_request().unwrap();

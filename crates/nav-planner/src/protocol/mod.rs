@@ -125,7 +125,11 @@ impl ParseReport {
             },
             ProtocolKind::Explore => match explore::parse_reply(reply) {
                 Ok(call) => Self { ok: true, decision: explore::decision_json(&call), error: None },
-                Err(e) => Self { ok: false, decision: explore::decision_json(&explore::fallback()), error: Some(e.to_string()) },
+                Err(e) => Self {
+                    ok: false,
+                    decision: explore::decision_json(&explore::fallback()),
+                    error: Some(e.to_string()),
+                },
             },
         }
     }
@@ -166,11 +170,8 @@ impl CallRecord {
         }
         let mut raw = r.text.clone();
         if !r.tool_calls.is_empty() {
-            let calls: Vec<Value> = r
-                .tool_calls
-                .iter()
-                .map(|c| serde_json::json!({ "name": c.name, "arguments": c.arguments }))
-                .collect();
+            let calls: Vec<Value> =
+                r.tool_calls.iter().map(|c| serde_json::json!({ "name": c.name, "arguments": c.arguments })).collect();
             let calls = serde_json::to_string(&calls).unwrap_or_default();
             raw = if raw.is_empty() { calls } else { format!("{raw}\n{calls}") };
         }

@@ -92,7 +92,6 @@ pub fn validate_objectnav(obj: &Map<String, Value>) -> Result<ObjectNavDecision,
     Ok(ObjectNavDecision { goal_flag, angle, discovered_context: DiscoveredContext { goal_scene_type, why } })
 }
 
-
 /// What an objectnav planner sees when it is called.
 #[derive(Debug, Clone, Copy)]
 pub struct ObjectNavObservation<'a> {
@@ -314,9 +313,9 @@ impl<M: VisionLanguageModel> ObjectNavPlanner for VlmObjectNavPlanner<M> {
             let req = if attempt == 0 {
                 request.clone()
             } else {
-                request.clone().text(format!(
-                    "Your previous reply was invalid ({last_error}). Reply with the JSON object only."
-                ))
+                request
+                    .clone()
+                    .text(format!("Your previous reply was invalid ({last_error}). Reply with the JSON object only."))
             };
             match self.vlm.complete(req).await {
                 Ok(resp) => {
@@ -365,12 +364,27 @@ mod tests {
     #[test]
     fn rejects_bad_values() {
         let bad = [
-            (r#"{"goal_flag": "yes", "angle": 0, "discovered_context": {"goal_scene_type": "a", "why": "b"}}"#, "goal_flag"),
-            (r#"{"goal_flag": true, "angle": 181, "discovered_context": {"goal_scene_type": "a", "why": "b"}}"#, "angle"),
-            (r#"{"goal_flag": true, "angle": "15", "discovered_context": {"goal_scene_type": "a", "why": "b"}}"#, "angle"),
+            (
+                r#"{"goal_flag": "yes", "angle": 0, "discovered_context": {"goal_scene_type": "a", "why": "b"}}"#,
+                "goal_flag",
+            ),
+            (
+                r#"{"goal_flag": true, "angle": 181, "discovered_context": {"goal_scene_type": "a", "why": "b"}}"#,
+                "angle",
+            ),
+            (
+                r#"{"goal_flag": true, "angle": "15", "discovered_context": {"goal_scene_type": "a", "why": "b"}}"#,
+                "angle",
+            ),
             (r#"{"goal_flag": true, "angle": 0}"#, "discovered_context"),
-            (r#"{"goal_flag": true, "angle": 0, "discovered_context": {"why": "b"}}"#, "discovered_context.goal_scene_type"),
-            (r#"{"goal_flag": true, "angle": 0, "discovered_context": {"goal_scene_type": " ", "why": "b"}}"#, "discovered_context.goal_scene_type"),
+            (
+                r#"{"goal_flag": true, "angle": 0, "discovered_context": {"why": "b"}}"#,
+                "discovered_context.goal_scene_type",
+            ),
+            (
+                r#"{"goal_flag": true, "angle": 0, "discovered_context": {"goal_scene_type": " ", "why": "b"}}"#,
+                "discovered_context.goal_scene_type",
+            ),
         ];
         for (reply, field) in bad {
             match ObjectNavDecision::parse(reply) {

@@ -127,7 +127,9 @@ impl OfflineSceneAnalyzer {
             let (left, right) = (side(FRAC_PI_2), side(-FRAC_PI_2));
             let along = side(0.0).max(side(PI));
             if left < 1.0 && right < 1.0 && along > 2.5 && near.is_empty() {
-                return Some(SceneObservation::new("corridor").with_description("narrow passage with walls on both sides"));
+                return Some(
+                    SceneObservation::new("corridor").with_description("narrow passage with walls on both sides"),
+                );
             }
         }
         let labels: Vec<&str> = near.iter().map(|d| d.label.as_str()).collect();
@@ -160,8 +162,10 @@ mod tests {
 
     #[test]
     fn parses_scene_replies() {
-        let s = parse_scene("```json\n{\"place_type\": \"Hallway.\", \"objects\": [\"Shoe Rack\"], \"description\": \"long\"}\n```")
-            .unwrap();
+        let s = parse_scene(
+            "```json\n{\"place_type\": \"Hallway.\", \"objects\": [\"Shoe Rack\"], \"description\": \"long\"}\n```",
+        )
+        .unwrap();
         assert_eq!(s.place_type, "Hallway.");
         assert_eq!(s.objects, vec!["shoe rack".to_string()]);
         assert!(parse_scene("{\"objects\": []}").is_err());
