@@ -398,7 +398,8 @@ mod tests {
         (any::<bool>(), -180.0f64..=180.0, "[a-z ]{1,12}", "[a-zA-Z가-힣{} ,.!?\"]{0,40}").prop_filter_map(
             "non-empty scene",
             |(g, a, s, w)| {
-                (!s.trim().is_empty()).then(|| ObjectNavDecision {
+                let keep = !s.trim().is_empty();
+                keep.then_some(ObjectNavDecision {
                     goal_flag: g,
                     angle: a,
                     discovered_context: DiscoveredContext { goal_scene_type: s, why: w },
