@@ -58,7 +58,8 @@ pub const HOUSES: [&str; 3] = ["house_a", "house_b", "house_c"];
 pub const SEED_ARENAS: [&str; 4] = ["simple", "exploration", "dead_end", "narrow_corridor"];
 
 /// The default suite: objectnav in the built-in houses (seeds
-/// `0..house_seeds`) and `procedural` generated houses, each with the
+/// `0..house_seeds`) and `procedural` generated houses (episode seed = house
+/// seed), each with the
 /// frontier baseline and the offline planner with memory off and on; the
 /// candidates protocol's offline planner in the four seed arenas; the
 /// explore protocol's offline planner in `exploration` and `house_a`.
@@ -70,8 +71,10 @@ pub fn default_suite(base: &EvalConfig, house_seeds: u64, procedural: u64) -> Re
             houses.push((a.clone(), format!("builtin:{name}"), seed));
         }
     }
+    // procedural houses run with their own seed as the episode seed: a drawn start at least 1 m
+    // (geodesic) from a drawn target, as Habitat's episodes are
     for seed in 1..=procedural {
-        houses.push((generate_house(seed), format!("procedural:{seed}"), 0));
+        houses.push((generate_house(seed), format!("procedural:{seed}"), seed));
     }
     let mut out = Vec::new();
     for (planner, memory) in

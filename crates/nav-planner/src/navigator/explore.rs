@@ -10,20 +10,46 @@
 //! the start), runs the continuous guard and the stop arbiter, and
 //! publishes one velocity command. An external pause signal (the seed's
 //! voice override) stops motion at the next tick.
+//!
+//! # On a real robot
+//!
+//! The loop runs unchanged over a real robot's HAL (e.g. rosbridge) with
+//! [`Pacing::RealTime`] and a monotonic clock:
+//!
+//! - Ticks follow absolute 50 ms deadlines, so `cmd_vel` goes out at 20 Hz
+//!   on average even when a tick runs long (one late tick is caught up; a
+//!   longer stall is skipped, never burst).
+//! - A robot whose `drive` publishes one command and returns at once
+//!   (zero duration in the [`MotionOutcome`](nav_hal::hal::MotionOutcome))
+//!   has its motion measured from odometry: the distance and time an
+//!   action's feedback reports come from the poses seen at each tick.
+//! - When sensing fails (`Disconnected`, `Stale`), the robot is treated as
+//!   stopped: the stop arbiter holds zero velocity, no decision can be
+//!   made, and the time counts toward the watchdog tiers, so after a long
+//!   outage the loop resumes in LOCAL_NAV or RETURN_HOME as the seed
+//!   prescribes for a lost link.
+//! - Path following respects the robot's steering ([`Capabilities::drive`](
+//!   nav_hal::hal::Capabilities::drive)): an Ackermann base turns on arcs,
+//!   in reverse when the front is blocked, and the safety executor uses
+//!   the robot's turning radius.
+//! - Once shutdown is signalled, no tick publishes anything but zero
+//!   velocity.
 
 use super::log::{PlannerRecord, StepLog, StepRecord};
+use super::pursuit::Pursuit;
 use super::{EpisodeStats, NavError, Observer};
 use crate::mapping::{LocalMap, LocalMapConfig};
 use crate::offline::FrontierPlanner;
 use crate::protocol::PlannerReply;
 use crate::protocol::explore::{ExploreDecision, ExploreFrontier, ExplorePlanner, ExploreSnapshot, decision_json};
-use nav_core::geometry::{Point2, Pose2, normalize_angle};
+use nav_core::geometry::{Point2, Pose2};
 use nav_core::lidar::{LaserScan, LidarConfig, LidarSummary};
 use nav_core::similarity::Thumbnail;
 use nav_core::time::Clock;
 use nav_hal::HalError;
-use nav_hal::hal::{Robot, VelocityCommand};
+use nav_hal::hal::{DriveKind, Robot, VelocityCommand};
 use nav_memory::{ActionRecord, ExplorationMemory, Frontier, Significance};
+use nav_safety::DriveKind as SafetyDrive;
 use nav_safety::executor::{ExecutionOutcome, MotionReport, Target};
 use nav_safety::{
     CallDecision, CallScheduler, ContinuousGuard, EventTriggers, NetworkMonitor, SafetyConfig, SafetyExecutor,
@@ -40,7 +66,8 @@ use tokio::sync::{mpsc, watch};
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum Pacing {
-    /// A real robot: every tick waits for the next 50 ms deadline.
+    /// A real robot: ticks follow absolute deadlines `tick_s` apart (one
+    /// late tick is caught up, a longer stall skipped).
     RealTime,
     /// A simulator that advances its own clock: ticks run as fast as the
     /// CPU allows, except while a model call is in flight, when each tick
@@ -215,11 +242,16 @@ impl ExploreLoop {
         log: &mut StepLog,
         observer: &mut Observer<'_, R>,
     ) -> Result<ExploreOutcome, NavError> {
-        let cfg = self.config.clone();
+        let mut cfg = self.config.clone();
         let t0 = clock.now_s();
         let caps = robot.capabilities();
+        // a car-like robot cannot do what a differential configuration would ask of it
+        if let DriveKind::Ackermann { min_turn_radius_m } = caps.drive {
+            cfg.safety.drive = SafetyDrive::Ackermann { min_turn_radius_m };
+        }
         let mut executor = SafetyExecutor::new(cfg.safety.clone()).map_err(|e| NavError::Config(e.to_string()))?;
         let guard = ContinuousGuard::new(cfg.safety.clone());
+        let mut pursuit = Pursuit::new(caps.drive, &guard);
         let mut watchdog = Watchdog::new(cfg.safety.watchdog.clone());
         let mut network = NetworkMonitor::new(cfg.safety.network.clone(), t0);
         let mut arbiter = StopArbiter::default();
@@ -244,6 +276,10 @@ impl ExploreLoop {
         let mut collisions = 0u32;
         let mut distance = 0.0;
         let mut last_pose = start_pose;
+        let mut last_now = t0;
+        // the last drive reported no motion of its own (a real robot): measure it from odometry
+        let mut motion_from_odometry = false;
+        let mut deadline = tokio::time::Instant::now();
         let mut worst_tier = WatchdogTier::Continue;
         let mut announced_tier = WatchdogTier::Continue;
         let mut tick: u64 = 0;
@@ -274,25 +310,39 @@ impl ExploreLoop {
             memory.update_time(elapsed);
 
             // ---- sense ----
-            let sensed = match (robot.odometry().await, robot.scan().await) {
-                (Ok(o), Ok(s)) => Ok((o, s)),
-                (Err(e), _) | (_, Err(e)) => Err(e),
+            let odometry = robot.odometry().await;
+            let scanned = robot.scan().await;
+            let pose = odometry.as_ref().map_or(last_pose, |o| o.pose);
+            let speed_mps = odometry.as_ref().map_or(0.0, |o| o.linear);
+            let failure = match (&odometry, &scanned) {
+                (Err(e), _) | (_, Err(e)) => Some(e.to_string()),
+                _ => None,
             };
-            let (pose, scan, scan_age) = match sensed {
-                Ok((o, s)) => {
+            let (scan, scan_age) = match (failure, scanned) {
+                (None, Ok(s)) => {
                     let age = (now - s.stamp_s).max(0.0);
                     arbiter.update(StopSource::SensorLoss, age > cfg.safety.sensors.max_scan_age_s, "scan is stale");
-                    (o.pose, Some(s.scan), age)
+                    (Some(s.scan), age)
                 }
-                Err(e) => {
-                    // disconnected or stale: treat the robot as stopped; the watchdog keeps running
-                    arbiter.request(StopSource::SensorLoss, e.to_string());
-                    events.push(json!({"event": "sensor_error", "error": e.to_string()}));
-                    (last_pose, None, f64::INFINITY)
+                (e, _) => {
+                    // disconnected or stale: treat the robot as stopped; no decision can be made, so the
+                    // time counts toward the watchdog tiers (and a decision is due once sensing is back)
+                    let e = e.unwrap_or_default();
+                    arbiter.request(StopSource::SensorLoss, e.clone());
+                    events.push(json!({"event": "sensor_error", "error": e}));
+                    waiting_since.get_or_insert(now);
+                    after_override = true;
+                    (None, f64::INFINITY)
                 }
             };
-            distance += last_pose.distance(pose);
+            let step_m = last_pose.distance(pose);
+            distance += step_m;
+            if motion_from_odometry {
+                motion.distance_m += step_m;
+                motion.duration_s += (now - last_now).max(0.0);
+            }
             last_pose = pose;
+            last_now = now;
             if let Some(s) = &scan {
                 if tick % 2 == 0 {
                     map.integrate(pose, s);
@@ -406,7 +456,7 @@ impl ExploreLoop {
                                 let hfov = frame.as_ref().map_or(std::f64::consts::FRAC_PI_2, |f| f.hfov_rad);
                                 let snap = ExploreSnapshot {
                                     pose,
-                                    speed_mps: 0.0,
+                                    speed_mps,
                                     distance_traveled_m: distance,
                                     elapsed_s: elapsed,
                                     coverage: None,
@@ -488,8 +538,15 @@ impl ExploreLoop {
             if !paused {
                 match tier {
                     WatchdogTier::Continue => {
-                        let (c, finished) =
-                            self.follow_active(&mut active, &mut map, pose, now, &mut motion, &mut events);
+                        let (c, finished) = self.follow_active(
+                            &mut active,
+                            &mut map,
+                            pose,
+                            now,
+                            &mut motion,
+                            &mut events,
+                            (&mut pursuit, scan.as_ref(), &guard),
+                        );
                         command = c;
                         if finished {
                             finish_active(
@@ -516,12 +573,14 @@ impl ExploreLoop {
                             }
                         }
                         if let Some(g) = fallback_goal {
-                            command = pursue(&mut map, pose, g, cfg.path_speed_mps);
+                            command =
+                                pursue(&mut map, pose, g, cfg.path_speed_mps, (&mut pursuit, scan.as_ref(), &guard));
                         }
                     }
                     WatchdogTier::ReturnHome => {
                         if pose.position().distance(start_pose.position()) > cfg.goal_tolerance_m {
-                            command = pursue(&mut map, pose, start_pose.position(), cfg.path_speed_mps);
+                            let follow = (&mut pursuit, scan.as_ref(), &guard);
+                            command = pursue(&mut map, pose, start_pose.position(), cfg.path_speed_mps, follow);
                         }
                     }
                 }
@@ -566,7 +625,9 @@ impl ExploreLoop {
                 );
             }
             let cmd = VelocityCommand { linear: guarded.linear, angular: guarded.angular, duration_s: cfg.tick_s };
-            let driven = if paused || (guarded.linear == 0.0 && guarded.angular == 0.0) {
+            // once shutdown is signalled (its own stop may already be out), publish nothing that moves
+            let stopping = paused || self.signals.shutdown.load(Ordering::SeqCst);
+            let driven = if stopping || (guarded.linear == 0.0 && guarded.angular == 0.0) {
                 robot.drive(VelocityCommand { linear: 0.0, angular: 0.0, duration_s: cfg.tick_s }).await
             } else {
                 robot.drive(cmd).await
@@ -575,13 +636,15 @@ impl ExploreLoop {
                 Ok(m) => {
                     motion.distance_m += m.distance_m;
                     motion.duration_s += m.duration_s;
+                    motion_from_odometry = m.duration_s <= 0.0;
                     if m.collided {
                         collisions += 1;
                         events.push(json!({"event": "collision"}));
                     }
                 }
-                Err(HalError::Disconnected { .. }) | Err(HalError::Timeout { .. }) => {
-                    events.push(json!({"event": "publish_failed"}));
+                Err(e @ (HalError::Disconnected { .. } | HalError::Timeout { .. })) => {
+                    motion_from_odometry = true;
+                    events.push(json!({"event": "publish_failed", "error": e.to_string()}));
                 }
                 Err(e) => return Err(e.into()),
             }
@@ -612,9 +675,14 @@ impl ExploreLoop {
             // ---- pacing ----
             match cfg.pacing {
                 Pacing::RealTime => {
-                    let spent = tick_start.elapsed().as_secs_f64();
-                    let wait = (cfg.tick_s - spent).max(0.0);
-                    tokio::time::sleep(Duration::from_secs_f64(wait)).await;
+                    let period = Duration::from_secs_f64(cfg.tick_s.max(1e-3));
+                    deadline += period;
+                    let late = tokio::time::Instant::now();
+                    if deadline + period < late {
+                        // more than a tick behind: skip the missed ticks rather than burst them out
+                        deadline = late;
+                    }
+                    tokio::time::sleep_until(deadline).await;
                 }
                 Pacing::Simulated { time_scale } => {
                     if in_flight.is_some() {
@@ -763,6 +831,7 @@ impl ExploreLoop {
         now: f64,
         motion: &mut MotionReport,
         events: &mut Vec<Value>,
+        (pursuit, scan, guard): Follow<'_>,
     ) -> (VelocityTarget, bool) {
         let tol = self.config.goal_tolerance_m;
         let speed = self.config.path_speed_mps;
@@ -810,7 +879,7 @@ impl ExploreLoop {
                     if path.is_empty() {
                         true
                     } else {
-                        return (pursue_path(path, pose, speed), false);
+                        return (pursuit.follow(path, pose, speed, scan, guard), false);
                     }
                 }
             }
@@ -872,26 +941,23 @@ fn frontier_list(map: &LocalMap, pose: Pose2) -> Vec<ExploreFrontier> {
         .collect()
 }
 
+/// The path follower with what it needs this tick: the newest scan (for
+/// the gear of an Ackermann turn) and the guard (for its clearances).
+type Follow<'a> = (&'a mut Pursuit, Option<&'a LaserScan>, &'a ContinuousGuard);
+
 /// A velocity toward `goal` along a fresh A* path (used by the fallbacks).
-fn pursue(map: &mut LocalMap, pose: Pose2, goal: Point2, speed: f64) -> VelocityTarget {
+fn pursue(
+    map: &mut LocalMap,
+    pose: Pose2,
+    goal: Point2,
+    speed: f64,
+    (pursuit, scan, guard): Follow<'_>,
+) -> VelocityTarget {
     let costs = map.costmap();
     let r = map.plan(&costs, pose.position(), goal);
     if !r.success {
         return VelocityTarget::STOP;
     }
     let path: Vec<Point2> = r.cells.iter().map(|c| costs.grid_to_world(*c)).collect();
-    pursue_path(&path, pose, speed)
-}
-
-/// Pure pursuit on a path: steer toward the first path point at least 0.4 m
-/// ahead; turn in place when the heading error exceeds 60°.
-fn pursue_path(path: &[Point2], pose: Pose2, speed: f64) -> VelocityTarget {
-    let here = pose.position();
-    let nearest =
-        path.iter().enumerate().min_by(|a, b| a.1.distance(here).total_cmp(&b.1.distance(here))).map_or(0, |(i, _)| i);
-    let target = path[nearest..].iter().find(|p| p.distance(here) >= 0.3).or(path.last()).copied().unwrap_or(here);
-    let err = normalize_angle(here.bearing_to(target) - pose.yaw);
-    let angular = (1.5 * err).clamp(-0.8, 0.8);
-    let linear = if err.abs() > 30f64.to_radians() { 0.0 } else { speed * err.cos().max(0.0) };
-    VelocityTarget { linear, angular, duration_s: 0.05 }
+    pursuit.follow(&path, pose, speed, scan, guard)
 }

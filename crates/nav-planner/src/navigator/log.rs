@@ -135,11 +135,24 @@ pub enum LogError {
     },
 }
 
+/// A live observer of the records written (see [`StepLog::with_tap`]).
+type Tap = Box<dyn FnMut(&StepRecord) + Send>;
+
 /// The step log writer.
-#[derive(Debug)]
 pub struct StepLog {
     sink: Sink,
     lines: u64,
+    tap: Option<Tap>,
+}
+
+impl std::fmt::Debug for StepLog {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StepLog")
+            .field("sink", &self.sink)
+            .field("lines", &self.lines)
+            .field("tap", &self.tap.is_some())
+            .finish()
+    }
 }
 
 impl StepLog {
@@ -150,23 +163,39 @@ impl StepLog {
             std::fs::create_dir_all(dir).map_err(|source| LogError::Io { path: path.clone(), source })?;
         }
         let file = File::create(&path).map_err(|source| LogError::Io { path: path.clone(), source })?;
-        Ok(Self { sink: Sink::File { file, path }, lines: 0 })
+        Ok(Self { sink: Sink::File { file, path }, lines: 0, tap: None })
     }
 
     /// Keeps records in memory (tests, plots).
     pub fn memory() -> Self {
-        Self { sink: Sink::Memory(Vec::new()), lines: 0 }
+        Self { sink: Sink::Memory(Vec::new()), lines: 0, tap: None }
     }
 
     /// Discards records.
     pub fn null() -> Self {
-        Self { sink: Sink::Null, lines: 0 }
+        Self { sink: Sink::Null, lines: 0, tap: None }
+    }
+
+    /// Also hands every record, once written, to `tap`: a live view of a
+    /// running loop (the progress lines of `nav rosmaster`) that works for
+    /// every loop and sink.
+    pub fn with_tap(mut self, tap: impl FnMut(&StepRecord) + Send + 'static) -> Self {
+        self.tap = Some(Box::new(tap));
+        self
     }
 
     /// Appends one record. A file sink writes and flushes the line before
     /// returning.
     pub fn write(&mut self, record: &StepRecord) -> Result<(), LogError> {
         self.lines += 1;
+        self.write_sink(record)?;
+        if let Some(tap) = self.tap.as_mut() {
+            tap(record);
+        }
+        Ok(())
+    }
+
+    fn write_sink(&mut self, record: &StepRecord) -> Result<(), LogError> {
         match &mut self.sink {
             Sink::File { file, path } => {
                 let mut line = serde_json::to_vec(record)
@@ -258,5 +287,27 @@ mod tests {
         let good = serde_json::to_string(&StepRecord::default()).unwrap();
         std::fs::write(&path, format!("{good}\nnot json\n{{}}\n")).unwrap();
         assert!(matches!(read_log(&path), Err(LogError::Parse { line: 2, .. })));
+    }
+
+    #[test]
+    fn a_tap_sees_every_record_in_order_after_it_is_written() {
+        let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let sink = std::sync::Arc::clone(&seen);
+        let mut log = StepLog::memory().with_tap(move |r| sink.lock().unwrap().push((r.step, r.action.clone())));
+        for (step, action) in [(0, "start"), (1, "drive"), (2, "drive")] {
+            log.write(&StepRecord { step, action: action.into(), ..StepRecord::default() }).unwrap();
+        }
+        assert_eq!(log.records().len(), 3, "the sink still gets every record");
+        assert_eq!(*seen.lock().unwrap(), vec![(0, "start".into()), (1, "drive".into()), (2, "drive".into())]);
+        assert!(format!("{log:?}").contains("tap: true"));
+        // a file sink taps too
+        let dir = tempfile::tempdir().unwrap();
+        let count = std::sync::Arc::new(std::sync::atomic::AtomicU32::new(0));
+        let c = std::sync::Arc::clone(&count);
+        let mut log = StepLog::create(dir.path().join("x.jsonl"))
+            .unwrap()
+            .with_tap(move |_| _ = c.fetch_add(1, std::sync::atomic::Ordering::SeqCst));
+        log.write(&StepRecord::default()).unwrap();
+        assert_eq!(count.load(std::sync::atomic::Ordering::SeqCst), 1);
     }
 }

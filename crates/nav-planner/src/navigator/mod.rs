@@ -17,6 +17,7 @@ pub mod explore;
 pub mod log;
 pub mod objectnav;
 pub mod policy;
+mod pursuit;
 
 pub use log::{LogError, PlannerRecord, PoseRecord, StepLog, StepRecord, read_log};
 

@@ -98,6 +98,9 @@ pub struct HeadingPolicyConfig {
     pub success_distance_m: f64,
     /// Turns allowed without progress before giving up (6 = 180°).
     pub max_turns: u32,
+    /// Within this distance of a detected target the policy steers at it
+    /// directly, metres (farther away it follows the planner's heading).
+    pub approach_distance_m: f64,
 }
 
 impl Default for HeadingPolicyConfig {
@@ -111,6 +114,7 @@ impl Default for HeadingPolicyConfig {
             stop_distance_m: 0.8,
             success_distance_m: 1.0,
             max_turns: 6,
+            approach_distance_m: 1.5,
         }
     }
 }
@@ -127,6 +131,7 @@ pub struct HeadingPolicy {
     forward_budget: u32,
     forward_done: u32,
     turns: u32,
+    overshoot_tried: bool,
 }
 
 impl Default for HeadingPolicy {
@@ -138,7 +143,15 @@ impl Default for HeadingPolicy {
 impl HeadingPolicy {
     /// A policy with the given settings.
     pub fn new(config: HeadingPolicyConfig) -> Self {
-        Self { config, target: String::new(), heading: 0.0, forward_budget: 0, forward_done: 0, turns: 0 }
+        Self {
+            config,
+            target: String::new(),
+            heading: 0.0,
+            forward_budget: 0,
+            forward_done: 0,
+            turns: 0,
+            overshoot_tried: false,
+        }
     }
 
     /// The settings.
@@ -182,6 +195,7 @@ impl LowLevelPolicy for HeadingPolicy {
         };
         self.forward_done = 0;
         self.turns = 0;
+        self.overshoot_tried = false;
     }
 
     async fn act(&mut self, obs: &PolicyObservation<'_>) -> PolicyAction {
@@ -195,9 +209,9 @@ impl LowLevelPolicy for HeadingPolicy {
             let _ = t;
             return PolicyAction::Done(PolicyStop::Reached);
         }
-        // steer at the target only while the straight way to it is open; otherwise keep to the
-        // planner's heading (the planner routes around what is in the way)
-        let target = target.filter(|t| match obs.scan {
+        // steer at the target only when it is close and the straight way to it is open; otherwise
+        // keep to the planner's heading (the planner routes around what is in the way)
+        let target = target.filter(|t| t.distance_m <= self.config.approach_distance_m).filter(|t| match obs.scan {
             Some(scan) => {
                 let free = f64::from(corridor_clearance_dir(scan, t.bearing_rad, self.config.corridor_half_width_m));
                 free >= (t.distance_m - self.config.stop_distance_m).clamp(0.3, 1.5)
@@ -223,8 +237,10 @@ impl LowLevelPolicy for HeadingPolicy {
         if self.turns >= self.config.max_turns && self.forward_done == 0 {
             return PolicyAction::Done(PolicyStop::NoProgress);
         }
-        if let Some(turn) = self.turn_toward(obs.pose, self.heading) {
-            return PolicyAction::Step(turn);
+        if !self.overshoot_tried {
+            if let Some(turn) = self.turn_toward(obs.pose, self.heading) {
+                return PolicyAction::Step(turn);
+            }
         }
         if self.forward_done >= self.forward_budget {
             return PolicyAction::Done(PolicyStop::Arrived);
@@ -232,6 +248,12 @@ impl LowLevelPolicy for HeadingPolicy {
         if self.forward_clear(obs) {
             self.forward_done += 1;
             PolicyAction::Step(Action::Forward)
+        } else if !self.overshoot_tried && angle_diff_abs(self.heading, obs.pose.yaw) > 1e-3 {
+            // blocked a few degrees off the commanded heading: try the 30° step on the other side
+            // of it before giving up (turns are quantized, the way may be open there)
+            self.overshoot_tried = true;
+            let err = normalize_angle(self.heading - obs.pose.yaw);
+            PolicyAction::Step(if err > 0.0 { Action::TurnLeft } else { Action::TurnRight })
         } else {
             PolicyAction::Done(PolicyStop::Blocked)
         }

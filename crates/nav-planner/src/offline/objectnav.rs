@@ -87,6 +87,7 @@ pub struct OfflineObjectNavPlanner {
     sightings: Vec<Sighting>,
     recent_goals: Vec<Point2>,
     last_scan: Option<(Pose2, LaserScan)>,
+    last_plan: Option<(Pose2, f64)>,
 }
 
 impl OfflineObjectNavPlanner {
@@ -100,6 +101,7 @@ impl OfflineObjectNavPlanner {
             sightings: Vec::new(),
             recent_goals: Vec::new(),
             last_scan: None,
+            last_plan: None,
         })
     }
 
@@ -226,6 +228,14 @@ impl ObjectNavPlanner for OfflineObjectNavPlanner {
     }
 
     async fn plan(&mut self, obs: &ObjectNavObservation<'_>) -> PlannerReply<ObjectNavDecision> {
+        let reply = self.plan_inner(obs);
+        self.last_plan = Some((obs.pose, reply.decision.angle));
+        reply
+    }
+}
+
+impl OfflineObjectNavPlanner {
+    fn plan_inner(&mut self, obs: &ObjectNavObservation<'_>) -> PlannerReply<ObjectNavDecision> {
         let pose = obs.pose;
         let target = obs.target.to_string();
         let room = self.prior.likely_room(&target).unwrap_or("room").to_string();
@@ -238,6 +248,19 @@ impl ObjectNavPlanner for OfflineObjectNavPlanner {
             self.map.integrate(pose, scan);
         } else if let Some((p, s)) = self.last_scan.clone() {
             self.map.integrate(p, &s);
+        }
+        // asked again without having moved: the way we sent the robot is blocked in practice
+        // (narrower than the map shows); mark it so the next path goes elsewhere
+        if let Some((p, angle)) = self.last_plan {
+            if p.distance(pose) < 0.05 {
+                let a = p.yaw + angle.to_radians();
+                for d in [0.3, 0.4] {
+                    let q = Point2::new(p.x + d * a.cos(), p.y + d * a.sin());
+                    if let Some(g) = self.map.grid().world_to_grid(q) {
+                        self.map.grid_mut().set(g, nav_core::grid::CellState::Obstacle, 0.95);
+                    }
+                }
+            }
         }
         if self.config.remember_sightings {
             self.remember(pose, obs.detections);
@@ -254,7 +277,8 @@ impl ObjectNavPlanner for OfflineObjectNavPlanner {
             });
             let a = pose.yaw + t.bearing_rad;
             let at = Point2::new(pose.x + (t.distance_m + 0.3) * a.cos(), pose.y + (t.distance_m + 0.3) * a.sin());
-            let (angle, dist) = if open {
+            // close and open: straight at it; otherwise along an A* path to a free cell next to it
+            let (angle, dist) = if open && t.distance_m <= 1.5 {
                 (t.bearing_rad.to_degrees(), t.distance_m)
             } else {
                 self.head_near(pose, at).unwrap_or((t.bearing_rad.to_degrees(), t.distance_m))
