@@ -33,6 +33,9 @@ use nav_safety::tools::{RotateDegrees, Speed, StopReason, ToolCall};
 use support::server::{Reply, ScriptedServer};
 use support::{TEST_KEY, logs, quick, unbase64};
 
+/// A scripted tool call: `(id, name, arguments)`.
+type ScriptedCall<'a> = (&'a str, &'a str, Value);
+
 /// How one provider speaks: its backend config and its answer shapes, and
 /// where its request bodies keep images, user text and follow-up turns.
 struct Dialect {
@@ -43,7 +46,7 @@ struct Dialect {
     /// A JSON-mode answer carrying this object (Anthropic: the forced tool).
     json: fn(&Value) -> Value,
     /// An answer with reasoning text and tool calls `(id, name, arguments)`.
-    tools: fn(&str, &[(&str, &str, Value)]) -> Value,
+    tools: fn(&str, &[ScriptedCall<'_>]) -> Value,
     /// Usage one answer reports: (prompt, completion) tokens.
     usage: (u64, u64),
     /// The image bytes in a request body, in order.
