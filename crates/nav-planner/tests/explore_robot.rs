@@ -103,6 +103,8 @@ impl Actuators for RobotLike {
 struct Recording {
     inner: OfflineExplorePlanner,
     results: Arc<Mutex<Vec<String>>>,
+    /// Run inline (true) or on the loop's decision task like a VLM (false).
+    instant: bool,
 }
 
 #[async_trait]
@@ -111,7 +113,7 @@ impl ExplorePlanner for Recording {
         "recording".into()
     }
     fn is_instant(&self) -> bool {
-        true
+        self.instant
     }
     async fn decide(&mut self, snap: &ExploreSnapshot) -> PlannerReply<ExploreDecision> {
         if let Some(r) = &snap.previous_result {
@@ -126,8 +128,16 @@ async fn run(
     max_time_s: f64,
     results: Arc<Mutex<Vec<String>>>,
 ) -> (nav_planner::navigator::explore::ExploreOutcome, Vec<StepRecord>) {
+    run_with(robot, max_time_s, Recording { inner: OfflineExplorePlanner::new(), results, instant: true }).await
+}
+
+async fn run_with(
+    robot: &mut RobotLike,
+    max_time_s: f64,
+    planner: Recording,
+) -> (nav_planner::navigator::explore::ExploreOutcome, Vec<StepRecord>) {
     let config = ExploreLoopConfig { max_time_s, ..ExploreLoopConfig::default() };
-    let planner = Box::new(Recording { inner: OfflineExplorePlanner::new(), results });
+    let planner = Box::new(planner);
     let mut lp = ExploreLoop::new(config, planner, ExploreSignals::default());
     let mut log = StepLog::memory();
     let clock = Arc::clone(&robot.clock);
@@ -198,4 +208,17 @@ async fn an_ackermann_robot_explores_on_arcs_without_turning_in_place() {
     }
     assert!(robot.commands.iter().any(|c| c.1 > 0.0), "it drove");
     assert_eq!(out.collisions, 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_watchdog_counts_from_the_start_of_the_run_not_the_clock_epoch() {
+    // a robot clock that has been running for a while (a monotonic clock started with the HAL)
+    let mut robot = RobotLike::new("exploration", SimConfig::default());
+    robot.clock.advance(1000.0);
+    let planner = Recording { inner: OfflineExplorePlanner::new(), results: Arc::default(), instant: false };
+    let (out, records) = run_with(&mut robot, 15.0, planner).await;
+    let tiers: Vec<_> = events(&records, "watchdog").map(|(r, e)| (r.t_s, e["tier"].clone())).collect();
+    assert!(tiers.is_empty(), "a planner that answers keeps the watchdog quiet: {tiers:?}");
+    assert_eq!(out.worst_tier, WatchdogTier::Continue);
+    assert!(out.stats.planner_calls >= 1);
 }

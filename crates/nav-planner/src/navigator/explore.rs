@@ -253,6 +253,8 @@ impl ExploreLoop {
         let guard = ContinuousGuard::new(cfg.safety.clone());
         let mut pursuit = Pursuit::new(caps.drive, &guard);
         let mut watchdog = Watchdog::new(cfg.safety.watchdog.clone());
+        // exploration starts now: the tiers count from here, not from the clock's epoch
+        watchdog.record_response(t0);
         let mut network = NetworkMonitor::new(cfg.safety.network.clone(), t0);
         let mut arbiter = StopArbiter::default();
         let mut triggers = EventTriggers::new(cfg.safety.triggers.clone());
