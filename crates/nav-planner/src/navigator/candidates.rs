@@ -361,7 +361,9 @@ pub async fn run_candidates<R: Robot + ?Sized>(
         history.truncate(5);
         last_action = Some(LastAction { action: action_text, result: result.to_string(), details });
         let _ = moved;
-        if stop_run {
+        // a STOP the model chose ends the run; the STOP fallback for a failed or invalid inference only
+        // holds the robot for this cycle (the cycle budget still bounds a model that keeps failing)
+        if stop_run && reply.record.fallback.is_none() {
             break if goal.is_some_and(|g| after.position().distance(g) <= config.goal_tolerance_m) {
                 CandidatesEnd::GoalReached
             } else {
