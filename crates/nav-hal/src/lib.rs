@@ -20,6 +20,9 @@
 //! - [`picture`]: top-down [`MapPicture`](picture::MapPicture)s as PNG/SVG.
 //! - [`clock`]: [`MonotonicClock`](clock::MonotonicClock), the wall clock
 //!   for real robots.
+//! - [`depth_scan`]: [`ScanBuilder`](depth_scan::ScanBuilder), planar scans
+//!   from depth images (a virtual LiDAR for camera-only robots, e.g. the
+//!   bridge's Habitat and MiniWorld agents).
 //! - `bridge` (feature `sim-bridge`): `BridgeHal`, Habitat, MiniWorld and
 //!   other Python simulators behind the traits through the navkit bridge
 //!   protocol (JSON lines to a child process or TCP; docs/BRIDGE.md).
@@ -74,6 +77,7 @@ pub mod arena;
 #[cfg(feature = "sim-bridge")]
 pub mod bridge;
 pub mod clock;
+pub mod depth_scan;
 mod error;
 pub mod hal;
 pub mod picture;

@@ -43,7 +43,10 @@ async fn handshake_reports_backend_and_action_space() {
     assert!(b.observation.depth && !b.observation.pose && b.observation.detections);
     let caps = hal.capabilities();
     assert!(caps.discrete_actions && caps.rgb && caps.depth && caps.panorama && caps.detections);
-    assert!(!caps.pose_is_ground_truth && !caps.lidar && !caps.velocity);
+    assert!(!caps.pose_is_ground_truth && !caps.velocity);
+    // no laser, but with depth on `scan` is derived from depth
+    assert!(caps.lidar);
+    assert_eq!((b.agent_radius_m, b.camera_height_m), (Some(0.2), None));
     assert!(hal.child_id().is_some());
     let t = hal.ping().await.unwrap();
     assert!(t.round_trip >= t.backend);

@@ -133,6 +133,12 @@ class Session:
             "max_steps": info.max_steps,
             "scenes": list(info.scenes),
         }
+        # optional geometry: the client derives planar scans from depth with the camera height and sizes its
+        # obstacle margins with the agent's radius
+        if info.camera_height_m is not None:
+            result["camera"]["height_m"] = info.camera_height_m
+        if info.agent_radius_m is not None:
+            result["agent"] = {"radius_m": info.agent_radius_m}
         return result, 0.0
 
     def op_reset(self, msg: Dict[str, Any]) -> Tuple[Dict[str, Any], float]:

@@ -101,9 +101,10 @@ def fake_habitat():
         m.last_config = (path, list(overrides or []))
         sensors = types.SimpleNamespace(
             rgb_sensor=types.SimpleNamespace(width=2, height=2, hfov=90),
-            depth_sensor=types.SimpleNamespace(normalize_depth=True, min_depth=0.5, max_depth=5.0),
+            depth_sensor=types.SimpleNamespace(normalize_depth=True, min_depth=0.5, max_depth=5.0,
+                                               position=[0.0, 0.88, 0.0]),
         )
-        agent = types.SimpleNamespace(sim_sensors=sensors)
+        agent = types.SimpleNamespace(sim_sensors=sensors, radius=0.18)
         sim = types.SimpleNamespace(agents=types.SimpleNamespace(main_agent=agent))
         return types.SimpleNamespace(habitat=types.SimpleNamespace(simulator=sim))
 
@@ -139,6 +140,12 @@ class HabitatApiTest(unittest.TestCase):
         self.assertEqual(overrides[-1], "habitat.seed=3")
         info = self.b.info()
         self.assertEqual((info.width, info.height, info.hfov_deg, info.depth), (2, 2, 90.0, True))
+        self.assertEqual((info.camera_height_m, info.agent_radius_m), (0.88, 0.18))
+
+    def test_sensor_height_is_optional(self):
+        self.assertEqual(hb.sensor_height([0, 1.25, 0]), 1.25)
+        for bad in (None, [0], [0, "x", 0], [0, -1.0, 0], [0, float("nan"), 0]):
+            self.assertIsNone(hb.sensor_height(bad), bad)
 
     def test_episode_by_index_and_metrics(self):
         info, obs = self.b.reset(EpisodeSpec(index=1))

@@ -35,6 +35,9 @@ class SessionTest(unittest.TestCase):
         self.assertEqual(r["step"], {"forward_m": 0.25, "turn_deg": 30.0})
         self.assertEqual(r["actions"], ["forward", "turn_left", "turn_right", "stop"])
         self.assertEqual(r["observation"], {"rgb": "raw", "depth": True, "pose": True, "detections": True})
+        # optional geometry: openroom's agent has a radius; its column camera has no height (no floor)
+        self.assertEqual(r["agent"], {"radius_m": 0.2})
+        self.assertNotIn("height_m", r["camera"])
 
     def test_version_mismatch_is_an_error_reply(self):
         r = request(self.s, id=1, op="hello", protocol="navkit-bridge", version=2)

@@ -1,6 +1,7 @@
 //! Where the bridge server runs and how long to wait for it.
 
 use crate::HalError;
+use crate::depth_scan::DepthScanConfig;
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
 
@@ -64,6 +65,15 @@ pub struct BridgeConfig {
     /// Longest reply line accepted, bytes (a 12-view raw panorama at
     /// 640×480 is about 15 MB).
     pub max_reply_bytes: usize,
+    /// How depth images become the planar scans `Sensors::scan` returns
+    /// (with `depth` on). The camera height defaults to the backend's.
+    pub depth_scan: DepthScanConfig,
+    /// Report blocked forward steps in `Sensors::scan` as contacts (a
+    /// bumper): an obstacle point three quarters of a step beyond the
+    /// agent's body straight ahead of where the step was blocked, kept
+    /// while within 3 m. The camera cannot see low objects close by, and
+    /// without this the robot would push against them.
+    pub bumper: bool,
 }
 
 impl Default for BridgeConfig {
@@ -81,6 +91,8 @@ impl Default for BridgeConfig {
             stderr_lines: 20,
             echo_stderr: false,
             max_reply_bytes: 256 << 20,
+            depth_scan: DepthScanConfig::default(),
+            bumper: true,
         }
     }
 }
@@ -103,7 +115,10 @@ impl BridgeConfig {
         if self.max_reply_bytes < 1024 {
             return Err(invalid("max_reply_bytes", format!("must be at least 1024, got {}", self.max_reply_bytes)));
         }
-        Ok(())
+        self.depth_scan.validate().map_err(|e| match e {
+            HalError::InvalidConfig { field, message } => invalid(&field, message),
+            other => other,
+        })
     }
 }
 

@@ -53,13 +53,22 @@ pub use wire::{
 };
 
 use crate::HalError;
+use crate::depth_scan::ScanBuilder;
 use crate::hal::{CameraFrame, Detection};
 use nav_core::action::{Action, DeadReckoning};
-use nav_core::geometry::{Pose2, normalize_angle};
+use nav_core::geometry::{Point2, Pose2, normalize_angle};
+use nav_core::lidar::LaserScan;
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value, json};
 use std::time::{Duration, Instant};
 use transport::{LineError, Transport, secs};
+
+/// Agent radius assumed for bumper contacts when the backend reports none, metres.
+const DEFAULT_AGENT_RADIUS_M: f64 = 0.18;
+/// Contacts farther than this from the robot leave the scan, metres.
+const CONTACT_RANGE_M: f64 = 3.0;
+/// Contacts remembered per episode (the oldest go first).
+const MAX_CONTACTS: usize = 256;
 use wire::{HelloReply, Reply, TypedReply, WireImage, WireObservation, protocol};
 
 /// Timing of the last request, for measuring the bridge's own overhead.
@@ -94,6 +103,8 @@ struct Latest {
     pose: Option<Pose2>,
     hfov_deg: f64,
     stamp_s: f64,
+    /// The depth-derived scan of this observation, once computed.
+    scan: Option<LaserScan>,
 }
 
 /// A simulator behind the HAL traits through the navkit bridge protocol.
@@ -112,6 +123,13 @@ pub struct BridgeHal {
     metrics: Option<SimMetrics>,
     latest: Option<Latest>,
     panorama_detections: Vec<Vec<Detection>>,
+    panorama_headings: Vec<f64>,
+    /// A panorama was taken since the last observation (the robot has not
+    /// moved since): its detections and scan describe the present.
+    panorama_fresh: bool,
+    panorama_scan: Option<LaserScan>,
+    /// Where forward steps were blocked (pose-estimate frame).
+    contacts: Vec<Point2>,
     dead_reckoning: DeadReckoning,
     start_pose: Option<Pose2>,
     last_timing: Option<StepTiming>,
@@ -172,6 +190,8 @@ impl BridgeHal {
             width: 0,
             height: 0,
             hfov_deg: 0.0,
+            camera_height_m: None,
+            agent_radius_m: None,
             capabilities: WireCapabilities::default(),
             observation: ObservationOptions { rgb: "none".into(), depth: false, pose: false, detections: false },
             max_steps: None,
@@ -190,6 +210,10 @@ impl BridgeHal {
             metrics: None,
             latest: None,
             panorama_detections: Vec::new(),
+            panorama_headings: Vec::new(),
+            panorama_fresh: false,
+            panorama_scan: None,
+            contacts: Vec::new(),
             dead_reckoning: DeadReckoning::default(),
             start_pose: None,
             last_timing: None,
@@ -239,6 +263,8 @@ impl BridgeHal {
             width: reply.camera.width,
             height: reply.camera.height,
             hfov_deg: reply.camera.hfov_deg,
+            camera_height_m: wire::length(reply.camera.height_m),
+            agent_radius_m: wire::length(reply.agent.radius_m),
             capabilities: reply.capabilities,
             observation: reply.observation,
             max_steps: reply.max_steps,
@@ -284,6 +310,8 @@ impl BridgeHal {
         self.steps = 0;
         self.metrics = None;
         self.panorama_detections.clear();
+        self.panorama_headings.clear();
+        self.contacts.clear();
         self.dead_reckoning = DeadReckoning::new(self.backend.step);
         self.set_latest(reply.observation)?;
         self.start_pose = self.latest.as_ref().and_then(|l| l.pose);
@@ -316,9 +344,58 @@ impl BridgeHal {
         self.last_timing
     }
 
-    /// Detections of each view of the last panorama, in view order.
+    /// Detections of each view of the last panorama, in view order, with
+    /// bearings relative to that view's optical axis (see
+    /// [`Sensors::detections_around`](crate::hal::Sensors::detections_around)
+    /// for them merged and relative to the robot's front).
     pub fn last_panorama_detections(&self) -> &[Vec<Detection>] {
         &self.panorama_detections
+    }
+
+    /// Headings of the last panorama's views, radians CCW from the robot's
+    /// front, in view order.
+    pub fn last_panorama_headings(&self) -> &[f64] {
+        &self.panorama_headings
+    }
+
+    /// Where blocked forward steps put contact obstacles in the scan
+    /// (pose-estimate frame, this episode), see [`BridgeConfig::bumper`].
+    pub fn contacts(&self) -> &[Point2] {
+        &self.contacts
+    }
+
+    /// Records a blocked forward step at `pose`.
+    fn record_contact(&mut self, pose: Pose2) {
+        if !self.config.bumper {
+            return;
+        }
+        let reach = self.backend.agent_radius_m.unwrap_or(DEFAULT_AGENT_RADIUS_M) + 0.75 * self.backend.step.forward_m;
+        let (s, c) = pose.yaw.sin_cos();
+        let at = Point2::new(pose.x + reach * c, pose.y + reach * s);
+        if at.x.is_finite() && at.y.is_finite() && !self.contacts.iter().any(|p| p.distance(at) < 0.05) {
+            self.contacts.push(at);
+            if self.contacts.len() > MAX_CONTACTS {
+                self.contacts.remove(0);
+            }
+        }
+    }
+
+    /// Adds the contacts within [`CONTACT_RANGE_M`] to a scan taken at the
+    /// current pose.
+    fn overlay_contacts(&self, scan: &mut LaserScan) {
+        let (pose, _) = self.pose_estimate();
+        let near = self
+            .contacts
+            .iter()
+            .map(|c| (pose.relative_bearing(*c), pose.position().distance(*c)))
+            .filter(|(_, d)| *d <= CONTACT_RANGE_M);
+        crate::depth_scan::overlay_points(scan, near);
+    }
+
+    /// The scan depth-derived scans use: the configured camera height,
+    /// else the backend's.
+    fn scan_builder(&self) -> Result<ScanBuilder, HalError> {
+        Ok(ScanBuilder::new(&self.config.depth_scan)?.default_camera_height(self.backend.camera_height_m))
     }
 
     /// Sends a `ping` (no simulator work) and returns its timing: the
@@ -457,7 +534,10 @@ impl BridgeHal {
             pose,
             hfov_deg: obs.hfov_deg,
             stamp_s: self.stamp(),
+            scan: None,
         });
+        self.panorama_fresh = false;
+        self.panorama_scan = None;
         Ok(())
     }
 

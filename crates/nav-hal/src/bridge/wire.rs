@@ -141,6 +141,14 @@ pub struct BackendInfo {
     pub height: u32,
     /// Camera horizontal field of view, degrees.
     pub hfov_deg: f64,
+    /// Height of the camera above the floor, metres, when the backend says
+    /// (its optical axis is level); used for depth-derived scans.
+    #[serde(default)]
+    pub camera_height_m: Option<f64>,
+    /// Radius of the simulated agent's collision body, metres, when the
+    /// backend says.
+    #[serde(default)]
+    pub agent_radius_m: Option<f64>,
     /// What the server can send.
     pub capabilities: WireCapabilities,
     /// What the server will send, after negotiating with our config.
@@ -193,6 +201,8 @@ pub(crate) struct HelloReply {
     pub actions: Vec<String>,
     pub step: StepConfig,
     pub camera: HelloCamera,
+    #[serde(default)]
+    pub agent: HelloAgent,
     pub observation: ObservationOptions,
     #[serde(default)]
     pub max_steps: Option<u32>,
@@ -213,6 +223,21 @@ pub(crate) struct HelloCamera {
     pub width: u32,
     pub height: u32,
     pub hfov_deg: f64,
+    /// Camera height above the floor, metres (optional).
+    #[serde(default)]
+    pub height_m: Option<f64>,
+}
+
+/// The agent's body (optional in the hello reply).
+#[derive(Debug, Default, Deserialize)]
+pub(crate) struct HelloAgent {
+    #[serde(default)]
+    pub radius_m: Option<f64>,
+}
+
+/// A positive finite length, or `None`.
+pub(crate) fn length(v: Option<f64>) -> Option<f64> {
+    v.filter(|v| v.is_finite() && *v > 0.0)
 }
 
 /// One reply line, its result skipped (to read the id and error of a

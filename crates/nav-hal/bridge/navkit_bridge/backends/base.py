@@ -88,6 +88,10 @@ class BackendInfo:
     panorama: bool = True
     max_steps: Optional[int] = None
     scenes: List[str] = field(default_factory=list)
+    #: Height of the camera above the floor (metres, optical axis level), when known.
+    camera_height_m: Optional[float] = None
+    #: Radius of the agent's collision body (metres), when known.
+    agent_radius_m: Optional[float] = None
 
 
 class Backend:

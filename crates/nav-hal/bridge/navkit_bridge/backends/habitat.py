@@ -121,6 +121,16 @@ def heading(q: Any) -> float:
     return math.atan2(-fx, -fz)
 
 
+def sensor_height(position: Any) -> Optional[float]:
+    """The height (metres) of a sensor mounted at ``position`` ([x, y, z]
+    relative to the agent's base, y up), or None when not a usable list."""
+    try:
+        h = float(position[1])
+    except (TypeError, ValueError, IndexError, KeyError):
+        return None
+    return h if math.isfinite(h) and h > 0.0 else None
+
+
 def to_navkit(position: Sequence[float], yaw: float) -> Tuple[float, float, float]:
     """Habitat (x right, y up, z back) to navkit axes: x = -z, y = -x."""
     return -float(position[2]), -float(position[0]), (yaw + math.pi) % (2.0 * math.pi) - math.pi
@@ -151,6 +161,9 @@ class HabitatBackend(Backend):
         self.depth_normalized = bool(lookup(self.config, f"{sensors}.depth_sensor.normalize_depth", True))
         self.min_depth = float(lookup(self.config, f"{sensors}.depth_sensor.min_depth", 0.5))
         self.max_depth = float(lookup(self.config, f"{sensors}.depth_sensor.max_depth", 5.0))
+        self.camera_height_m = sensor_height(lookup(self.config, f"{sensors}.depth_sensor.position", None))
+        radius = lookup(self.config, "habitat.simulator.agents.main_agent.radius", None)
+        self.agent_radius_m = float(radius) if isinstance(radius, (int, float)) and radius > 0 else None
         self.env = None
         self.actions: Dict[str, Any] = {}
         self.episode_running = False
@@ -183,6 +196,8 @@ class HabitatBackend(Backend):
             pose=True,
             detections=False,
             max_steps=self.max_steps,
+            camera_height_m=self.camera_height_m,
+            agent_radius_m=self.agent_radius_m,
         )
 
     # -- episodes -----------------------------------------------------------

@@ -83,6 +83,7 @@ class OpenRoomBackend(Backend):
             detections=True,
             max_steps=self.max_steps,
             scenes=["openroom"],
+            agent_radius_m=self.agent_radius,
         )
 
     # -- episodes -------------------------------------------------------------

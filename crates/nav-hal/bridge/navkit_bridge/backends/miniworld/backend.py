@@ -68,8 +68,12 @@ class MiniWorldBackend(Backend):
                 f"unknown miniworld scene(s) {unknown or scenes}: choose from {', '.join(self.scene_module.SCENES)}"
             )
         import miniworld
+        from miniworld.entity import Agent
 
         self.miniworld_version = getattr(miniworld, "__version__", "unknown")
+        # MiniWorld's agent body and camera without domain randomisation (1.5 m camera, level; 0.4 m radius)
+        agent = Agent()
+        self.camera_height_m, self.agent_radius_m = float(agent.cam_height), float(agent.radius)
         self.scenes = scenes
         self.width, self.height = width, height
         self.forward_m, self.turn_deg = forward_m, turn_deg
@@ -115,6 +119,8 @@ class MiniWorldBackend(Backend):
             detections=True,
             max_steps=self.max_steps,
             scenes=list(self.scenes),
+            camera_height_m=self.camera_height_m,
+            agent_radius_m=self.agent_radius_m,
         )
 
     # -- episodes -----------------------------------------------------------
