@@ -552,16 +552,28 @@ const DIRS: [(i32, i32); 8] = [(1, 0), (-1, 0), (0, 1), (0, -1), (1, 1), (1, -1)
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub fn distance_field(map: &CostMap, start: GridPos) -> Vec<f64> {
+    distance_field_from(map, &[start])
+}
+
+/// [`distance_field`] from several sources at once (multi-source Dijkstra):
+/// each cell gets the cost of the cheapest path from any source. Sources
+/// outside the map or on obstacles are ignored. Reversed, it is each cell's
+/// cost *to* the nearest source up to the end cells' own costs (a step pays
+/// for the cell it enters) — the field a robot descends to reach a goal
+/// region.
+pub fn distance_field_from(map: &CostMap, sources: &[GridPos]) -> Vec<f64> {
     let n = map.width * map.height;
     let mut dist = vec![f64::INFINITY; n];
-    if !map.contains(start) || map.blocked_by_map(start) {
-        return dist;
-    }
     let w = map.width as i32;
-    let si = (start.y * w + start.x) as usize;
-    dist[si] = 0.0;
     let mut heap = BinaryHeap::new();
-    heap.push(HeapNode { f: 0.0, g: 0.0, idx: si as u32 });
+    for &start in sources {
+        if !map.contains(start) || map.blocked_by_map(start) {
+            continue;
+        }
+        let si = (start.y * w + start.x) as usize;
+        dist[si] = 0.0;
+        heap.push(HeapNode { f: 0.0, g: 0.0, idx: si as u32 });
+    }
     while let Some(HeapNode { g, idx, .. }) = heap.pop() {
         let cu = idx as usize;
         if g > dist[cu] {

@@ -7,7 +7,7 @@
 use crate::navigator::candidates::{
     CandidatesEnd, CandidatesLoopConfig, WorldModelMode, rasterize_arena, run_candidates,
 };
-use crate::navigator::explore::{ExploreEnd, ExploreLoop, ExploreLoopConfig, ExploreSignals};
+use crate::navigator::explore::{ExploreLoop, ExploreLoopConfig, ExploreSignals};
 use crate::navigator::objectnav::{ObjectNavEnd, ObjectNavLoopConfig, run_objectnav};
 use crate::navigator::policy::{HeadingPolicy, HeadingPolicyConfig};
 use crate::navigator::{EpisodeStats, NavError, Observer, StepLog};
@@ -484,10 +484,7 @@ pub async fn run_episode(
             let cfg = ExploreLoopConfig { max_decisions: max_steps, ..spec.explore.clone() };
             let mut lp = ExploreLoop::new(cfg, planner, ExploreSignals::default());
             let out = lp.run(&mut hal, clock.as_ref(), log, &mut observer).await?;
-            let mut stats = out.stats;
-            stats.ababa = 0;
-            let _ = matches!(out.end, ExploreEnd::Complete);
-            (stats, format!("{:?}", out.end).to_lowercase(), None, true)
+            (out.stats, format!("{:?}", out.end).to_lowercase(), None, true)
         }
     };
 

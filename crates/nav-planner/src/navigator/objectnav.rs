@@ -139,7 +139,6 @@ pub async fn run_objectnav<R: Robot + ?Sized>(
     log.write(&start)?;
 
     let mut need_plan = true;
-    let mut goal_flag = false;
     let mut replans_without_motion = 0u32;
     let mut pending_events: Vec<Value> = Vec::new();
     let mut pending_planner: Option<PlannerRecord> = None;
@@ -174,11 +173,10 @@ pub async fn run_objectnav<R: Robot + ?Sized>(
                 stats.add_call(&reply.record);
                 vlm_time_ms += reply.record.latency_ms;
                 let d = &reply.decision;
-                let rec = memory.push_dc(d.goal_flag, &d.discovered_context.goal_scene_type, &d.discovered_context.why);
+                memory.push_dc(d.goal_flag, &d.discovered_context.goal_scene_type, &d.discovered_context.why);
                 if let Some(reason) = &reply.record.fallback {
                     pending_events.push(json!({"event": "fallback", "reason": reason}));
                 }
-                let _ = rec;
                 pending_planner = Some(PlannerRecord {
                     raw: reply.record.raw.clone(),
                     parsed: serde_json::to_value(d).unwrap_or(Value::Null),
@@ -188,9 +186,8 @@ pub async fn run_objectnav<R: Robot + ?Sized>(
                     completion_tokens: reply.record.usage.completion_tokens,
                     latency_ms: reply.record.latency_ms,
                 });
-                goal_flag = d.goal_flag;
                 let goal = PolicyGoal {
-                    goal_flag,
+                    goal_flag: d.goal_flag,
                     angle_rad: d.angle.to_radians(),
                     target: target.to_string(),
                     distance_hint_m: reply.distance_hint_m,
@@ -256,7 +253,9 @@ pub async fn run_objectnav<R: Robot + ?Sized>(
         } else {
             None
         };
-        let events = memory.observe_step(action, scene_obs, StepFlags::default());
+        // a blocked step did not move the robot: dead reckoning and the anchor rules skip it
+        let flags = StepFlags { collided: outcome.collided, ..StepFlags::default() };
+        let events = memory.observe_step(action, scene_obs, flags);
         for e in &events {
             match e {
                 MemoryEvent::Ababa { .. } => {
@@ -294,8 +293,6 @@ pub async fn run_objectnav<R: Robot + ?Sized>(
         if action == Action::Stop {
             break ObjectNavEnd::Stopped;
         }
-        let _ = goal_flag;
     };
-    stats.wall_ms = 0.0;
     Ok(ObjectNavOutcome { end, stats, memory })
 }

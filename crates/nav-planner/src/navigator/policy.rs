@@ -114,7 +114,7 @@ impl Default for HeadingPolicyConfig {
             stop_distance_m: 0.8,
             success_distance_m: 1.0,
             max_turns: 6,
-            approach_distance_m: 1.5,
+            approach_distance_m: 1.0,
         }
     }
 }

@@ -25,8 +25,10 @@ use crate::protocol::objectnav::{
     DiscoveredContext, ObjectNavDecision, ObjectNavObservation, ObjectNavPlanner, StepObservation,
 };
 use async_trait::async_trait;
+use nav_core::astar::{CostMap, distance_field_from};
 use nav_core::geometry::{Point2, Pose2};
-use nav_core::lidar::{ArcStat, LaserScan, arc_distance};
+use nav_core::grid::GridPos;
+use nav_core::lidar::{LaserScan, corridor_clearance_dir};
 use nav_hal::hal::Detection;
 use serde::{Deserialize, Serialize};
 
@@ -88,6 +90,7 @@ pub struct OfflineObjectNavPlanner {
     recent_goals: Vec<Point2>,
     last_scan: Option<(Pose2, LaserScan)>,
     last_plan: Option<(Pose2, f64)>,
+    stalls: u32,
 }
 
 impl OfflineObjectNavPlanner {
@@ -102,6 +105,7 @@ impl OfflineObjectNavPlanner {
             recent_goals: Vec::new(),
             last_scan: None,
             last_plan: None,
+            stalls: 0,
         })
     }
 
@@ -112,7 +116,7 @@ impl OfflineObjectNavPlanner {
             }
             let a = pose.yaw + d.bearing_rad;
             // detections measure to the surface: place the sighting a little beyond it
-            let r = d.distance_m + 0.2;
+            let r = d.distance_m + 0.3;
             let at = Point2::new(pose.x + r * a.cos(), pose.y + r * a.sin());
             if let Some(s) = self.sightings.iter_mut().find(|s| s.label == d.label && s.at.distance(at) < 1.0) {
                 s.at = at;
@@ -158,52 +162,105 @@ impl OfflineObjectNavPlanner {
         }
     }
 
-    /// Heads along an A* path to `to`; returns (angle, distance) or None.
-    fn head_for(&mut self, pose: Pose2, to: Point2) -> Option<(f64, f64)> {
-        let costs = self.map.costmap();
-        let path = self.map.plan(&costs, pose.position(), to);
-        if !path.success {
-            return None;
-        }
-        let la = LocalMap::lookahead(&costs, pose.position(), &path, self.config.lookahead_m)?;
-        let d = pose.position().distance(la);
-        (d > 0.05).then(|| (pose.relative_bearing(la).to_degrees(), d))
-    }
-
-    /// Heads for the reachable cell nearest to `to` (an object's centre is
-    /// not itself reachable).
-    fn head_near(&mut self, pose: Pose2, to: Point2) -> Option<(f64, f64)> {
-        let costs = self.map.costmap();
-        let field = nav_core::astar::distance_field(&costs, costs.world_to_grid(pose.position()));
-        let g = self.map.grid();
-        let r = (1.2 / g.resolution()).ceil() as i32;
-        let c = g.world_to_grid_unchecked(to);
-        let mut best: Option<(Point2, f64)> = None;
-        for dy in -r..=r {
-            for dx in -r..=r {
-                let cell = nav_core::grid::GridPos::new(c.x + dx, c.y + dy);
-                let Some(i) = g.index(cell) else { continue };
-                if !field[i].is_finite() {
-                    continue;
-                }
-                let p = g.grid_to_world(cell);
-                let d = p.distance(to);
-                if d <= 1.1 && best.is_none_or(|(_, bd)| d < bd) {
-                    best = Some((p, d));
+    /// Chooses the move the low-level policy will actually make: one of the
+    /// twelve 30° headings (turns are quantized) and a straight run of
+    /// forward steps that stays in free, reachable cells and in the LiDAR's
+    /// free corridor, minimizing the remaining path cost to the goal cells.
+    /// Returns `(angle in degrees, distance)` or `None` when no heading makes
+    /// progress.
+    fn steer(&self, pose: Pose2, costs: &CostMap, goals: &[GridPos], scan: Option<&LaserScan>) -> Option<(f64, f64)> {
+        let field = distance_field_from(costs, goals);
+        let value = |p: Point2| {
+            let g = costs.world_to_grid(p);
+            if costs.contains(g) { field[(g.y as usize) * costs.width() + g.x as usize] } else { f64::INFINITY }
+        };
+        // where the robot stands (it may be in the inflated band): the best nearby value
+        let here = pose.position();
+        let r = costs.resolution();
+        let mut here_val = value(here);
+        if !here_val.is_finite() {
+            for k in 1..=4 {
+                for a in 0..8 {
+                    let ang = f64::from(a) * std::f64::consts::FRAC_PI_4;
+                    let p = here + Point2::new(ang.cos(), ang.sin()) * (f64::from(k) * r);
+                    here_val = here_val.min(value(p));
                 }
             }
         }
-        best.and_then(|(p, _)| self.head_for(pose, p))
+        if !here_val.is_finite() {
+            return None;
+        }
+        let step = 0.25;
+        let mut best: Option<(f64, f64, f64)> = None; // (score, angle_rad, distance)
+        for k in -5i32..=6 {
+            let rel = f64::from(k) * 30f64.to_radians();
+            let heading = pose.yaw + rel;
+            let free = scan.map_or(f64::INFINITY, |s| f64::from(corridor_clearance_dir(s, rel, 0.22)));
+            for n in 1..=8u32 {
+                let d = f64::from(n) * step;
+                if d + 0.05 > free {
+                    break;
+                }
+                let p = here + Point2::new(heading.cos(), heading.sin()) * d;
+                let v = value(p);
+                if !v.is_finite() {
+                    break;
+                }
+                // a small price per 30° of turning: straight runs are preferred when equal
+                let score = v * r + 0.05 * f64::from(k.abs());
+                if best.is_none_or(|(b, _, _)| score < b) {
+                    best = Some((score, rel, d));
+                }
+            }
+        }
+        let (score, rel, d) = best?;
+        (score < here_val * r - 0.05).then(|| (rel.to_degrees(), d))
+    }
+
+    /// Heads for the reachable cell nearest to `to` (an object's centre is
+    /// not itself reachable) from which `to` is in plain view — never a cell
+    /// on the far side of a wall.
+    fn head_near(&mut self, pose: Pose2, to: Point2, scan: Option<&LaserScan>) -> Option<(f64, f64)> {
+        let costs = self.map.costmap();
+        let g = self.map.grid();
+        let r = (1.2 / g.resolution()).ceil() as i32;
+        let c = g.world_to_grid_unchecked(to);
+        let sees = |from: Point2| {
+            let d = from.distance(to);
+            let n = (d / (g.resolution() * 0.5)).ceil().max(1.0) as usize;
+            (0..=n).all(|k| {
+                let p = from + (to - from) * (k as f64 / n as f64);
+                p.distance(to) < 0.45 || g.world_to_grid(p).is_none_or(|cell| !g.state(cell).is_blocking())
+            })
+        };
+        let mut goals: Vec<GridPos> = Vec::new();
+        for dy in -r..=r {
+            for dx in -r..=r {
+                let cell = GridPos::new(c.x + dx, c.y + dy);
+                let p = g.grid_to_world(cell);
+                if costs.cost(cell).is_finite() && p.distance(to) <= 1.1 && sees(p) {
+                    goals.push(cell);
+                }
+            }
+        }
+        if goals.is_empty() {
+            return None;
+        }
+        if goals.iter().any(|cell| g.grid_to_world(*cell).distance(pose.position()) < 0.15) {
+            // already next to it: face the target
+            return Some((pose.relative_bearing(to).to_degrees(), 0.0));
+        }
+        self.steer(pose, &costs, &goals, scan)
     }
 
     fn most_open_direction(scan: Option<&LaserScan>) -> f64 {
         let Some(scan) = scan else { return 180.0 };
+        // the 30° direction with the longest free corridor for the robot's width
         (0..12)
             .map(|k| {
                 let a = nav_core::geometry::normalize_angle((k as f64 * 30.0).to_radians());
-                (a, arc_distance(scan, a, 15f64.to_radians(), ArcStat::Percentile(0.1)))
+                (a, nav_core::lidar::corridor_clearance_dir(scan, a, 0.22))
             })
-            .filter(|(a, _)| a.abs() > 0.3) // something other than straight on
             .max_by(|a, b| a.1.total_cmp(&b.1))
             .map_or(180.0, |(a, _)| a.to_degrees())
     }
@@ -253,13 +310,22 @@ impl OfflineObjectNavPlanner {
         // (narrower than the map shows); mark it so the next path goes elsewhere
         if let Some((p, angle)) = self.last_plan {
             if p.distance(pose) < 0.05 {
-                let a = p.yaw + angle.to_radians();
-                for d in [0.3, 0.4] {
-                    let q = Point2::new(p.x + d * a.cos(), p.y + d * a.sin());
-                    if let Some(g) = self.map.grid().world_to_grid(q) {
-                        self.map.grid_mut().set(g, nav_core::grid::CellState::Obstacle, 0.95);
+                self.stalls += 1;
+                // at most a few marks per spot, never on cells the robot has stood on
+                if self.stalls <= 3 {
+                    let a = p.yaw + angle.to_radians();
+                    for d in [0.35, 0.45] {
+                        let q = Point2::new(p.x + d * a.cos(), p.y + d * a.sin());
+                        if let Some(g) = self.map.grid().world_to_grid(q) {
+                            let st = self.map.grid().state(g);
+                            if st == nav_core::grid::CellState::Free || st == nav_core::grid::CellState::Unknown {
+                                self.map.grid_mut().set(g, nav_core::grid::CellState::Obstacle, 0.95);
+                            }
+                        }
                     }
                 }
+            } else {
+                self.stalls = 0;
             }
         }
         if self.config.remember_sightings {
@@ -271,23 +337,19 @@ impl OfflineObjectNavPlanner {
             obs.detections.iter().filter(|d| d.label == target).min_by(|a, b| a.distance_m.total_cmp(&b.distance_m))
         {
             let why = format!("the {target} is visible {:.1} m away", t.distance_m);
-            let open = obs.scan.is_none_or(|scan| {
-                f64::from(nav_core::lidar::corridor_clearance_dir(scan, t.bearing_rad, 0.22))
-                    >= (t.distance_m - 0.8).max(0.3)
-            });
             let a = pose.yaw + t.bearing_rad;
             let at = Point2::new(pose.x + (t.distance_m + 0.3) * a.cos(), pose.y + (t.distance_m + 0.3) * a.sin());
-            // close and open: straight at it; otherwise along an A* path to a free cell next to it
-            let (angle, dist) = if open && t.distance_m <= 1.5 {
-                (t.bearing_rad.to_degrees(), t.distance_m)
-            } else {
-                self.head_near(pose, at).unwrap_or((t.bearing_rad.to_degrees(), t.distance_m))
-            };
+            // along an A* path to a free cell next to it (straight at it when no such cell is known)
+            let (angle, dist) =
+                self.head_near(pose, at, obs.scan).unwrap_or((t.bearing_rad.to_degrees(), t.distance_m));
             let mut reply = PlannerReply::offline(self.decision(true, angle, &room, why));
             reply.distance_hint_m = Some(dist);
             return reply;
         }
-        // 2. seen before
+        // 2. seen before. A remembered sighting the robot now stands next to without seeing it was
+        // misplaced (seen past a wall corner, say): forget it.
+        let here = pose.position();
+        self.sightings.retain(|s| s.label != target || s.at.distance(here) > 1.2);
         if self.config.memory {
             if let Some(s) = self
                 .sightings
@@ -296,7 +358,7 @@ impl OfflineObjectNavPlanner {
                 .min_by(|a, b| a.at.distance(pose.position()).total_cmp(&b.at.distance(pose.position())))
                 .cloned()
             {
-                if let Some((angle, dist)) = self.head_for(pose, s.at) {
+                if let Some((angle, dist)) = self.head_near(pose, s.at, obs.scan) {
                     let why = format!("returning to where the {target} was seen");
                     let mut reply = PlannerReply::offline(self.decision(false, angle, &room, why));
                     reply.distance_hint_m = Some(dist);
@@ -310,9 +372,10 @@ impl OfflineObjectNavPlanner {
         let mut ranked: Vec<(f64, &ReachableFrontier)> =
             frontiers.iter().map(|f| (self.frontier_score(f, &target), f)).collect();
         ranked.sort_by(|a, b| a.0.total_cmp(&b.0));
-        let choices: Vec<Point2> = ranked.iter().map(|(_, f)| f.entry).collect();
-        for entry in choices.into_iter().take(4) {
-            if let Some((angle, dist)) = self.head_for(pose, entry) {
+        let choices: Vec<(Point2, Vec<GridPos>)> =
+            ranked.iter().map(|(_, f)| (f.entry, f.cluster.cells.clone())).collect();
+        for (entry, cells) in choices.into_iter().take(4) {
+            if let Some((angle, dist)) = self.steer(pose, &costs, &cells, obs.scan) {
                 let near_related = self
                     .sightings
                     .iter()
