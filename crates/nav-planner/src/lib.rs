@@ -48,9 +48,15 @@
 //! attempt, never with credentials), `base64` (images in request bodies).
 //! Behind the backend features: `reqwest` with rustls (HTTPS without system
 //! OpenSSL) and `rand` (retry jitter).
+//!
+//! Feature `sim-bridge` adds `bridge_run`: ObjectNav episodes in Habitat,
+//! MiniWorld or another simulator behind nav-hal's `BridgeHal`, judged by
+//! the simulator's own SR / SPL (what `nav habitat` runs).
 #![deny(missing_docs)]
 
 pub mod annotate;
+#[cfg(feature = "sim-bridge")]
+pub mod bridge_run;
 pub mod episode;
 pub mod eval;
 pub mod mapping;

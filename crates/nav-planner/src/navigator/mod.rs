@@ -11,6 +11,10 @@
 //! object (a VLM protocol or an offline planner), read time from an
 //! injected [`Clock`](nav_core::time::Clock), and write one flushed
 //! [`StepLog`] line per step.
+//!
+//! [`policy`] is the ObjectNav loop's low-level policy seam;
+//! [`tracking::TargetTracking`] wraps a policy so that it still reaches a
+//! target its camera has lost at close range.
 
 pub mod candidates;
 pub mod explore;
@@ -18,6 +22,7 @@ pub mod log;
 pub mod objectnav;
 pub mod policy;
 mod pursuit;
+pub mod tracking;
 
 pub use log::{LogError, PlannerRecord, PoseRecord, StepLog, StepRecord, read_log};
 
