@@ -46,6 +46,12 @@ pub struct NavConfig {
     pub vlm: Option<BackendConfig>,
     /// Grounding knowledge.
     pub grounding: GroundingSection,
+    /// The simulator bridge's timeouts and observations (`nav habitat`).
+    #[cfg(feature = "habitat")]
+    pub bridge: nav_hal::bridge::BridgeConfig,
+    /// Episodes, planner, memory, agent radius (`nav habitat`; flags override).
+    #[cfg(feature = "habitat")]
+    pub habitat: nav_planner::bridge_run::BridgeRunConfig,
 }
 
 impl NavConfig {

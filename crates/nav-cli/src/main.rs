@@ -42,6 +42,9 @@ enum Command {
     /// Grounding knowledge (seed 004).
     #[command(subcommand)]
     Grounding(cmd::grounding::GroundingCommand),
+    /// ObjectNav episodes in Habitat-sim, MiniWorld or another simulator through the bridge.
+    #[cfg(feature = "habitat")]
+    Habitat(cmd::habitat::HabitatArgs),
 }
 
 fn init_tracing(verbose: u8) {
@@ -66,6 +69,8 @@ fn main() {
         Command::Prompt(a) => cmd::prompt::run(a),
         Command::Replay(a) => cmd::replay::run(a),
         Command::Grounding(c) => cmd::grounding::run(c),
+        #[cfg(feature = "habitat")]
+        Command::Habitat(a) => cmd::habitat::run(a),
     };
     let code = match result {
         Ok(code) => code,

@@ -2,6 +2,8 @@
 
 pub mod eval;
 pub mod grounding;
+#[cfg(feature = "habitat")]
+pub mod habitat;
 pub mod parse;
 pub mod prompt;
 pub mod replay;

@@ -1,0 +1,127 @@
+//! `nav habitat` through the real binary against the bridge's `openroom`
+//! backend (standard-library Python only): the report contract, text and
+//! JSON output, TCP attach, the config file, and exit 2 when the bridge
+//! cannot start.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::io::{BufRead, BufReader};
+use std::path::PathBuf;
+use std::process::{Command, Output, Stdio};
+
+fn nav(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_nav")).args(args).env_remove("PYTHONPATH").output().expect("nav runs")
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// The bridge command users type; `nav` adds the checkout's package to
+/// PYTHONPATH itself.
+const OPENROOM: &str = "python3 -m navkit_bridge --backend openroom";
+
+#[test]
+fn json_report_has_every_episode_judged_by_the_simulator() {
+    let o = nav(&["habitat", "--bridge", OPENROOM, "--episodes", "3", "--json"]);
+    assert_eq!(o.status.code(), Some(0), "stderr: {}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_str(stdout(&o).trim()).expect("one JSON object on stdout");
+    assert_eq!(v["backend"], "openroom");
+    assert_eq!(v["planner"], "offline");
+    assert_eq!(v["requested"], 3);
+    assert!(v["aborted"].is_null());
+    let eps = v["episodes"].as_array().unwrap();
+    assert_eq!(eps.len(), 3);
+    for e in eps {
+        assert_eq!(e["judged_by_simulator"], true, "{e}");
+        for key in ["success", "spl", "distance_to_goal", "sim_metrics", "steps", "planner_calls", "ababa", "stuck"] {
+            assert!(e.get(key).is_some(), "{key} missing in {e}");
+        }
+        assert!(e["sim_metrics"]["geodesic_m"].as_f64().unwrap() > 0.0);
+    }
+    let a = &v["aggregate"];
+    for key in ["sr", "spl", "ababa", "stuck", "planner_calls", "mean_planner_calls", "median_step_overhead_ms"] {
+        assert!(a.get(key).is_some(), "{key} missing in {a}");
+    }
+    let successes = eps.iter().filter(|e| e["success"] == true).count() as f64;
+    assert!((a["sr"].as_f64().unwrap() - successes / 3.0).abs() < 1e-9);
+    // progress lines go to stderr with --json
+    assert!(stderr(&o).contains("[1/3] openroom-0: "), "{}", stderr(&o));
+}
+
+#[test]
+fn text_output_has_a_line_per_episode_and_the_table() {
+    let o = nav(&["habitat", "--bridge", OPENROOM, "--episodes", "2", "--first-index", "4", "--memory", "off"]);
+    assert_eq!(o.status.code(), Some(0), "stderr: {}", stderr(&o));
+    let out = stdout(&o);
+    assert!(out.contains("[1/2] openroom-4: ") && out.contains("[2/2] openroom-5: "), "{out}");
+    assert!(out.contains("| episodes | SR | SPL |"), "{out}");
+    assert!(out.contains("planner offline") && out.contains("memory off"), "{out}");
+}
+
+#[test]
+fn attaches_to_a_listening_bridge() {
+    let package = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../nav-hal/bridge");
+    let mut server = Command::new("python3")
+        .args(["-m", "navkit_bridge", "--backend", "openroom", "--listen", "127.0.0.1:0", "--once"])
+        .env("PYTHONPATH", &package)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("python3 runs");
+    let mut line = String::new();
+    BufReader::new(server.stdout.take().unwrap()).read_line(&mut line).unwrap();
+    let v: serde_json::Value = serde_json::from_str(line.trim()).expect("the listening line");
+    let addr = v["listening"].as_str().unwrap().to_string();
+    let o = nav(&["habitat", "--bridge", &addr, "--episodes", "1", "--json"]);
+    assert_eq!(o.status.code(), Some(0), "stderr: {}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_str(stdout(&o).trim()).unwrap();
+    assert_eq!(v["episodes"].as_array().unwrap().len(), 1);
+    assert!(server.wait().unwrap().success(), "--once: the server exits after the client leaves");
+}
+
+#[test]
+fn the_config_file_sets_the_run_and_flags_override_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = dir.path().join("nav.toml");
+    std::fs::write(&cfg, "[habitat]\nepisodes = 2\nseed = 100\n\n[bridge]\nstep_timeout_s = 10.0\n").unwrap();
+    let o = nav(&["habitat", "--bridge", OPENROOM, "--config", cfg.to_str().unwrap(), "--json"]);
+    assert_eq!(o.status.code(), Some(0), "stderr: {}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_str(stdout(&o).trim()).unwrap();
+    let eps = v["episodes"].as_array().unwrap();
+    assert_eq!(eps.len(), 2);
+    assert_eq!(eps[1]["episode_id"], "openroom-101", "episode k from seed 100 + k");
+    let o = nav(&["habitat", "--bridge", OPENROOM, "--config", cfg.to_str().unwrap(), "--episodes", "1", "--json"]);
+    let v: serde_json::Value = serde_json::from_str(stdout(&o).trim()).unwrap();
+    assert_eq!(v["episodes"].as_array().unwrap().len(), 1);
+    // an unknown key is bad input naming the key
+    std::fs::write(&cfg, "[habitat]\nepisode = 2\n").unwrap();
+    let o = nav(&["habitat", "--bridge", OPENROOM, "--config", cfg.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("episode"), "{}", stderr(&o));
+}
+
+#[test]
+fn a_bridge_that_cannot_start_is_exit_2_with_the_reason() {
+    // Habitat is not installed here: the backend's install message comes through
+    let o =
+        nav(&["habitat", "--bridge", "python3 -m navkit_bridge --backend habitat --config x.yaml", "--episodes", "1"]);
+    assert_eq!(o.status.code(), Some(2), "stderr: {}", stderr(&o));
+    let err = stderr(&o);
+    assert!(err.contains("the bridge could not start") && err.contains("habitat-sim"), "{err}");
+    // no such program
+    let o = nav(&["habitat", "--bridge", "no-such-simulator-program --serve"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("no-such-simulator-program"), "{}", stderr(&o));
+    // a command line that does not parse
+    let o = nav(&["habitat", "--bridge", "python3 'unterminated"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("--bridge"), "{}", stderr(&o));
+    // a VLM planner without a provider
+    let o = nav(&["habitat", "--bridge", OPENROOM, "--planner", "vlm"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("--vlm"), "{}", stderr(&o));
+}
