@@ -27,7 +27,7 @@ use nav_planner::vlm::{BackendInfo, FnVlm, Part, ScriptedVlm, VisionLanguageMode
 use nav_safety::SafetyConfig;
 use serde_json::{Value, json};
 use std::io::Write as _;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -255,6 +255,43 @@ async fn objectnav_two_garbage_replies_fall_back_and_the_run_goes_on() {
     assert!(records[2..].iter().filter_map(|r| r.planner.as_ref()).all(|p| p.fallback.is_none()));
     assert_consecutive(&records);
     assert_dc_queue(&records);
+}
+
+#[tokio::test]
+async fn objectnav_logs_every_planner_call_even_when_the_policy_hands_back_at_once() {
+    // the robot starts facing the corridor's north wall, 0.45 m away: the fallback's "straight ahead" is
+    // blocked at once, so the loop asks again before it takes a step
+    let calls = Arc::new(AtomicUsize::new(0));
+    let c = calls.clone();
+    let vlm = Arc::new(FnVlm::new(move |r: &VlmRequest| {
+        Ok(VlmResponse::from_text(match c.fetch_add(1, Ordering::SeqCst) {
+            0 | 1 => "no idea".to_string(),
+            _ => objectnav_answer(r).to_string(),
+        }))
+    }));
+    let mut spec = objectnav_spec(vlm, "toilet", 200);
+    spec.arena.start.y = 4.55;
+    spec.arena.start.yaw_deg = 90.0;
+    let (summary, records) = run(&spec).await;
+    assert_eq!(summary.fallbacks, 1);
+    assert!(summary.planner_calls >= 3, "{}", summary.report());
+    let first = &records[1];
+    assert!(first.events.iter().any(|e| e["event"] == "policy_stop" && e["reason"] == "blocked"), "{:?}", first.events);
+    // every model call is in the log with its raw reply: the step's own record, or a `replanned` event for a
+    // call superseded before the robot moved
+    let superseded: Vec<&Value> = events(&records, "replanned").map(|(_, e)| &e["planner"]).collect();
+    let (at, fallback) = events(&records, "replanned").next().expect("the fallback was superseded");
+    let reason = first.events.iter().find(|e| e["event"] == "fallback").unwrap()["reason"].as_str();
+    assert_eq!((at.step, fallback["planner"]["fallback"].as_str()), (1, reason));
+    assert_eq!(fallback["planner"]["raw"], json!(["no idea", "no idea"]));
+    assert_eq!(fallback["planner"]["parsed"]["discovered_context"]["why"], "fallback");
+    let logged: u64 = records.iter().filter_map(|r| r.planner.as_ref()).map(|p| u64::from(p.vlm_calls)).sum::<u64>()
+        + superseded.iter().map(|p| p["vlm_calls"].as_u64().unwrap()).sum::<u64>();
+    assert_eq!(logged, u64::from(summary.vlm_calls));
+    assert_eq!(
+        records.iter().filter(|r| r.planner.is_some()).count() + superseded.len(),
+        summary.planner_calls as usize
+    );
 }
 
 /// A policy that turns left forever and never hands back: the loop only
@@ -515,4 +552,223 @@ async fn explore_drives_to_frontiers_and_coverage_grows() {
     assert_eq!(goals as u32, summary.planner_calls);
     // the robot moved on its own between decisions: the control loop drives at 20 Hz
     assert!(records.windows(2).all(|w| (w[1].t_s - w[0].t_s - 0.05).abs() < 1e-6 || w[0].step == 0));
+}
+
+/// Runs the explore loop in `arena` with `vlm` (text only, `timeout_s` of
+/// wall time per call) until `stop` (fed every record as it is written,
+/// with the pause/shutdown signals) says to shut down or `max_time_s` of
+/// simulated time pass.
+async fn explore_run(
+    arena: &str,
+    vlm: Arc<dyn VisionLanguageModel>,
+    timeout_s: f64,
+    max_time_s: f64,
+    stop: impl FnMut(&StepRecord, &ExploreSignals) + Send + 'static,
+) -> (ExploreEnd, Vec<StepRecord>, SimHal) {
+    let world = SimWorld::builtin(arena, SimConfig::default()).unwrap();
+    let clock = world.clock();
+    let mut hal = SimHal::new(world);
+    let planner = VlmExplorePlanner::new(
+        vlm,
+        ExplorePromptConfig { text_only: true, timeout_s, ..ExplorePromptConfig::default() },
+        SafetyConfig::default(),
+    );
+    let signals = ExploreSignals::default();
+    let mut lp = ExploreLoop::new(explore_config(max_time_s), Box::new(planner), signals.clone());
+    let mut stop = stop;
+    let mut log = StepLog::memory().with_tap(move |r| stop(r, &signals));
+    let gt = |h: &SimHal| h.world().ground_truth_pose();
+    let out = lp.run(&mut hal, clock.as_ref(), &mut log, &mut Observer::new().with_ground_truth(&gt)).await.unwrap();
+    (out.end, log.records().to_vec(), hal)
+}
+
+fn has_event(r: &StepRecord, kind: &str) -> bool {
+    r.events.iter().any(|e| e["event"] == kind)
+}
+
+fn moved(a: &StepRecord, b: &StepRecord) -> f64 {
+    let (p, q) = (a.gt_pose.unwrap(), b.gt_pose.unwrap());
+    ((p.x - q.x).powi(2) + (p.y - q.y).powi(2)).sqrt() + (p.yaw_deg - q.yaw_deg).abs().to_radians()
+}
+
+#[tokio::test]
+async fn explore_silent_model_stops_the_robot_within_3s_and_local_nav_drives_after_10s() {
+    const GOOD: usize = 3;
+    let mut script = ScriptedVlm::new();
+    for _ in 0..GOOD {
+        script = to_frontier(script);
+    }
+    let vlm = Arc::new(script.then_silence());
+    // shut down 16 s (simulated) after the first unanswered call. Each silent call times out after 0.5 s
+    // of wall time, at least 10 ticks (0.5 s simulated) with the loop's pacing: a failed call is no
+    // response, the loop asks again and the watchdog keeps counting.
+    let mut calls = 0;
+    let mut silent_from: Option<f64> = None;
+    let (end, records, _) = explore_run("house_a", vlm.clone(), 0.5, 120.0, move |r, signals| {
+        if has_event(r, "planner_call") {
+            calls += 1;
+            if calls == GOOD + 1 {
+                silent_from = Some(r.t_s);
+            }
+        }
+        if silent_from.is_some_and(|t| r.t_s >= t + 16.0) {
+            signals.shutdown.store(true, Ordering::SeqCst);
+        }
+    })
+    .await;
+    assert_eq!(end, ExploreEnd::Shutdown);
+    assert_consecutive(&records);
+    // the good replies were applied; after them only timeouts came back, each logged as a fallback
+    let decided: Vec<&StepRecord> =
+        records.iter().filter(|r| r.planner.as_ref().is_some_and(|p| p.fallback.is_none())).collect();
+    assert_eq!(decided.len(), GOOD, "no reply after the silence began");
+    assert!(decided.iter().all(|r| r.action == "navigate_to_goal"));
+    let call = records.iter().filter(|r| has_event(r, "planner_call")).nth(GOOD).expect("a call after the good ones");
+    let timeouts: Vec<&StepRecord> = records.iter().filter(|r| r.planner.is_some() && r.step > call.step).collect();
+    assert!(!timeouts.is_empty() && vlm.calls() > GOOD + 1, "the silent call timed out and the loop asked again");
+    for r in &timeouts {
+        let reason = r.planner.as_ref().unwrap().fallback.as_deref().expect("a timeout is a fallback");
+        assert!(reason.contains("timed out"), "{reason}");
+        assert!(r.events.iter().any(|e| e["event"] == "fallback" && e["reason"] == reason));
+    }
+    // the tick that started the call ran at t_s - tick
+    let t_call = call.t_s - 0.05;
+    let after = |dt: f64| records.iter().filter(move |r| r.t_s - 0.05 >= t_call + dt - 1e-9);
+    // the control loop kept ticking at 20 Hz while the model was silent
+    let silent: Vec<&StepRecord> = after(0.0).collect();
+    assert!(silent.windows(2).all(|w| (w[1].t_s - w[0].t_s - 0.05).abs() < 1e-6));
+    // the robot was moving when the model went silent
+    assert!(records.iter().filter(|r| r.t_s <= call.t_s).any(|r| r.velocity.is_some_and(|v| v[0] > 0.0)));
+
+    // within 3 s: STOP_WAIT, zero velocity, the robot still
+    let stop_wait = records.iter().find(|r| r.events.iter().any(|e| e["tier"] == "STOP_WAIT")).unwrap();
+    let t_stop = stop_wait.t_s - 0.05 - t_call;
+    assert!((2.9..=3.0 + 1e-9).contains(&t_stop), "STOP_WAIT {t_stop:.2} s after the call");
+    let held: Vec<&StepRecord> = after(3.0).take_while(|r| r.t_s - 0.05 < t_call + 9.95).collect();
+    assert!(held.len() >= 130);
+    for w in held.windows(2) {
+        assert_eq!(w[1].velocity, Some([0.0, 0.0]), "t = {:.2}", w[1].t_s);
+        assert!(moved(w[0], w[1]) < 1e-9, "the robot moved at t = {:.2}", w[1].t_s);
+    }
+
+    // from 10 s: LOCAL_NAV hands over to the frontier planner, which drives
+    let local = records.iter().find(|r| r.events.iter().any(|e| e["tier"] == "LOCAL_NAV")).unwrap();
+    let t_local = local.t_s - 0.05 - t_call;
+    assert!((9.9..=10.0 + 1e-9).contains(&t_local), "LOCAL_NAV {t_local:.2} s after the call");
+    assert!(has_event(local, "local_nav_goal"), "{:?}", local.events);
+    let driving: Vec<&StepRecord> = after(10.0).collect();
+    assert!(driving.iter().any(|r| r.velocity.is_some_and(|v| v[0] > 0.0)));
+    let travelled: f64 = driving.windows(2).map(|w| moved(w[0], w[1])).sum();
+    assert!(travelled > 0.5, "LOCAL_NAV moved the robot {travelled:.2} (m + rad)");
+    assert!(driving.iter().filter_map(|r| r.planner.as_ref()).all(|p| p.fallback.is_some()));
+}
+
+#[tokio::test]
+async fn explore_pause_stops_motion_at_once_and_resume_continues() {
+    let vlm = Arc::new(to_frontier(ScriptedVlm::new()).repeat_last());
+    // pause at the first moving tick after 2 s, resume 2 s later, shut down 4 s after that
+    let mut paused_at: Option<u64> = None;
+    let mut last: Option<StepRecord> = None;
+    let (end, records, hal) = explore_run("house_a", vlm, 8.0, 60.0, move |r, signals| {
+        let moving = last.as_ref().is_some_and(|l| r.gt_pose.is_some() && moved(l, r) > 1e-6);
+        match paused_at {
+            None if r.t_s >= 2.0 && moving => {
+                signals.pause.store(true, Ordering::SeqCst);
+                paused_at = Some(r.step);
+            }
+            Some(p) if r.step == p + 40 => signals.pause.store(false, Ordering::SeqCst),
+            Some(p) if r.step >= p + 120 => signals.shutdown.store(true, Ordering::SeqCst),
+            _ => {}
+        }
+        last = Some(r.clone());
+    })
+    .await;
+    assert_eq!(end, ExploreEnd::Shutdown);
+    assert_consecutive(&records);
+    let p = records.iter().position(|r| r.t_s >= 2.0 && r.step > 0 && moved(&records[r.step as usize - 1], r) > 1e-6);
+    let p = p.expect("the robot moves within the run");
+    assert!(records[p].velocity.is_some_and(|v| v != [0.0, 0.0]));
+    // the very next tick publishes zero velocity and the robot stands still, for the whole pause
+    for r in &records[p + 1..=p + 40] {
+        assert_eq!(r.velocity, Some([0.0, 0.0]), "step {}", r.step);
+        assert!(moved(&records[p], r) < 1e-9, "the robot moved while paused (step {})", r.step);
+        assert!(!has_event(r, "planner_call"), "no decisions while paused (step {})", r.step);
+    }
+    // cleared: it moves again
+    let resumed: f64 = records[p + 41..].windows(2).map(|w| moved(&w[0], &w[1])).sum();
+    assert!(resumed > 0.1, "moved {resumed:.2} after the pause");
+    assert!(records[p + 41..].iter().any(|r| r.velocity.is_some_and(|v| v[0] > 0.0)));
+    // shutdown ends the loop before another tick
+    assert_eq!(records.last().unwrap().step, records[p].step + 120);
+    assert_eq!(hal.world().collisions(), 0);
+}
+
+// ---------------------------------------------------------------- the step log
+
+/// The lines of a log file.
+fn lines(path: &std::path::Path) -> Vec<String> {
+    std::fs::read_to_string(path).unwrap().lines().map(str::to_string).collect()
+}
+
+#[tokio::test]
+async fn the_step_log_has_one_parseable_line_per_step_even_when_a_run_is_cut_short() {
+    let dir = tempfile::tempdir().unwrap();
+
+    // a step budget that ends the episode early: start + 5 steps, each its own complete line
+    let path = dir.path().join("objectnav.jsonl");
+    let mut log = StepLog::create(&path).unwrap();
+    let spec = objectnav_spec(objectnav_model(), "toilet", 5);
+    let summary = run_episode(&spec, &mut log, &mut |_| {}).await.unwrap();
+    assert_eq!((summary.steps, summary.end.as_str(), summary.success), (5, "steplimit", false));
+    let (records, truncated) = read_log(&path).unwrap();
+    assert!(!truncated);
+    assert_eq!(records.len(), 6);
+    assert_eq!(lines(&path).len(), 6);
+    assert_consecutive(&records);
+    assert_eq!((records[0].action.as_str(), records[0].info["arena"].as_str()), ("start", Some("house_a")));
+    assert!(records[1].planner_called && records[1].planner.is_some());
+    for (line, r) in lines(&path).iter().zip(&records) {
+        assert_eq!(&serde_json::from_str::<StepRecord>(line).unwrap(), r);
+    }
+
+    // a run dropped mid-way (as on Ctrl-C): every line written so far is complete
+    let path = dir.path().join("explore.jsonl");
+    let world = SimWorld::builtin("exploration", SimConfig::default()).unwrap();
+    let clock = world.clock();
+    let mut hal = SimHal::new(world);
+    let vlm = Arc::new(to_frontier(ScriptedVlm::new()).repeat_last());
+    let planner = VlmExplorePlanner::new(
+        vlm,
+        ExplorePromptConfig { text_only: true, ..ExplorePromptConfig::default() },
+        SafetyConfig::default(),
+    );
+    // real-time pacing: 20 ticks a second, so 0.5 s of wall time is about 10 of them
+    let config = ExploreLoopConfig { pacing: Pacing::RealTime, use_camera: false, ..ExploreLoopConfig::default() };
+    let mut lp = ExploreLoop::new(config, Box::new(planner), ExploreSignals::default());
+    let mut log = StepLog::create(&path).unwrap();
+    let mut observer = Observer::new();
+    let run = lp.run(&mut hal, clock.as_ref(), &mut log, &mut observer);
+    assert!(tokio::time::timeout(Duration::from_millis(500), run).await.is_err(), "the run was cut short");
+    drop(log);
+    let (records, truncated) = read_log(&path).unwrap();
+    assert!(!truncated);
+    assert!(records.len() >= 3, "{} lines", records.len());
+    assert_eq!(records.len(), lines(&path).len());
+    assert_consecutive(&records);
+    assert!(records[1..].iter().all(|r| r.velocity.is_some()));
+
+    // a line cut mid-write (the process killed): the complete lines still read back
+    let text = std::fs::read_to_string(&path).unwrap();
+    let cut = text.trim_end().len() - 10;
+    std::fs::write(&path, &text[..cut]).unwrap();
+    let (partial, truncated) = read_log(&path).unwrap();
+    assert!(truncated);
+    assert_eq!(partial[..], records[..records.len() - 1]);
+    // a broken line that is not the last is an error naming the line
+    let mut f = std::fs::OpenOptions::new().append(true).open(&path).unwrap();
+    writeln!(f, "\n{}", serde_json::to_string(&records[0]).unwrap()).unwrap();
+    match read_log(&path) {
+        Err(nav_planner::navigator::LogError::Parse { line, .. }) => assert_eq!(line, records.len()),
+        other => panic!("expected a parse error, got {other:?}"),
+    }
 }

@@ -177,6 +177,11 @@ pub async fn run_objectnav<R: Robot + ?Sized>(
                 if let Some(reason) = &reply.record.fallback {
                     pending_events.push(json!({"event": "fallback", "reason": reason}));
                 }
+                // a call superseded before the robot moved (the policy handed back at once) stays in the log
+                if let Some(prev) = pending_planner.take() {
+                    let prev = serde_json::to_value(prev).unwrap_or(Value::Null);
+                    pending_events.push(json!({"event": "replanned", "planner": prev}));
+                }
                 pending_planner = Some(PlannerRecord {
                     raw: reply.record.raw.clone(),
                     parsed: serde_json::to_value(d).unwrap_or(Value::Null),
