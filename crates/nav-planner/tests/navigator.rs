@@ -294,6 +294,24 @@ async fn objectnav_logs_every_planner_call_even_when_the_policy_hands_back_at_on
     );
 }
 
+#[tokio::test]
+async fn objectnav_turning_around_on_the_planners_word_then_goes_forward() {
+    // facing the west end of the corridor, the model says "behind you" (180°): the policy turns
+    // around in six 30° steps and then follows the open corridor east, without asking again
+    let reply = |angle: f64| {
+        json!({"goal_flag": false, "angle": angle,
+            "discovered_context": {"goal_scene_type": "corridor", "why": "the corridor goes on there"}})
+    };
+    let vlm = Arc::new(ScriptedVlm::new().then_json(reply(180.0)).then_json(reply(0.0)).repeat_last());
+    let mut spec = objectnav_spec(vlm, "toilet", 12);
+    spec.arena.start.yaw_deg = 180.0;
+    let (_, records) = run(&spec).await;
+    let actions: Vec<&str> = records[1..].iter().map(|r| r.action.as_str()).collect();
+    assert_eq!(actions[..7], ["turn_left"; 6].iter().copied().chain(["forward"]).collect::<Vec<_>>()[..]);
+    assert!(records[2..=7].iter().all(|r| !r.planner_called), "no second call before moving on");
+    assert!(events(&records[..=7], "policy_stop").next().is_none());
+}
+
 /// A policy that turns left forever and never hands back: the loop only
 /// re-plans when memory patterns ask it to.
 struct Spinner;

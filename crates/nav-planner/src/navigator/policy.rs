@@ -234,7 +234,8 @@ impl LowLevelPolicy for HeadingPolicy {
                 PolicyStop::Blocked
             });
         }
-        if self.turns >= self.config.max_turns && self.forward_done == 0 {
+        // more turns than a half circle (a commanded 180° takes exactly max_turns, then goes forward)
+        if self.turns > self.config.max_turns && self.forward_done == 0 {
             return PolicyAction::Done(PolicyStop::NoProgress);
         }
         if !self.overshoot_tried {
