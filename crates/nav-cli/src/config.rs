@@ -9,6 +9,9 @@
 //!
 //! [explore.safety.speeds]
 //! fast_mps = 0.15
+//!
+//! [rosbridge]            # nav rosmaster (docs/ROSMASTER.md)
+//! url = "ws://192.168.1.42:9090"
 //! ```
 
 use crate::exit::{Exit, usage};
@@ -46,6 +49,9 @@ pub struct NavConfig {
     pub vlm: Option<BackendConfig>,
     /// Grounding knowledge.
     pub grounding: GroundingSection,
+    /// The robot behind rosbridge (`nav rosmaster`).
+    #[cfg(feature = "rosmaster")]
+    pub rosbridge: nav_hal::rosbridge::RosbridgeConfig,
     /// The simulator bridge's timeouts and observations (`nav habitat`).
     #[cfg(feature = "habitat")]
     pub bridge: nav_hal::bridge::BridgeConfig,

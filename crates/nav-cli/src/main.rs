@@ -6,6 +6,11 @@
 //! Exit codes: 0 success; 1 the episode ran but failed its criteria
 //! (`run`); 2 bad usage or bad input (with a message naming the problem);
 //! 3 internal errors.
+//!
+//! Features: `backends` (the HTTP VLM backends), `rosmaster` (`nav
+//! rosmaster`, nav-hal's rosbridge HAL) and `habitat` (`nav habitat`), all
+//! on by default. `async-trait` is here for the HAL traits `nav
+//! rosmaster`'s robot wrapper implements.
 
 mod cmd;
 mod config;
@@ -42,6 +47,9 @@ enum Command {
     /// Grounding knowledge (seed 004).
     #[command(subcommand)]
     Grounding(cmd::grounding::GroundingCommand),
+    /// Explore with a real robot (ROSMASTER A1 or any ROS robot) through rosbridge.
+    #[cfg(feature = "rosmaster")]
+    Rosmaster(cmd::rosmaster::RosmasterArgs),
     /// ObjectNav episodes in Habitat-sim, MiniWorld or another simulator through the bridge.
     #[cfg(feature = "habitat")]
     Habitat(cmd::habitat::HabitatArgs),
@@ -54,6 +62,8 @@ fn init_tracing(verbose: u8) {
         1 => "info",
         _ => "debug",
     };
+    // roslibrust logs every internal reconnect attempt as a warning; nav-hal reports the link itself
+    let default = if verbose >= 2 { default.to_string() } else { format!("{default},roslibrust=error") };
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(default));
     let _ =
         tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).with_target(false).try_init();
@@ -69,6 +79,8 @@ fn main() {
         Command::Prompt(a) => cmd::prompt::run(a),
         Command::Replay(a) => cmd::replay::run(a),
         Command::Grounding(c) => cmd::grounding::run(c),
+        #[cfg(feature = "rosmaster")]
+        Command::Rosmaster(a) => cmd::rosmaster::run(a),
         #[cfg(feature = "habitat")]
         Command::Habitat(a) => cmd::habitat::run(a),
     };

@@ -7,6 +7,8 @@ pub mod habitat;
 pub mod parse;
 pub mod prompt;
 pub mod replay;
+#[cfg(feature = "rosmaster")]
+pub mod rosmaster;
 pub mod run;
 
 use crate::exit::{Exit, usage};

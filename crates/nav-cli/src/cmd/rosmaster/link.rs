@@ -1,0 +1,129 @@
+//! [`RobotLink`]: the rosbridge HAL as the explore loop's robot. Every
+//! tick (on the odometry read that opens it) it mirrors the robot's pause
+//! topic into the loop's pause signal and reports pause and link changes;
+//! in a dry run it prints the Twists that would have been published.
+
+use super::progress::Progress;
+use async_trait::async_trait;
+use nav_hal::HalError;
+use nav_hal::hal::{
+    Actuators, CameraFrame, Capabilities, DepthFrame, MotionOutcome, Odometry, Sensors, StampedScan, VelocityCommand,
+};
+use nav_hal::rosbridge::RosbridgeHal;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+/// A dry run prints a command when motion starts or stops, else at most
+/// once per this many seconds when it changed.
+const ECHO_PERIOD_S: f64 = 1.0;
+
+/// See the module docs.
+pub struct RobotLink {
+    hal: RosbridgeHal,
+    pause: Arc<AtomicBool>,
+    progress: Progress,
+    paused: bool,
+    connected: bool,
+    /// The last dry-run command printed: (time, linear, angular).
+    echoed: Option<(f64, f64, f64)>,
+}
+
+impl RobotLink {
+    /// Wraps a connected HAL; `pause` is the loop's pause signal.
+    pub fn new(hal: RosbridgeHal, pause: Arc<AtomicBool>, progress: Progress) -> Self {
+        let connected = hal.is_connected();
+        Self { hal, pause, progress, paused: false, connected, echoed: None }
+    }
+
+    /// The HAL (status, configuration).
+    pub fn hal(&self) -> &RosbridgeHal {
+        &self.hal
+    }
+
+    /// Mirrors the pause topic and reports changes of pause and link.
+    fn observe(&mut self) {
+        let paused = self.hal.paused();
+        self.pause.store(paused, Ordering::SeqCst);
+        let topic = &self.hal.config().topics.pause;
+        if paused != self.paused {
+            self.paused = paused;
+            if paused {
+                self.progress.say(&format!("paused by {topic}: holding still, no decisions"));
+            } else {
+                self.progress.say(&format!("resumed by {topic}"));
+            }
+        }
+        let connected = self.hal.is_connected();
+        if connected != self.connected {
+            self.connected = connected;
+            let status = self.hal.link_status();
+            if connected {
+                self.progress.say(&format!("link: reconnected (session {})", status.sessions));
+            } else {
+                let why = status.last_error.unwrap_or_else(|| "unknown".into());
+                self.progress.say(&format!("link lost ({why}): the robot is treated as stopped; reconnecting"));
+            }
+        }
+    }
+
+    /// In a dry run, prints the command that would have gone out.
+    fn echo(&mut self) {
+        let Some(cmd) = self.hal.last_command().filter(|c| !c.published) else { return };
+        let moving = cmd.linear != 0.0 || cmd.angular != 0.0;
+        let print = match self.echoed {
+            None => true,
+            Some((t, v, w)) => {
+                let was_moving = v != 0.0 || w != 0.0;
+                let changed = (v - cmd.linear).abs() >= 0.005 || (w - cmd.angular).abs() >= 0.005;
+                moving != was_moving || (changed && cmd.at_s - t >= ECHO_PERIOD_S)
+            }
+        };
+        if print {
+            self.echoed = Some((cmd.at_s, cmd.linear, cmd.angular));
+            let topic = &self.hal.config().topics.cmd_vel;
+            self.progress.say(&format!(
+                "dry run: would publish Twist linear.x={:.3} angular.z={:.3} on {topic}",
+                cmd.linear, cmd.angular
+            ));
+        }
+    }
+}
+
+#[async_trait]
+impl Sensors for RobotLink {
+    fn capabilities(&self) -> Capabilities {
+        self.hal.capabilities()
+    }
+
+    async fn odometry(&mut self) -> Result<Odometry, HalError> {
+        self.observe();
+        self.hal.odometry().await
+    }
+
+    async fn scan(&mut self) -> Result<StampedScan, HalError> {
+        self.hal.scan().await
+    }
+
+    async fn rgb(&mut self) -> Result<CameraFrame, HalError> {
+        self.hal.rgb().await
+    }
+
+    async fn depth(&mut self) -> Result<DepthFrame, HalError> {
+        self.hal.depth().await
+    }
+}
+
+#[async_trait]
+impl Actuators for RobotLink {
+    async fn drive(&mut self, command: VelocityCommand) -> Result<MotionOutcome, HalError> {
+        let out = self.hal.drive(command).await?;
+        if self.hal.config().dry_run {
+            self.echo();
+        }
+        Ok(out)
+    }
+
+    async fn stop(&mut self) -> Result<(), HalError> {
+        self.hal.stop().await
+    }
+}

@@ -1,0 +1,110 @@
+//! An OpenAI-compatible chat-completions server on 127.0.0.1:0 that
+//! answers the first `answered` requests with a scripted tool call and then
+//! goes silent: later requests are read and recorded but never answered
+//! (the connection stays open), like a model API that hangs.
+
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+
+pub struct SilentVlm {
+    addr: std::net::SocketAddr,
+    arrivals: Arc<Mutex<Vec<Instant>>>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for SilentVlm {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+impl SilentVlm {
+    /// Answers the first `answered` requests with `tool(arguments)`.
+    pub async fn start(answered: usize, tool: &str, arguments: serde_json::Value) -> Self {
+        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind loopback");
+        let addr = listener.local_addr().expect("local addr");
+        let arrivals = Arc::new(Mutex::new(Vec::new()));
+        let body = serde_json::json!({
+            "id": "chatcmpl-test",
+            "object": "chat.completion",
+            "model": "test-model",
+            "choices": [{"index": 0, "finish_reason": "tool_calls", "message": {
+                "role": "assistant", "content": null,
+                "tool_calls": [{"id": "call_1", "type": "function",
+                                "function": {"name": tool, "arguments": arguments.to_string()}}]}}],
+            "usage": {"prompt_tokens": 900, "completion_tokens": 30, "total_tokens": 930},
+        })
+        .to_string();
+        let shared = Arc::clone(&arrivals);
+        let task = tokio::spawn(async move {
+            while let Ok((stream, _)) = listener.accept().await {
+                tokio::spawn(serve(stream, Arc::clone(&shared), answered, body.clone()));
+            }
+        });
+        Self { addr, arrivals, task }
+    }
+
+    /// `http://127.0.0.1:PORT/v1`
+    pub fn base_url(&self) -> String {
+        format!("http://{}/v1", self.addr)
+    }
+
+    /// When each request arrived.
+    pub fn arrivals(&self) -> Vec<Instant> {
+        self.arrivals.lock().unwrap().clone()
+    }
+}
+
+/// Reads one request; answers it while under the quota (then closes),
+/// else holds the connection open without a word.
+async fn serve(mut stream: TcpStream, arrivals: Arc<Mutex<Vec<Instant>>>, answered: usize, body: String) {
+    if !read_request(&mut stream).await {
+        return;
+    }
+    let n = {
+        let mut a = arrivals.lock().unwrap();
+        a.push(Instant::now());
+        a.len()
+    };
+    if n > answered {
+        // silent: keep the socket open until the client gives up
+        let mut sink = [0u8; 1024];
+        while matches!(stream.read(&mut sink).await, Ok(k) if k > 0) {}
+        return;
+    }
+    let head = format!(
+        "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+        body.len()
+    );
+    let _ = stream.write_all(head.as_bytes()).await;
+    let _ = stream.write_all(body.as_bytes()).await;
+    let _ = stream.shutdown().await;
+}
+
+/// Reads one request (head and Content-Length body); false at EOF.
+async fn read_request(stream: &mut TcpStream) -> bool {
+    let mut buf = Vec::new();
+    let mut chunk = [0u8; 16384];
+    let head_end = loop {
+        if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+            break i;
+        }
+        match stream.read(&mut chunk).await {
+            Ok(0) | Err(_) => return false,
+            Ok(n) => buf.extend_from_slice(&chunk[..n]),
+        }
+    };
+    let head = String::from_utf8_lossy(&buf[..head_end]).to_ascii_lowercase();
+    let length: usize =
+        head.lines().find_map(|l| l.strip_prefix("content-length:")).and_then(|v| v.trim().parse().ok()).unwrap_or(0);
+    let mut have = buf.len() - head_end - 4;
+    while have < length {
+        match stream.read(&mut chunk).await {
+            Ok(0) | Err(_) => return false,
+            Ok(n) => have += n,
+        }
+    }
+    true
+}
