@@ -97,10 +97,11 @@ impl Nav {
         (status, out, self.stderr())
     }
 
-    fn interrupt(&self) {
+    /// `kill -SIGNAL PID` (`INT`, `TERM`).
+    fn signal(&self, signal: &str) {
         let pid = self.child.id().expect("running").to_string();
-        let ok = std::process::Command::new("kill").args(["-INT", &pid]).status().unwrap().success();
-        assert!(ok, "kill -INT {pid}");
+        let ok = std::process::Command::new("kill").arg(format!("-{signal}")).arg(&pid).status().unwrap().success();
+        assert!(ok, "kill -{signal} {pid}");
     }
 }
 
@@ -317,7 +318,7 @@ async fn sigint_ends_with_zero_twists_and_exit_0() {
     driving(&peer, &nav, 8.0).await;
     tokio::time::sleep(Duration::from_secs(1)).await;
     driving(&peer, &nav, 3.0).await;
-    nav.interrupt();
+    nav.signal("INT");
     let signalled = peer.now_s();
     let (status, out, err) = nav.finish(10.0).await;
     assert_eq!(status.code(), Some(0), "stderr:\n{err}");
@@ -374,9 +375,9 @@ async fn bad_urls_and_configs_are_usage_errors() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_pause_topic_holds_the_robot_still_until_resumed() {
+async fn the_pause_topic_holds_the_robot_still_until_resumed_and_sigterm_ends_the_run() {
     let peer = peer().await;
-    let nav = Nav::start(&peer.url(), DEFAULTS, &["--max-time", "10"]);
+    let nav = Nav::start(&peer.url(), DEFAULTS, &["--max-time", "60"]);
     driving(&peer, &nav, 8.0).await;
     peer.publish_pause(true);
     let paused_at = peer.now_s();
@@ -388,9 +389,13 @@ async fn the_pause_topic_holds_the_robot_still_until_resumed() {
     assert!(held >= 20, "zero velocity is published while paused: {held}");
     peer.publish_pause(false);
     driving(&peer, &nav, 6.0).await;
-    let (status, _, err) = nav.finish(25.0).await;
-    assert!(status.success(), "exit {status}; stderr:\n{err}");
+    nav.signal("TERM");
+    let (status, out, err) = nav.finish(10.0).await;
+    assert_eq!(status.code(), Some(0), "stderr:\n{err}");
     assert!(err.contains("paused by /navkit/pause") && err.contains("resumed by /navkit/pause"), "stderr:\n{err}");
+    assert!(err.contains("SIGTERM: stopping the robot") && out.contains("ended (shutdown)"), "stderr:\n{err}");
+    let trailing = peer.twists().iter().rev().take_while(|(_, t)| zero(t)).count();
+    assert!(trailing >= 5, "the last Twists are zero: {trailing}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

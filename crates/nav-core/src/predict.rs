@@ -2,7 +2,7 @@
 //! the state of unknown cells with four heuristics — wall continuation,
 //! corridor continuation, open-space expansion and boundary walls — writes
 //! the guesses at low confidence (0.2–0.3, below
-//! [`PREDICTION_CEILING`](crate::grid::PREDICTION_CEILING) so any sensor
+//! [`PREDICTION_CEILING`] so any sensor
 //! reading replaces them), and later verifies each guess against what the
 //! sensors actually saw, counting verified and wrong predictions.
 //!

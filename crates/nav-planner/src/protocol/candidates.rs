@@ -137,7 +137,7 @@ pub enum ParsePath {
 }
 
 impl CandidateDecision {
-    /// The seed's fallback: STOP / STOP / "Fallback: <reason>".
+    /// The seed's fallback: STOP / STOP / `"Fallback: <reason>"`.
     pub fn fallback(reason: &str) -> Self {
         Self {
             action: CandidateAction { kind: ActionType::Stop, target_id: None, target_m: None, yaw_deg: None },
