@@ -116,6 +116,9 @@ impl NavConfig {
         let format = crate::cmd::grounding::parse_format(self.grounding.format.as_deref().unwrap_or("txt"))?;
         let merged =
             nav_memory::grounding::merge_files(&self.grounding.files, format).map_err(|e| usage(e.to_string()))?;
+        for w in &merged.warnings {
+            tracing::warn!("{w}");
+        }
         let text = merged.render_prompt_section();
         Ok((!text.trim().is_empty()).then_some(text))
     }

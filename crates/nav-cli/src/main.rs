@@ -70,8 +70,14 @@ fn init_tracing(verbose: u8) {
     // roslibrust logs every internal reconnect attempt as a warning; nav-hal reports the link itself
     let default = if verbose >= 2 { default.to_string() } else { format!("{default},roslibrust=error") };
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(default));
-    let _ =
-        tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).with_target(false).try_init();
+    // colour codes only for a person at a terminal, never in a redirected log
+    let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_target(false)
+        .with_ansi(ansi)
+        .try_init();
 }
 
 fn main() {

@@ -266,6 +266,7 @@ fn prompt_neutral_requests() {
     }
     assert_eq!(v["json_schema"], Value::Null);
     assert!(v["tools"].as_array().unwrap().is_empty());
+    assert_eq!(v["temperature"].to_string(), "0.3", "the f32 temperature prints as written");
 
     let v = prompt(&["--protocol", "objectnav", "--text-only"]);
     assert!(v["user"].as_array().unwrap().iter().all(|p| p["type"] == "text"), "no images with --text-only");
@@ -385,6 +386,8 @@ fn grounding_merge_warns_about_a_corrupt_json() {
     assert_eq!(o.status.code(), Some(0), "a corrupt file is skipped, not fatal: {}", stderr(&o));
     let err = stderr(&o);
     assert!(err.contains("warning") && err.contains("corrupt.json"), "the warning names the file: {err}");
+    assert_eq!(err.matches("corrupt.json").count(), 1, "the warning is printed once: {err}");
+    assert!(!err.contains('\u{1b}'), "no colour codes in a redirected log: {err:?}");
     let out = stdout(&o);
     assert!(out.contains("- Drive slowly near the sofa.") && out.contains("Never enter the garage"), "{out}");
     assert!(!out.contains("bathroom"), "nothing from other files leaks in:\n{out}");

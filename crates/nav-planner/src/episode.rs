@@ -7,7 +7,7 @@
 use crate::navigator::candidates::{
     CandidatesEnd, CandidatesLoopConfig, WorldModelMode, rasterize_arena, run_candidates,
 };
-use crate::navigator::explore::{ExploreLoop, ExploreLoopConfig, ExploreSignals};
+use crate::navigator::explore::{ExploreLoop, ExploreLoopConfig, ExploreSignals, frontier_list, memory_frontiers};
 use crate::navigator::objectnav::{ObjectNavEnd, ObjectNavLoopConfig, run_objectnav};
 use crate::navigator::policy::{HeadingPolicy, HeadingPolicyConfig};
 use crate::navigator::{EpisodeStats, NavError, Observer, StepLog};
@@ -585,9 +585,8 @@ pub async fn run_episode(
 /// The request a backend would send at the start state of `spec`'s
 /// episode (what `nav prompt` prints and the prompt snapshots pin down).
 pub async fn initial_request(spec: &EpisodeSpec) -> Result<crate::vlm::VlmRequest, EpisodeError> {
-    use crate::mapping::LocalMap;
     use crate::protocol::{candidates, explore, objectnav};
-    use nav_hal::hal::{Actuators as _, Sensors as _};
+    use nav_hal::hal::Sensors as _;
     let arena = seeded_arena(&spec.arena, spec.seed, spec.sim.robot_radius_m)?;
     let mut hal = SimHal::new(SimWorld::new(arena.clone(), spec.sim.clone())?);
     let pose = hal.odometry().await?.pose;
@@ -667,45 +666,64 @@ pub async fn initial_request(spec: &EpisodeSpec) -> Result<crate::vlm::VlmReques
             Ok(candidates::build_request(&frame, &cfg))
         }
         ProtocolKind::Explore => {
-            let mut map = LocalMap::new(spec.explore.map.clone(), pose.position())
-                .map_err(|e| EpisodeError::Spec(e.to_string()))?;
-            map.integrate(pose, &scan);
-            let costs = map.costmap();
-            let frontiers = map
-                .reachable_frontiers(&costs, pose.position())
-                .into_iter()
-                .take(5)
-                .enumerate()
-                .map(|(i, f)| explore::ExploreFrontier {
-                    id: i as u32 + 1,
-                    position: f.entry,
-                    path_cost_m: Some(f.cost_m),
-                    size: f.cluster.size,
-                })
-                .collect();
-            let frame = hal.rgb().await?;
-            let depth = hal.depth().await.ok();
-            hal.stop().await.ok();
-            let snap = explore::ExploreSnapshot {
-                pose,
-                speed_mps: 0.0,
-                distance_traveled_m: 0.0,
-                elapsed_s: 0.0,
-                coverage: None,
-                scan,
-                scan_age_s: 0.0,
-                hfov_rad: frame.hfov_rad,
-                image: Some(frame.frame),
-                depth,
-                previous_action: None,
-                previous_result: None,
-                memory_text: nav_memory::ExplorationMemory::new(0.0).to_prompt_text(),
-                frontiers,
-                detections: Vec::new(),
-                text_only: spec.text_only,
-            };
+            let snap = explore_snapshot_of(&mut hal, spec, pose, scan).await?;
             let cfg = ExplorePromptConfig { text_only: spec.text_only, ..ExplorePromptConfig::default() };
             Ok(explore::build_request(&snap, &cfg))
         }
     }
+}
+
+/// The explore planner's first snapshot of `spec`'s episode (what
+/// [`initial_request`] sends for the explore protocol): the pose, scan,
+/// camera frame and depth at the start, the reachable frontiers, and an
+/// exploration memory that lists the same frontiers.
+///
+/// # Errors
+/// As [`initial_request`].
+pub async fn initial_explore_snapshot(
+    spec: &EpisodeSpec,
+) -> Result<crate::protocol::explore::ExploreSnapshot, EpisodeError> {
+    use nav_hal::hal::Sensors as _;
+    let arena = seeded_arena(&spec.arena, spec.seed, spec.sim.robot_radius_m)?;
+    let mut hal = SimHal::new(SimWorld::new(arena, spec.sim.clone())?);
+    let pose = hal.odometry().await?.pose;
+    let scan = hal.scan().await?.scan;
+    explore_snapshot_of(&mut hal, spec, pose, scan).await
+}
+
+async fn explore_snapshot_of(
+    hal: &mut SimHal,
+    spec: &EpisodeSpec,
+    pose: nav_core::geometry::Pose2,
+    scan: nav_core::lidar::LaserScan,
+) -> Result<crate::protocol::explore::ExploreSnapshot, EpisodeError> {
+    use crate::mapping::LocalMap;
+    use nav_hal::hal::{Actuators as _, Sensors as _};
+    let mut map =
+        LocalMap::new(spec.explore.map.clone(), pose.position()).map_err(|e| EpisodeError::Spec(e.to_string()))?;
+    map.integrate(pose, &scan);
+    let frontiers = frontier_list(&map, pose);
+    let mut memory = nav_memory::ExplorationMemory::new(0.0);
+    memory.update_frontiers(memory_frontiers(&frontiers, pose));
+    let frame = hal.rgb().await?;
+    let depth = hal.depth().await.ok();
+    hal.stop().await.ok();
+    Ok(crate::protocol::explore::ExploreSnapshot {
+        pose,
+        speed_mps: 0.0,
+        distance_traveled_m: 0.0,
+        elapsed_s: 0.0,
+        coverage: None,
+        scan,
+        scan_age_s: 0.0,
+        hfov_rad: frame.hfov_rad,
+        image: Some(frame.frame),
+        depth,
+        previous_action: None,
+        previous_result: None,
+        memory_text: memory.to_prompt_text(),
+        frontiers,
+        detections: Vec::new(),
+        text_only: spec.text_only,
+    })
 }

@@ -90,7 +90,8 @@ fn neutral(req: &VlmRequest, with_images: bool) -> Value {
         "tools": req.tools,
         "tool_choice": req.tool_choice,
         "json_schema": req.json_schema,
-        "temperature": req.temperature,
+        // through its shortest decimal form: 0.3, not the f32's 0.30000001192092896
+        "temperature": req.temperature.and_then(|t| t.to_string().parse::<f64>().ok()),
         "max_tokens": req.max_tokens,
         "timeout_s": req.timeout.map(|t| t.as_secs_f64()),
         "cache_system": req.cache_system,

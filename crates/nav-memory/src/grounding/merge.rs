@@ -262,13 +262,15 @@ impl MergedGrounding {
 /// Reads and merges grounding files (see the module docs). `.json` files
 /// (case-insensitive) are grounding documents, anything else is text.
 /// Unreadable files are an error naming the file; corrupt JSON and empty
-/// text files are skipped with a warning.
+/// text files are skipped and reported in [`MergedGrounding::warnings`]
+/// (logged here only at debug level, so the caller decides how to show them
+/// and each is shown once).
 pub fn merge_files(paths: &[PathBuf], format: MergeFormat) -> Result<MergedGrounding, MemoryError> {
     let mut json = Vec::new();
     let mut texts = Vec::new();
     let mut warnings = Vec::new();
     let mut warn = |path: &Path, message: String| {
-        tracing::warn!(path = %path.display(), "skipping grounding file: {message}");
+        tracing::debug!(path = %path.display(), "skipping grounding file: {message}");
         warnings.push(GroundingWarning { path: path.to_path_buf(), message });
     };
     for path in paths {

@@ -448,13 +448,7 @@ impl ExploreLoop {
                                     Vec::new()
                                 };
                                 let frontiers = frontier_list(&map, pose);
-                                memory.update_frontiers(frontiers.iter().map(|f| Frontier {
-                                    id: f.id,
-                                    direction_deg: pose.relative_bearing(f.position).to_degrees(),
-                                    distance_m: pose.position().distance(f.position),
-                                    kind: "frontier".into(),
-                                    width_m: None,
-                                }));
+                                memory.update_frontiers(memory_frontiers(&frontiers, pose));
                                 let hfov = frame.as_ref().map_or(std::f64::consts::FRAC_PI_2, |f| f.hfov_rad);
                                 let snap = ExploreSnapshot {
                                     pose,
@@ -926,7 +920,8 @@ fn finish_active(
 }
 
 /// Frontiers of the map reachable from `pose`, cheapest first, with ids.
-fn frontier_list(map: &LocalMap, pose: Pose2) -> Vec<ExploreFrontier> {
+/// The reachable frontiers shown to the model (at most five, ids 1..).
+pub(crate) fn frontier_list(map: &LocalMap, pose: Pose2) -> Vec<ExploreFrontier> {
     let costs = map.costmap();
     map.reachable_frontiers(&costs, pose.position())
         .into_iter()
@@ -941,6 +936,18 @@ fn frontier_list(map: &LocalMap, pose: Pose2) -> Vec<ExploreFrontier> {
             size: f.cluster.size,
         })
         .collect()
+}
+
+/// The same frontiers as exploration-memory entries (bearing and distance
+/// from `pose`), so the memory section and the frontier list agree.
+pub(crate) fn memory_frontiers(frontiers: &[ExploreFrontier], pose: Pose2) -> impl Iterator<Item = Frontier> + '_ {
+    frontiers.iter().map(move |f| Frontier {
+        id: f.id,
+        direction_deg: pose.relative_bearing(f.position).to_degrees(),
+        distance_m: pose.position().distance(f.position),
+        kind: "frontier".into(),
+        width_m: None,
+    })
 }
 
 /// The path follower with what it needs this tick: the newest scan (for

@@ -193,22 +193,27 @@ impl Default for ExplorePromptConfig {
     }
 }
 
+/// The line that opens a cycle's text when no camera image is attached
+/// (text-only mode, or no frame yet).
+pub const NO_IMAGE_NOTE: &str = "NO CAMERA IMAGE THIS CYCLE (text-only): decide from the LiDAR, gaps and memory below; \
+call observe_scene if you need to look.";
+
 /// Builds the first request of a cycle: system prompt, the seven tools with
 /// `tool_choice = required`, the annotated image and the context block.
 pub fn build_request(snap: &ExploreSnapshot, cfg: &ExplorePromptConfig) -> VlmRequest {
-    let mut req = VlmRequest::new(EXPLORE_SYSTEM)
+    let req = VlmRequest::new(EXPLORE_SYSTEM)
         .cache_system(true)
         .tools(tool_specs())
         .tool_choice(ToolChoice::Required)
         .temperature(cfg.temperature)
         .max_tokens(cfg.max_tokens)
         .timeout(Duration::from_secs_f64(cfg.timeout_s.max(0.1)));
-    if !cfg.text_only && !snap.text_only {
-        if let Some(jpeg) = snap.annotated_jpeg() {
-            req = req.image(Part::jpeg(jpeg, cfg.image_detail));
-        }
+    let jpeg = if cfg.text_only || snap.text_only { None } else { snap.annotated_jpeg() };
+    match jpeg {
+        Some(jpeg) => req.image(Part::jpeg(jpeg, cfg.image_detail)).text(snap.context_text(&cfg.lidar)),
+        // the system prompt promises an annotated image; say plainly when there is none
+        None => req.text(format!("{NO_IMAGE_NOTE}\n\n{}", snap.context_text(&cfg.lidar))),
     }
-    req.text(snap.context_text(&cfg.lidar))
 }
 
 /// A validated explore decision: at most one action, plus any discoveries

@@ -11,14 +11,13 @@ use nav_core::grid::OccupancyGrid;
 use nav_core::lidar::LaserScan;
 use nav_core::raster::RgbFrame;
 use nav_hal::arena::{Arena, Goal};
-use nav_hal::hal::{Actuators as _, Detection, Panorama, Sensors as _};
+use nav_hal::hal::{Detection, Panorama, Sensors as _};
 use nav_hal::sim::{SimHal, SimWorld};
-use nav_memory::{ExplorationMemory, NavigationContext, SpatialMemory};
+use nav_memory::{NavigationContext, SpatialMemory};
 use nav_planner::episode::{EpisodeSpec, seeded_arena};
-use nav_planner::mapping::LocalMap;
 use nav_planner::protocol::ProtocolKind;
 use nav_planner::protocol::candidates::{CandidateFrame, NavMode};
-use nav_planner::protocol::explore::{ExploreFrontier, ExploreSnapshot};
+use nav_planner::protocol::explore::ExploreSnapshot;
 use nav_planner::protocol::objectnav::ObjectNavObservation;
 
 /// The episode spec of a built-in arena for a protocol (seed 0, memory on,
@@ -142,45 +141,7 @@ impl CandidatesStart {
     }
 }
 
-/// The explore planner's first snapshot.
+/// The explore planner's first snapshot (the one `initial_request` sends).
 pub async fn explore_snapshot(spec: &EpisodeSpec) -> ExploreSnapshot {
-    let (_, mut hal) = hal(spec).await;
-    let pose = hal.odometry().await.unwrap().pose;
-    let scan = hal.scan().await.unwrap().scan;
-    let mut map = LocalMap::new(spec.explore.map.clone(), pose.position()).unwrap();
-    map.integrate(pose, &scan);
-    let costs = map.costmap();
-    let frontiers = map
-        .reachable_frontiers(&costs, pose.position())
-        .into_iter()
-        .take(5)
-        .enumerate()
-        .map(|(i, f)| ExploreFrontier {
-            id: i as u32 + 1,
-            position: f.entry,
-            path_cost_m: Some(f.cost_m),
-            size: f.cluster.size,
-        })
-        .collect();
-    let frame = hal.rgb().await.unwrap();
-    let depth = hal.depth().await.ok();
-    hal.stop().await.ok();
-    ExploreSnapshot {
-        pose,
-        speed_mps: 0.0,
-        distance_traveled_m: 0.0,
-        elapsed_s: 0.0,
-        coverage: None,
-        scan,
-        scan_age_s: 0.0,
-        hfov_rad: frame.hfov_rad,
-        image: Some(frame.frame),
-        depth,
-        previous_action: None,
-        previous_result: None,
-        memory_text: ExplorationMemory::new(0.0).to_prompt_text(),
-        frontiers,
-        detections: Vec::new(),
-        text_only: spec.text_only,
-    }
+    nav_planner::episode::initial_explore_snapshot(spec).await.unwrap()
 }
