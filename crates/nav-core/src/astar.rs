@@ -364,17 +364,111 @@ impl PartialOrd for HeapNode {
     }
 }
 
+/// Per-cell search flags of [`GridPlanner`], one byte so the table of a
+/// 1024×1024 map stays in cache: bits 0..3 the direction (index into
+/// [`DIRS`]) of the step that reached the cell, bit 3 [`CLOSED`], bits 4..8
+/// the search generation that wrote it (1..=15; 0 = never).
+const CLOSED: u8 = 1 << 3;
+/// Shift of the generation in a flags byte.
+const GEN_SHIFT: u32 = 4;
+/// Generations cycle through 1..=15; the table is cleared on wrap-around.
+const MAX_GENERATION: u8 = 15;
+
+/// The open list of [`GridPlanner`]: a radix heap on the bits of `f`.
+///
+/// Non-negative `f64`s order like their bit patterns, and with a
+/// consistent heuristic the popped `f` never decreases, which is all a
+/// radix heap needs: a key lives in the bucket of the highest bit in which
+/// it differs from the last popped key, so a push is one `leading_zeros`
+/// and a `Vec` push, and a pop only redistributes the lowest non-empty
+/// bucket. Keys equal to the last popped one (bucket 0) pop newest first,
+/// which prefers the deeper of equal-`f` cells. A key that rounding puts a
+/// few ulps below the last popped one is clamped to it: it is the minimum
+/// either way.
+#[derive(Debug, Clone)]
+struct OpenList {
+    last: u64,
+    /// Bit `i` set: bucket `i` is not empty.
+    occupied: u64,
+    buckets: Vec<Vec<(u64, u32)>>,
+}
+
+impl Default for OpenList {
+    fn default() -> Self {
+        Self { last: 0, occupied: 0, buckets: vec![Vec::new(); 64] }
+    }
+}
+
+impl OpenList {
+    /// Bucket of `key`: 0 when equal to `last`, else one plus the index
+    /// of the highest differing bit. Both are non-negative `f64`s, so the
+    /// sign bit never differs and the bucket is below 64.
+    fn bucket(last: u64, key: u64) -> usize {
+        (64 - (key ^ last).leading_zeros()) as usize
+    }
+
+    fn clear(&mut self) {
+        self.last = 0;
+        self.occupied = 0;
+        for b in &mut self.buckets {
+            b.clear();
+        }
+    }
+
+    fn push(&mut self, f: f64, idx: u32) {
+        let key = f.to_bits().max(self.last);
+        let b = Self::bucket(self.last, key);
+        self.buckets[b].push((key, idx));
+        self.occupied |= 1 << b;
+    }
+
+    /// Removes an entry with the smallest `f` and returns its cell index.
+    fn pop(&mut self) -> Option<u32> {
+        if self.occupied & 1 == 0 {
+            if self.occupied == 0 {
+                return None;
+            }
+            let i = self.occupied.trailing_zeros() as usize;
+            self.occupied &= !(1 << i);
+            if let [(key, idx)] = self.buckets[i][..] {
+                // a lone entry: it is the minimum, nothing to redistribute
+                self.buckets[i].clear();
+                self.last = key;
+                return Some(idx);
+            }
+            let mut moved = std::mem::take(&mut self.buckets[i]);
+            let last = moved.iter().map(|e| e.0).min()?;
+            self.last = last;
+            for &(key, idx) in &moved {
+                let b = Self::bucket(last, key);
+                self.buckets[b].push((key, idx));
+                self.occupied |= 1 << b;
+            }
+            moved.clear();
+            self.buckets[i] = moved; // keep its capacity
+        }
+        let bottom = &mut self.buckets[0];
+        let e = bottom.pop()?;
+        if bottom.is_empty() {
+            self.occupied &= !1;
+        }
+        Some(e.1)
+    }
+}
+
 /// A reusable A* planner: it keeps its scratch buffers between calls and
-/// resets them in O(1) with a generation stamp.
+/// resets them with a generation stamp (a full clear of one byte per cell
+/// every 15 plans).
 #[derive(Debug, Clone, Default)]
 pub struct GridPlanner {
     config: PlannerConfig,
+    /// Best known cost from the start, per cell (valid when the flags
+    /// carry the current generation).
     g: Vec<f64>,
-    parent: Vec<u32>,
-    stamp: Vec<u32>,
-    closed: Vec<u32>,
-    generation: u32,
-    heap: BinaryHeap<HeapNode>,
+    /// Flags per cell, see [`CLOSED`].
+    flags: Vec<u8>,
+    generation: u8,
+    open: OpenList,
 }
 
 impl std::fmt::Debug for HeapNode {
@@ -383,7 +477,25 @@ impl std::fmt::Debug for HeapNode {
     }
 }
 
-const NO_PARENT: u32 = u32::MAX;
+/// For each set of passable straight neighbours (bits 0..4 in [`DIRS`]
+/// order), the diagonal moves (bits 4..8) that do not cut a corner: a
+/// diagonal needs both straight cells it passes between.
+const DIAGONALS_ALLOWED: [u32; 16] = {
+    let sides: [(usize, usize); 4] = [(0, 2), (0, 3), (1, 2), (1, 3)];
+    let mut table = [0u32; 16];
+    let mut s = 0;
+    while s < 16 {
+        let mut k = 0;
+        while k < 4 {
+            if (s >> sides[k].0) & 1 == 1 && (s >> sides[k].1) & 1 == 1 {
+                table[s] |= 1 << (4 + k);
+            }
+            k += 1;
+        }
+        s += 1;
+    }
+    table
+};
 
 impl GridPlanner {
     /// A planner with the given settings.
@@ -419,41 +531,49 @@ impl GridPlanner {
             return PathResult::failure(PlanError::GoalBlocked, 0.0);
         }
         let n = map.width * map.height;
-        if self.g.len() != n {
+        if self.flags.len() != n {
             self.g = vec![0.0; n];
-            self.parent = vec![NO_PARENT; n];
-            self.stamp = vec![0; n];
-            self.closed = vec![0; n];
+            self.flags = vec![0; n];
             self.generation = 0;
         }
-        self.generation = self.generation.wrapping_add(1);
-        if self.generation == 0 {
-            self.stamp.fill(0);
-            self.closed.fill(0);
+        self.generation += 1;
+        if self.generation > MAX_GENERATION {
+            self.flags.fill(0);
             self.generation = 1;
         }
-        let generation = self.generation;
-        self.heap.clear();
-        let w = map.width as i32;
+        let stamp = self.generation << GEN_SHIFT;
+        self.open.clear();
+        let (w, h) = (map.width as i32, map.height as i32);
         let idx = |p: GridPos| (p.y * w + p.x) as u32;
-        let pos = |i: u32| GridPos::new(i as i32 % w, i as i32 / w);
+        // division by the width as a multiply (exact for 32-bit indices)
+        let recip = (1u128 << 64) / map.width as u128 + 1;
+        let pos = |i: u32| {
+            let y = ((u128::from(i) * recip) >> 64) as i32;
+            GridPos::new(i as i32 - y * w, y)
+        };
         let hscale = f64::from(map.min_cost);
         let budget_ms = self.config.max_planning_time_ms;
         let si = idx(start);
         let gi = idx(goal);
         self.g[si as usize] = 0.0;
-        self.parent[si as usize] = NO_PARENT;
-        self.stamp[si as usize] = generation;
-        self.heap.push(HeapNode { f: octile(start, goal) * hscale, g: 0.0, idx: si });
+        self.flags[si as usize] = stamp;
+        self.open.push(octile(start, goal) * hscale, si);
         let diag = self.config.allow_diagonal;
+        let wi = map.width as isize;
+        let wu = map.width;
+        // index offsets of DIRS
+        let offsets: [isize; 8] = [1, -1, wi, -wi, wi + 1, -wi + 1, wi - 1, -wi - 1];
+        let costs = &map.costs[..];
+        let (gs, flags) = (&mut self.g[..], &mut self.flags[..]);
         let mut expansions: u32 = 0;
         let mut found = false;
-        while let Some(HeapNode { g, idx: ci, .. }) = self.heap.pop() {
+        while let Some(ci) = self.open.pop() {
             let cu = ci as usize;
-            if self.closed[cu] == generation || g > self.g[cu] {
-                continue;
+            let fl = flags[cu];
+            if fl & CLOSED != 0 {
+                continue; // a stale duplicate: the cell was expanded with its best g
             }
-            self.closed[cu] = generation;
+            flags[cu] = fl | CLOSED;
             if ci == gi {
                 found = true;
                 break;
@@ -462,50 +582,59 @@ impl GridPlanner {
             if expansions & 1023 == 0 && budget_ms.is_finite() && elapsed_ms(clock) > budget_ms {
                 return PathResult::failure(PlanError::BudgetExceeded { budget_ms }, elapsed_ms(clock));
             }
+            let g = gs[cu];
             let p = pos(ci);
-            let k = if diag { 8 } else { 4 };
-            for &(dx, dy) in &DIRS[..k] {
-                let (nx, ny) = (p.x + dx, p.y + dy);
-                if nx < 0 || ny < 0 || nx >= w || ny >= map.height as i32 {
-                    continue;
-                }
-                let ni = (ny * w + nx) as usize;
-                let c = map.costs[ni];
-                if !c.is_finite() {
-                    continue;
-                }
-                let step = if dx != 0 && dy != 0 {
-                    // no corner cutting
-                    if !map.costs[(p.y * w + nx) as usize].is_finite()
-                        || !map.costs[(ny * w + p.x) as usize].is_finite()
-                    {
-                        continue;
+            // the 8 neighbour costs (out of the map = impassable); one bounds
+            // test for the whole neighbourhood away from the border
+            let mut nc = [f32::INFINITY; 8];
+            if p.x > 0 && p.y > 0 && p.x < w - 1 && p.y < h - 1 {
+                let below = &costs[cu - wu - 1..cu - wu + 2];
+                let row = &costs[cu - 1..cu + 2];
+                let above = &costs[cu + wu - 1..cu + wu + 2];
+                nc = [row[2], row[0], above[1], below[1], above[2], below[2], above[0], below[0]];
+            } else {
+                for (c, &(dx, dy)) in nc.iter_mut().zip(&DIRS) {
+                    let (nx, ny) = (p.x + dx, p.y + dy);
+                    if nx >= 0 && ny >= 0 && nx < w && ny < h {
+                        *c = costs[(ny * w + nx) as usize];
                     }
-                    SQRT_2 * f64::from(c)
-                } else {
-                    f64::from(c)
-                };
+                }
+            }
+            // passable neighbours as a bit mask, diagonals only when both
+            // sides are passable (no corner cutting)
+            let mut mask = 0u32;
+            for (d, &c) in nc.iter().enumerate() {
+                mask |= u32::from(c.is_finite()) << d;
+            }
+            mask &= 0xf | if diag { DIAGONALS_ALLOWED[(mask & 0xf) as usize] } else { 0 };
+            while mask != 0 {
+                let d = mask.trailing_zeros() as usize;
+                mask &= mask - 1;
+                let c = f64::from(nc[d]);
+                let step = if d >= 4 { SQRT_2 * c } else { c };
                 let ng = g + step;
-                if self.stamp[ni] != generation || ng < self.g[ni] {
-                    if self.closed[ni] == generation {
-                        continue; // consistent heuristic: closed nodes are final
-                    }
-                    self.stamp[ni] = generation;
-                    self.g[ni] = ng;
-                    self.parent[ni] = ci;
-                    let q = GridPos::new(nx, ny);
-                    self.heap.push(HeapNode { f: ng + octile(q, goal) * hscale, g: ng, idx: ni as u32 });
+                let ni = cu.wrapping_add_signed(offsets[d]);
+                let fl = flags[ni];
+                if fl & !(CLOSED | 7) == stamp && (fl & CLOSED != 0 || ng >= gs[ni]) {
+                    continue; // consistent heuristic: closed cells are final
                 }
+                gs[ni] = ng;
+                flags[ni] = stamp | d as u8;
+                let q = GridPos::new(p.x + DIRS[d].0, p.y + DIRS[d].1);
+                self.open.push(ng + octile(q, goal) * hscale, ni as u32);
             }
         }
         if !found {
             return PathResult::failure(PlanError::NoPath, elapsed_ms(clock));
         }
         let mut cells = Vec::new();
-        let mut cur = gi;
-        while cur != NO_PARENT {
-            cells.push(pos(cur));
-            cur = self.parent[cur as usize];
+        let mut cur = gi as usize;
+        loop {
+            cells.push(pos(cur as u32));
+            if cur == si as usize {
+                break;
+            }
+            cur = cur.wrapping_add_signed(-offsets[usize::from(self.flags[cur] & 7)]);
         }
         cells.reverse();
         let mut length = 0.0;
@@ -773,6 +902,28 @@ mod tests {
             }
         }
         None
+    }
+
+    #[test]
+    fn a_reused_planner_stays_correct_across_generation_wrap_around() {
+        let mut g = open_grid(30, 30);
+        for y in 0..25 {
+            g.set(GridPos::new(15, y), CellState::Wall, 1.0);
+        }
+        let m = CostMap::from_grid(&g, &CostMapConfig::ground_truth());
+        let mut reused = GridPlanner::new(PlannerConfig::default());
+        let s = GridPos::new(2, 2);
+        // more plans than there are generations, to different goals, with a
+        // failing plan in between: every answer equals a fresh planner's
+        for k in 0..(3 * usize::from(MAX_GENERATION) + 2) {
+            let t = GridPos::new(16 + (k % 13) as i32, (k % 29) as i32);
+            let r = reused.plan(&m, s, t, &FrozenClock);
+            let fresh = GridPlanner::new(PlannerConfig::default()).plan(&m, s, t, &FrozenClock);
+            assert_eq!(r, fresh, "plan {k}");
+            assert!(r.success);
+            let blocked = reused.plan(&m, s, GridPos::new(15, 3), &FrozenClock);
+            assert_eq!(blocked.error, Some(PlanError::GoalBlocked));
+        }
     }
 
     #[test]

@@ -156,11 +156,19 @@ pub fn normalize_angle(a: f64) -> f64 {
     if !a.is_finite() {
         return a;
     }
-    let mut r = a.rem_euclid(TAU); // [0, 2π)
+    let mut r = rem_euclid_fast(a, TAU); // [0, 2π)
     if r > PI {
         r -= TAU;
     }
     r
+}
+
+/// `a.rem_euclid(m)` for `m > 0`, bit for bit, without the `fmod` call
+/// when `|a| < m` (then `a % m == a` exactly): the common case of angles
+/// that are already almost normalized.
+#[inline]
+fn rem_euclid_fast(a: f64, m: f64) -> f64 {
+    if a.abs() < m { if a < 0.0 { a + m } else { a } } else { a.rem_euclid(m) }
 }
 
 /// Normalizes an angle in degrees to `(-180, 180]`.
@@ -184,7 +192,7 @@ pub fn angle_diff_abs(a: f64, b: f64) -> f64 {
 /// (radians) relative to the robot's front. Used by the LiDAR text summary,
 /// which the seeds write "clockwise from front".
 pub fn clockwise_deg(ccw_rad: f64) -> f64 {
-    let d = (-ccw_rad.to_degrees()).rem_euclid(360.0);
+    let d = rem_euclid_fast(-ccw_rad.to_degrees(), 360.0);
     if d >= 359.999_999 { 0.0 } else { d }
 }
 

@@ -288,7 +288,9 @@ pub struct LidarSummary {
 /// Sector index (0..12) of a CCW angle.
 pub fn sector_index(angle_rad: f64) -> usize {
     let cw = clockwise_deg(angle_rad);
-    ((cw + 15.0) / 30.0).floor() as usize % 12
+    // `cw` is never negative, so truncation is the floor (and a NaN maps
+    // to 0 either way)
+    ((cw + 15.0) / 30.0) as usize % 12
 }
 
 /// Linear-interpolated percentile of `values` (numpy's default method).
@@ -310,20 +312,77 @@ pub fn percentile(values: &mut [f32], p: f64) -> Option<f32> {
     Some(lo_v + (hi_v - lo_v) * frac)
 }
 
+/// [`percentile`] with the same result, faster for the low percentiles of
+/// the summary: the two order statistics it needs are picked by insertion
+/// into a short sorted array (`f32::total_cmp` order, as `percentile`).
+fn low_percentile(values: &mut [f32], p: f64) -> Option<f32> {
+    const K: usize = 16;
+    if values.is_empty() {
+        return None;
+    }
+    let pc = if p.is_finite() { p.clamp(0.0, 1.0) } else { 0.0 };
+    let pos = pc * (values.len() - 1) as f64;
+    let lo = pos.floor() as usize;
+    let need = (lo + 2).min(values.len());
+    if need > K {
+        return percentile(values, p);
+    }
+    let frac = (pos - lo as f64) as f32;
+    let mut smallest = [0.0f32; K];
+    let mut len = 0;
+    for &v in values.iter() {
+        if len == need && v.total_cmp(&smallest[len - 1]).is_ge() {
+            continue;
+        }
+        let mut j = if len == need { len - 1 } else { len };
+        while j > 0 && v.total_cmp(&smallest[j - 1]).is_lt() {
+            smallest[j] = smallest[j - 1];
+            j -= 1;
+        }
+        smallest[j] = v;
+        len = (len + 1).min(need);
+    }
+    let lo_v = smallest[lo];
+    if frac == 0.0 || lo + 1 >= values.len() {
+        return Some(lo_v);
+    }
+    let hi_v = smallest[lo + 1];
+    Some(lo_v + (hi_v - lo_v) * frac)
+}
+
 impl LidarSummary {
     /// Summarizes a scan. Never panics, whatever the values.
     pub fn from_scan(scan: &LaserScan, config: &LidarConfig) -> Self {
         let mut buckets: [Vec<f32>; 12] = Default::default();
         let mut nearest: Option<Nearest> = None;
+        // the usable beams as (index, angle, effective distance), shared
+        // with the gap detection so each angle is computed once
+        let mut beams: Vec<(usize, f64, f32)> = Vec::new();
         if scan.header_is_valid() {
+            let per_sector = scan.ranges.len() / 12 + 2;
+            for b in &mut buckets {
+                b.reserve(per_sector);
+            }
+            beams.reserve(scan.ranges.len());
             for (i, &r) in scan.ranges.iter().enumerate() {
-                let a = scan.angle(i);
-                if let Some(d) = scan.effective(r) {
-                    buckets[sector_index(a)].push(d);
+                let reading = scan.classify(r);
+                let (effective, obstacle) = match reading {
+                    Reading::Hit(d) => (Some(d), Some(d)),
+                    Reading::NoReturn => (Some(scan.range_max), None),
+                    Reading::TooClose => (Some(scan.range_min), Some(scan.range_min)),
+                    Reading::Invalid => (None, None),
+                };
+                if effective.is_none() && obstacle.is_none() {
+                    continue;
                 }
-                if let Some(d) = scan.obstacle(r) {
+                let a = scan.angle(i);
+                let k = sector_index(a);
+                if let Some(d) = effective {
+                    buckets[k].push(d);
+                    beams.push((i, a, d));
+                }
+                if let Some(d) = obstacle {
                     if nearest.is_none_or(|n| d < n.distance_m) {
-                        let k = sector_index(a);
                         nearest = Some(Nearest {
                             distance_m: d,
                             angle_rad: a,
@@ -335,7 +394,7 @@ impl LidarSummary {
             }
         }
         let sectors = std::array::from_fn(|k| {
-            let distance_m = percentile(&mut buckets[k], config.percentile);
+            let distance_m = low_percentile(&mut buckets[k], config.percentile);
             Sector {
                 bearing_deg: (k * 30) as u16,
                 name: SECTOR_NAMES[k],
@@ -343,7 +402,8 @@ impl LidarSummary {
                 label: distance_m.map(|d| config.label(d)),
             }
         });
-        Self { sectors, nearest, gaps: detect_gaps(scan, config) }
+        let gaps = gaps_in(scan, config, &beams);
+        Self { sectors, nearest, gaps }
     }
 
     /// The seed-003 text layout:
@@ -356,22 +416,39 @@ impl LidarSummary {
     /// Gaps: doorway at 315°, width 0.9m, dist 2.1m
     /// ```
     pub fn to_text(&self) -> String {
-        let mut s = String::with_capacity(640);
+        let mut s = String::with_capacity(700 + 48 * self.gaps.len());
         s.push_str("LIDAR (12 sectors, 30° each, clockwise from front):\n");
         for sec in &self.sectors {
-            let head = format!("{:03}° {}:", sec.bearing_deg, sec.name);
+            // "  {:03}° {name}:" left-aligned in 18 characters
+            s.push_str("  ");
+            let start = s.len();
+            let _ = write!(s, "{:03}", sec.bearing_deg);
+            s.push_str("° ");
+            s.push_str(sec.name);
+            s.push(':');
+            let chars = s[start..].chars().count();
+            for _ in chars..18 {
+                s.push(' ');
+            }
             match (sec.distance_m, sec.label) {
                 (Some(d), Some(l)) => {
-                    let _ = writeln!(s, "  {head:<18}{d:.1}m {}", l.as_str());
+                    push_fixed(&mut s, f64::from(d), 1);
+                    s.push_str("m ");
+                    s.push_str(l.as_str());
+                    s.push('\n');
                 }
-                _ => {
-                    let _ = writeln!(s, "  {head:<18}no data");
-                }
+                _ => s.push_str("no data\n"),
             }
         }
         match &self.nearest {
             Some(n) => {
-                let _ = writeln!(s, "Nearest: {:.1}m at {:.0}° ({})", n.distance_m, n.bearing_deg, n.sector);
+                s.push_str("Nearest: ");
+                push_fixed(&mut s, f64::from(n.distance_m), 1);
+                s.push_str("m at ");
+                push_fixed(&mut s, n.bearing_deg, 0);
+                s.push_str("° (");
+                s.push_str(n.sector);
+                s.push_str(")\n");
             }
             None => s.push_str("Nearest: none in range\n"),
         }
@@ -383,11 +460,14 @@ impl LidarSummary {
                 if i > 0 {
                     s.push_str("; ");
                 }
-                let _ = write!(
-                    s,
-                    "{} at {:.0}°, width {:.1}m, dist {:.1}m",
-                    g.kind, g.bearing_deg, g.width_m, g.distance_m
-                );
+                s.push_str(g.kind);
+                s.push_str(" at ");
+                push_fixed(&mut s, g.bearing_deg, 0);
+                s.push_str("°, width ");
+                push_fixed(&mut s, g.width_m, 1);
+                s.push_str("m, dist ");
+                push_fixed(&mut s, g.distance_m, 1);
+                s.push('m');
             }
         }
         s
@@ -405,16 +485,64 @@ impl LidarSummary {
     }
 }
 
+/// Appends `v` exactly as `format!("{v:.1}")` (`decimals` 1) or
+/// `format!("{v:.0}")` (`decimals` 0) would, without the general float
+/// formatter when the rounding is unambiguous: `v` scaled by `10^decimals`
+/// is computed with a relative error below 2^-53, so unless its fraction
+/// lies within 1e-6 of one half the nearest integer is the correctly
+/// rounded digit string. Ties, negative zero, large and non-finite values
+/// go through `write!`.
+fn push_fixed(s: &mut String, v: f64, decimals: u32) {
+    let scaled = if decimals == 0 { v } else { v * 10.0 };
+    let fraction = scaled - scaled.floor();
+    if !(v.is_sign_positive() && scaled < 1e9 && (fraction - 0.5).abs() > 1e-6) || decimals > 1 {
+        let _ = write!(s, "{v:.prec$}", prec = decimals as usize);
+        return;
+    }
+    // round half away from zero, which is unambiguous here (no tie)
+    let n = (scaled + 0.5) as u64;
+    if decimals == 0 {
+        push_digits(s, n);
+    } else {
+        push_digits(s, n / 10);
+        s.push('.');
+        s.push(char::from(b'0' + (n % 10) as u8));
+    }
+}
+
+/// Appends the decimal digits of `n`.
+fn push_digits(s: &mut String, mut n: u64) {
+    let mut buf = [0u8; 20];
+    let mut i = buf.len();
+    loop {
+        i -= 1;
+        buf[i] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    for &b in &buf[i..] {
+        s.push(char::from(b));
+    }
+}
+
 /// Detects gaps: an outward range jump larger than `gap_jump_m` opens a gap
 /// and an inward jump closes it; the gap's width is the distance between
 /// the two near edge points. Full-circle scans wrap around.
 pub fn detect_gaps(scan: &LaserScan, config: &LidarConfig) -> Vec<Gap> {
-    let mut gaps = Vec::new();
     if !scan.header_is_valid() {
-        return gaps;
+        return Vec::new();
     }
     let beams: Vec<(usize, f64, f32)> =
         scan.ranges.iter().enumerate().filter_map(|(i, &r)| scan.effective(r).map(|d| (i, scan.angle(i), d))).collect();
+    gaps_in(scan, config, &beams)
+}
+
+/// [`detect_gaps`] over the usable beams of a scan with a valid header, as
+/// `(beam index, angle, effective distance)` in scan order.
+fn gaps_in(scan: &LaserScan, config: &LidarConfig, beams: &[(usize, f64, f32)]) -> Vec<Gap> {
+    let mut gaps = Vec::new();
     let n = beams.len();
     if n < 3 {
         return gaps;
@@ -424,8 +552,12 @@ pub fn detect_gaps(scan: &LaserScan, config: &LidarConfig) -> Vec<Gap> {
     let limit = if circular { 2 * n } else { n };
     let jump = config.gap_jump_m;
     let mut open: Option<usize> = None; // index of the near edge before the jump
+    // `k % n` for `k < 2n` without a division per beam
+    let wrap = |k: usize| if k >= n { k - n } else { k };
+    let mut last = beams[0].2;
     for k in 1..limit {
-        let (prev, cur) = (beams[(k - 1) % n].2, beams[k % n].2);
+        let cur = beams[wrap(k)].2;
+        let prev = std::mem::replace(&mut last, cur);
         if cur - prev > jump {
             if k - 1 < n {
                 open = Some(k - 1);
@@ -437,8 +569,8 @@ pub fn detect_gaps(scan: &LaserScan, config: &LidarConfig) -> Vec<Gap> {
                 if k - start >= n {
                     continue;
                 }
-                let (i0, a0, r0) = beams[start % n];
-                let (i1, a1, r1) = beams[k % n];
+                let (i0, a0, r0) = beams[wrap(start)];
+                let (i1, a1, r1) = beams[wrap(k)];
                 let total = scan.ranges.len();
                 let span_beams = (i1 + total - i0) % total;
                 let span_deg = (span_beams as f64 * scan.angle_increment.abs()).to_degrees();
@@ -869,6 +1001,32 @@ mod tests {
         fn speed_scaling_is_bounded(v in 0.0f64..1.0, d in proptest::num::f64::ANY) {
             let s = proportional_speed(v, d, 0.3, 1.0);
             prop_assert!((0.0..=v).contains(&s));
+        }
+
+        #[test]
+        fn fixed_formatting_matches_std(v in proptest::num::f64::ANY, small in 0.0f64..400.0, tenths in 0u32..4000) {
+            // arbitrary values, everyday ones, and exact ties like 0.25 or 2.5
+            for x in [v, small, f64::from(tenths) / 10.0 + 0.05, f64::from(tenths) + 0.5, f64::from(tenths as f32 / 10.0)] {
+                let mut s = String::new();
+                push_fixed(&mut s, x, 1);
+                prop_assert_eq!(&s, &format!("{x:.1}"));
+                s.clear();
+                push_fixed(&mut s, x, 0);
+                prop_assert_eq!(&s, &format!("{x:.0}"));
+            }
+        }
+
+        #[test]
+        fn low_percentile_matches_percentile(
+            values in proptest::collection::vec(proptest::num::f32::ANY, 0..120),
+            p in proptest::num::f64::ANY,
+            q in 0.0f64..0.3,
+        ) {
+            for p in [p, q, 0.1] {
+                let (mut a, mut b) = (values.clone(), values.clone());
+                let (x, y) = (low_percentile(&mut a, p), percentile(&mut b, p));
+                prop_assert_eq!(x.map(f32::to_bits), y.map(f32::to_bits), "p {}", p);
+            }
         }
     }
 }
