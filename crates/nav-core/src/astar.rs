@@ -24,8 +24,6 @@ use crate::geometry::Point2;
 use crate::grid::{CellState, GridPos, OccupancyGrid};
 use crate::time::Clock;
 use serde::{Deserialize, Serialize, Serializer};
-use std::cmp::Ordering;
-use std::collections::BinaryHeap;
 use std::f64::consts::SQRT_2;
 
 /// How the cost map is derived from the grid (seed 002 "Cost Map").
@@ -342,28 +340,6 @@ impl PathResult {
     }
 }
 
-#[derive(Clone, Copy, PartialEq)]
-struct HeapNode {
-    f: f64,
-    g: f64,
-    idx: u32,
-}
-
-impl Eq for HeapNode {}
-
-impl Ord for HeapNode {
-    fn cmp(&self, other: &Self) -> Ordering {
-        // min-heap on f, ties broken toward larger g (deeper nodes first)
-        other.f.total_cmp(&self.f).then_with(|| self.g.total_cmp(&other.g))
-    }
-}
-
-impl PartialOrd for HeapNode {
-    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
-        Some(self.cmp(other))
-    }
-}
-
 /// Per-cell search flags of [`GridPlanner`], one byte so the table of a
 /// 1024×1024 map stays in cache: bits 0..3 the direction (index into
 /// [`DIRS`]) of the step that reached the cell, bit 3 [`CLOSED`], bits 4..8
@@ -469,12 +445,6 @@ pub struct GridPlanner {
     flags: Vec<u8>,
     generation: u8,
     open: OpenList,
-}
-
-impl std::fmt::Debug for HeapNode {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "({}, {}, {})", self.f, self.g, self.idx)
-    }
 }
 
 /// For each set of passable straight neighbours (bits 0..4 in [`DIRS`]
@@ -691,32 +661,71 @@ pub fn distance_field(map: &CostMap, start: GridPos) -> Vec<f64> {
 /// for the cell it enters) — the field a robot descends to reach a goal
 /// region.
 pub fn distance_field_from(map: &CostMap, sources: &[GridPos]) -> Vec<f64> {
+    distance_field_until(map, sources, |_, _| false)
+}
+
+/// [`distance_field_from`] that may stop early. `settled(index, cost)` is
+/// called for each cell (row-major index) as its cost becomes final, in
+/// nondecreasing cost order; returning `true` ends the search. Cells whose
+/// cost was not final by then are `f64::INFINITY`, like unreachable ones.
+///
+/// A planner that needs the field only up to some cost (the cells a robot
+/// can reach next, the cells of a goal set) floods that much of the map
+/// instead of all of it: with unknown space passable at a high cost, the
+/// full flood spends most of its time far out in the unknown.
+///
+/// ```
+/// use nav_core::astar::{CostMap, CostMapConfig, distance_field_until};
+/// use nav_core::grid::{OccupancyGrid, GridPos, CellState};
+/// use nav_core::geometry::Point2;
+/// let mut g = OccupancyGrid::new(10, 1, 0.1, Point2::new(0.0, 0.0))?;
+/// for x in 0..10 { g.set(GridPos::new(x, 0), CellState::Free, 1.0); }
+/// let map = CostMap::from_grid(&g, &CostMapConfig::ground_truth());
+/// // stop once cell 3 is final: cells up to it are exact, the rest unknown
+/// let d = distance_field_until(&map, &[GridPos::new(0, 0)], |i, _| i == 3);
+/// assert_eq!((d[3], d[9]), (3.0, f64::INFINITY));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn distance_field_until(
+    map: &CostMap,
+    sources: &[GridPos],
+    mut settled: impl FnMut(usize, f64) -> bool,
+) -> Vec<f64> {
     let n = map.width * map.height;
     let mut dist = vec![f64::INFINITY; n];
+    let mut done = vec![false; n];
     let w = map.width as i32;
-    let mut heap = BinaryHeap::new();
+    let h = map.height as i32;
+    let mut open = OpenList::default();
     for &start in sources {
         if !map.contains(start) || map.blocked_by_map(start) {
             continue;
         }
         let si = (start.y * w + start.x) as usize;
         dist[si] = 0.0;
-        heap.push(HeapNode { f: 0.0, g: 0.0, idx: si as u32 });
+        open.push(0.0, si as u32);
     }
-    while let Some(HeapNode { g, idx, .. }) = heap.pop() {
+    let mut stopped = false;
+    while let Some(idx) = open.pop() {
         let cu = idx as usize;
-        if g > dist[cu] {
-            continue;
+        if done[cu] {
+            continue; // a stale duplicate: the cell is final already
+        }
+        done[cu] = true;
+        let g = dist[cu];
+        if settled(cu, g) {
+            stopped = true;
+            break;
         }
         let p = GridPos::new(idx as i32 % w, idx as i32 / w);
         for &(dx, dy) in &DIRS {
             let (nx, ny) = (p.x + dx, p.y + dy);
-            if nx < 0 || ny < 0 || nx >= w || ny >= map.height as i32 {
+            if nx < 0 || ny < 0 || nx >= w || ny >= h {
                 continue;
             }
             let ni = (ny * w + nx) as usize;
             let c = map.costs[ni];
-            if !c.is_finite() {
+            if !c.is_finite() || done[ni] {
                 continue;
             }
             let step = if dx != 0 && dy != 0 {
@@ -730,7 +739,14 @@ pub fn distance_field_from(map: &CostMap, sources: &[GridPos]) -> Vec<f64> {
             let ng = g + step;
             if ng < dist[ni] {
                 dist[ni] = ng;
-                heap.push(HeapNode { f: ng, g: ng, idx: ni as u32 });
+                open.push(ng, ni as u32);
+            }
+        }
+    }
+    if stopped {
+        for (d, &final_) in dist.iter_mut().zip(&done) {
+            if !final_ {
+                *d = f64::INFINITY;
             }
         }
     }
@@ -754,7 +770,6 @@ mod tests {
     use super::*;
     use crate::time::{FrozenClock, ManualClock};
     use proptest::prelude::*;
-    use std::collections::BinaryHeap;
 
     fn open_grid(w: usize, h: usize) -> OccupancyGrid {
         let mut g = OccupancyGrid::new(w, h, 0.1, Point2::new(0.0, 0.0)).unwrap();
@@ -871,17 +886,17 @@ mod tests {
         struct N(f64, GridPos);
         impl Eq for N {}
         impl Ord for N {
-            fn cmp(&self, o: &Self) -> Ordering {
+            fn cmp(&self, o: &Self) -> std::cmp::Ordering {
                 o.0.total_cmp(&self.0)
             }
         }
         impl PartialOrd for N {
-            fn partial_cmp(&self, o: &Self) -> Option<Ordering> {
+            fn partial_cmp(&self, o: &Self) -> Option<std::cmp::Ordering> {
                 Some(self.cmp(o))
             }
         }
         let mut dist = std::collections::HashMap::new();
-        let mut heap = BinaryHeap::new();
+        let mut heap = std::collections::BinaryHeap::new();
         dist.insert(s, 0.0);
         heap.push(N(0.0, s));
         let mut succ = Vec::new();
@@ -991,6 +1006,52 @@ mod tests {
                     prop_assert_eq!(r.cells.last(), Some(&t));
                 }
                 None => prop_assert_eq!(r.error, Some(PlanError::NoPath)),
+            }
+        }
+
+        #[test]
+        fn distance_fields_match_dijkstra_and_stop_exactly(
+            w in 2usize..=30, h in 2usize..=30,
+            cells in proptest::collection::vec(0u8..10, 900),
+            sx in 0usize..30, sy in 0usize..30, stop_at in 0usize..900,
+        ) {
+            let mut g = open_grid(w, h);
+            for (i, cell) in cells.iter().enumerate().take(w * h) {
+                let p = g.pos_of(i);
+                match cell {
+                    0 | 1 => g.set(p, CellState::Obstacle, 1.0),
+                    2 | 3 => g.set(p, CellState::Unknown, 0.0),
+                    _ => {}
+                }
+            }
+            let m = CostMap::from_grid(&g, &CostMapConfig::vision());
+            let s = GridPos::new((sx % w) as i32, (sy % h) as i32);
+            let full = distance_field(&m, s);
+            // the full field is Dijkstra's cost to every cell
+            for (i, &f) in full.iter().enumerate() {
+                let t = g.pos_of(i);
+                let want = if m.cost(s).is_finite() && m.cost(t).is_finite() { dijkstra(&m, s, t) } else { None };
+                match want {
+                    Some(best) => prop_assert!((f - best).abs() < 1e-6 * best.max(1.0), "{} vs {}", f, best),
+                    None => prop_assert!(f.is_infinite()),
+                }
+            }
+            // stopping at a cell: exact up to its cost, nondecreasing callbacks, infinity beyond
+            let stop = stop_at % (w * h);
+            let mut last = 0.0;
+            let mut ordered = true;
+            let part = distance_field_until(&m, &[s], |i, d| {
+                ordered &= d >= last && (d - full[i]).abs() < 1e-9;
+                last = d;
+                i == stop
+            });
+            prop_assert!(ordered, "callbacks in nondecreasing cost order with final costs");
+            for (&p, &f) in part.iter().zip(&full) {
+                if f < full[stop] {
+                    prop_assert_eq!(p, f);
+                } else if f > full[stop] {
+                    prop_assert!(p.is_infinite());
+                }
             }
         }
     }

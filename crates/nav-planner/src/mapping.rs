@@ -2,7 +2,7 @@
 //! tools the offline planners and the safety fallbacks share: frontiers,
 //! reachability, A* paths and line-of-sight look-ahead points.
 
-use nav_core::astar::{CostMap, CostMapConfig, GridPlanner, PathResult, PlannerConfig, distance_field};
+use nav_core::astar::{CostMap, CostMapConfig, GridPlanner, PathResult, PlannerConfig, distance_field_until};
 use nav_core::frontier::{FrontierCluster, find_frontiers};
 use nav_core::geometry::{Point2, Pose2};
 use nav_core::grid::{GridPos, OccupancyGrid, ScanIntegration};
@@ -124,11 +124,30 @@ impl LocalMap {
     /// Frontier clusters reachable from `from`, cheapest first, each with
     /// the path cost to its nearest member cell.
     pub fn reachable_frontiers(&self, costs: &CostMap, from: Point2) -> Vec<ReachableFrontier> {
-        let field = distance_field(costs, self.start_cell(costs, from));
+        let clusters: Vec<FrontierCluster> =
+            find_frontiers(&self.grid).into_iter().filter(|c| c.size >= self.config.min_frontier_cells).collect();
+        // flood only until every frontier cell's cost is final: the unknown
+        // space beyond them (passable at a high cost) need not be searched
+        let mut wanted = vec![false; self.grid.width() * self.grid.height()];
+        let mut remaining = 0usize;
+        for i in clusters.iter().flat_map(|c| &c.cells).filter_map(|g| self.grid.index(*g)) {
+            if !wanted[i] {
+                wanted[i] = true;
+                remaining += 1;
+            }
+        }
+        if remaining == 0 {
+            return Vec::new();
+        }
+        let field = distance_field_until(costs, &[self.start_cell(costs, from)], |i, _| {
+            if wanted[i] {
+                remaining -= 1;
+            }
+            remaining == 0
+        });
         let res = self.grid.resolution();
-        let mut out: Vec<ReachableFrontier> = find_frontiers(&self.grid)
+        let mut out: Vec<ReachableFrontier> = clusters
             .into_iter()
-            .filter(|c| c.size >= self.config.min_frontier_cells)
             .filter_map(|cluster| {
                 let best = cluster
                     .cells

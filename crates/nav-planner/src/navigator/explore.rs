@@ -181,6 +181,41 @@ enum Decider {
     },
 }
 
+/// The loop state a decision changes: the safety layer, the exploration
+/// memory, the statistics and the action in progress, with what the model
+/// hears about the previous one.
+struct LoopState {
+    executor: SafetyExecutor,
+    watchdog: Watchdog,
+    network: NetworkMonitor,
+    scheduler: CallScheduler,
+    memory: ExplorationMemory,
+    stats: EpisodeStats,
+    active: Active,
+    /// The executed tool call of the action in progress.
+    outcome: Option<ExecutionOutcome>,
+    /// How the action in progress has moved the robot so far.
+    motion: MotionReport,
+    prev_action: Option<String>,
+    prev_result: Option<String>,
+    /// The model called `stop_robot(exploration_complete)`.
+    complete: bool,
+    /// Since when the loop has been waiting for a decision.
+    waiting_since: Option<f64>,
+    /// A safety override happened: the next decision is due at once.
+    after_override: bool,
+}
+
+/// What the current tick knows when a decision arrives.
+#[derive(Clone, Copy)]
+struct TickView<'a> {
+    now: f64,
+    pose: Pose2,
+    scan: Option<&'a LaserScan>,
+    scan_age: f64,
+    map: &'a LocalMap,
+}
+
 /// The explore loop. Build it with [`ExploreLoop::new`] and drive a robot
 /// with [`ExploreLoop::run`].
 pub struct ExploreLoop {
@@ -249,31 +284,35 @@ impl ExploreLoop {
         if let DriveKind::Ackermann { min_turn_radius_m } = caps.drive {
             cfg.safety.drive = SafetyDrive::Ackermann { min_turn_radius_m };
         }
-        let mut executor = SafetyExecutor::new(cfg.safety.clone()).map_err(|e| NavError::Config(e.to_string()))?;
-        let guard = ContinuousGuard::new(cfg.safety.clone());
-        let mut pursuit = Pursuit::new(caps.drive, &guard);
         let mut watchdog = Watchdog::new(cfg.safety.watchdog.clone());
         // exploration starts now: the tiers count from here, not from the clock's epoch
         watchdog.record_response(t0);
-        let mut network = NetworkMonitor::new(cfg.safety.network.clone(), t0);
+        let mut st = LoopState {
+            executor: SafetyExecutor::new(cfg.safety.clone()).map_err(|e| NavError::Config(e.to_string()))?,
+            watchdog,
+            network: NetworkMonitor::new(cfg.safety.network.clone(), t0),
+            scheduler: CallScheduler::new(cfg.safety.schedule.clone()),
+            memory: ExplorationMemory::new(0.0),
+            stats: EpisodeStats::default(),
+            active: Active::Idle,
+            outcome: None,
+            motion: MotionReport::default(),
+            prev_action: None,
+            prev_result: None,
+            complete: false,
+            waiting_since: None,
+            after_override: false,
+        };
+        let guard = ContinuousGuard::new(cfg.safety.clone());
+        let mut pursuit = Pursuit::new(caps.drive, &guard);
         let mut arbiter = StopArbiter::default();
         let mut triggers = EventTriggers::new(cfg.safety.triggers.clone());
-        let mut scheduler = CallScheduler::new(cfg.safety.schedule.clone());
         let lidar_cfg = LidarConfig::default();
         let start_pose = robot.odometry().await.map(|o| o.pose).unwrap_or_default();
         let mut map =
             LocalMap::new(cfg.map.clone(), start_pose.position()).map_err(|e| NavError::Config(e.to_string()))?;
-        let mut memory = ExplorationMemory::new(0.0);
-        let mut stats = EpisodeStats::default();
-        let mut active = Active::Idle;
-        let mut outcome: Option<ExecutionOutcome> = None;
-        let mut motion = MotionReport::default();
-        let mut prev_action: Option<String> = None;
-        let mut prev_result: Option<String> = None;
         let mut in_flight: Option<f64> = None; // start time of the outstanding call
-        let mut waiting_since: Option<f64> = None;
         let mut last_thumb: Option<Thumbnail> = None;
-        let mut after_override = false;
         let mut fallback_goal: Option<Point2> = None;
         let mut collisions = 0u32;
         let mut distance = 0.0;
@@ -285,7 +324,6 @@ impl ExploreLoop {
         let mut worst_tier = WatchdogTier::Continue;
         let mut announced_tier = WatchdogTier::Continue;
         let mut tick: u64 = 0;
-        let mut complete = false;
         let mut last_override_codes: Vec<String> = Vec::new();
 
         let mut start = StepRecord { action: "start".into(), pose: start_pose.into(), ..StepRecord::default() };
@@ -303,13 +341,13 @@ impl ExploreLoop {
             if elapsed >= cfg.max_time_s {
                 break ExploreEnd::TimeLimit;
             }
-            if complete && cfg.stop_when_complete && matches!(active, Active::Idle) {
+            if st.complete && cfg.stop_when_complete && matches!(st.active, Active::Idle) {
                 break ExploreEnd::Complete;
             }
             let tick_start = Instant::now();
             let mut events: Vec<Value> = Vec::new();
             let mut planner_rec: Option<PlannerRecord> = None;
-            memory.update_time(elapsed);
+            st.memory.update_time(elapsed);
 
             // ---- sense ----
             let odometry = robot.odometry().await;
@@ -332,16 +370,16 @@ impl ExploreLoop {
                     let e = e.unwrap_or_default();
                     arbiter.request(StopSource::SensorLoss, e.clone());
                     events.push(json!({"event": "sensor_error", "error": e}));
-                    waiting_since.get_or_insert(now);
-                    after_override = true;
+                    st.waiting_since.get_or_insert(now);
+                    st.after_override = true;
                     (None, f64::INFINITY)
                 }
             };
             let step_m = last_pose.distance(pose);
             distance += step_m;
             if motion_from_odometry {
-                motion.distance_m += step_m;
-                motion.duration_s += (now - last_now).max(0.0);
+                st.motion.distance_m += step_m;
+                st.motion.duration_s += (now - last_now).max(0.0);
             }
             last_pose = pose;
             last_now = now;
@@ -368,39 +406,22 @@ impl ExploreLoop {
                 self.handle_reply(
                     reply,
                     started,
-                    now,
-                    pose,
-                    scan.as_ref(),
-                    scan_age,
-                    &map,
-                    &mut executor,
-                    &mut watchdog,
-                    &mut network,
-                    &mut scheduler,
-                    &mut memory,
-                    &mut stats,
-                    &mut active,
-                    &mut outcome,
-                    &mut motion,
-                    &mut prev_action,
-                    &mut prev_result,
-                    &mut complete,
-                    &mut waiting_since,
+                    &TickView { now, pose, scan: scan.as_ref(), scan_age, map: &map },
+                    &mut st,
                     &mut events,
                     &mut planner_rec,
-                    &mut after_override,
                 );
             }
 
             // ---- decisions: start a new call ----
-            if in_flight.is_none() && !paused && !complete && stats.planner_calls < cfg.max_decisions {
+            if in_flight.is_none() && !paused && !st.complete && st.stats.planner_calls < cfg.max_decisions {
                 if let Some(s) = &scan {
                     let trig = triggers.check(s, pose, now);
-                    let idle = matches!(active, Active::Idle);
+                    let idle = matches!(st.active, Active::Idle);
                     let due = idle
                         || !trig.is_empty()
-                        || after_override
-                        || scheduler.last_call_s().is_none_or(|t| now - t >= cfg.safety.schedule.base_period_s);
+                        || st.after_override
+                        || st.scheduler.last_call_s().is_none_or(|t| now - t >= cfg.safety.schedule.base_period_s);
                     if due {
                         let frame = if cfg.use_camera && caps.rgb { robot.rgb().await.ok() } else { None };
                         let thumb = frame.as_ref().map(|f| Thumbnail::from_frame(&f.frame));
@@ -412,19 +433,19 @@ impl ExploreLoop {
                         let decision = if idle {
                             CallDecision::Call { text_only: false, reasons: Vec::new() }
                         } else {
-                            scheduler.decide(&ScheduleInput {
+                            st.scheduler.decide(&ScheduleInput {
                                 now_s: now,
                                 triggers: &trig,
                                 similarity,
                                 nearest_obstacle_m: nearest,
-                                after_override,
+                                after_override: st.after_override,
                             })
                         };
                         match decision {
                             CallDecision::Call { text_only, reasons } => {
                                 if idle {
                                     // keep the scheduler's clock in step with idle-triggered calls
-                                    let _ = scheduler.decide(&ScheduleInput {
+                                    let _ = st.scheduler.decide(&ScheduleInput {
                                         now_s: now,
                                         triggers: &trig,
                                         similarity: None,
@@ -432,7 +453,7 @@ impl ExploreLoop {
                                         after_override: true,
                                     });
                                 }
-                                after_override = false;
+                                st.after_override = false;
                                 triggers.mark_call(pose, now);
                                 if thumb.is_some() {
                                     last_thumb = thumb;
@@ -448,7 +469,7 @@ impl ExploreLoop {
                                     Vec::new()
                                 };
                                 let frontiers = frontier_list(&map, pose);
-                                memory.update_frontiers(memory_frontiers(&frontiers, pose));
+                                st.memory.update_frontiers(memory_frontiers(&frontiers, pose));
                                 let hfov = frame.as_ref().map_or(std::f64::consts::FRAC_PI_2, |f| f.hfov_rad);
                                 let snap = ExploreSnapshot {
                                     pose,
@@ -461,42 +482,25 @@ impl ExploreLoop {
                                     image: frame.map(|f| f.frame),
                                     depth,
                                     hfov_rad: hfov,
-                                    previous_action: prev_action.clone(),
-                                    previous_result: prev_result.clone(),
-                                    memory_text: memory.to_prompt_text(),
+                                    previous_action: st.prev_action.clone(),
+                                    previous_result: st.prev_result.clone(),
+                                    memory_text: st.memory.to_prompt_text(),
                                     frontiers,
                                     detections,
                                     text_only,
                                 };
                                 events.push(json!({"event": "planner_call", "reasons": reasons}));
-                                waiting_since.get_or_insert(now);
+                                st.waiting_since.get_or_insert(now);
                                 match &mut self.decider {
                                     Decider::Inline(p) => {
                                         let reply = p.decide(&snap).await;
                                         self.handle_reply(
                                             reply,
                                             now,
-                                            now,
-                                            pose,
-                                            scan.as_ref(),
-                                            scan_age,
-                                            &map,
-                                            &mut executor,
-                                            &mut watchdog,
-                                            &mut network,
-                                            &mut scheduler,
-                                            &mut memory,
-                                            &mut stats,
-                                            &mut active,
-                                            &mut outcome,
-                                            &mut motion,
-                                            &mut prev_action,
-                                            &mut prev_result,
-                                            &mut complete,
-                                            &mut waiting_since,
+                                            &TickView { now, pose, scan: scan.as_ref(), scan_age, map: &map },
+                                            &mut st,
                                             &mut events,
                                             &mut planner_rec,
-                                            &mut after_override,
                                         );
                                     }
                                     Decider::Task { requests, .. } => {
@@ -516,10 +520,10 @@ impl ExploreLoop {
             }
 
             // ---- watchdog: time spent waiting for a decision ----
-            if waiting_since.is_none() {
-                watchdog.record_response(now);
+            if st.waiting_since.is_none() {
+                st.watchdog.record_response(now);
             }
-            let tier = watchdog.tier(now);
+            let tier = st.watchdog.tier(now);
             worst_tier = worst_tier.max(tier);
             if tier != announced_tier {
                 events.push(json!({"event": "watchdog", "tier": tier.as_str(), "announcement": tier.announcement()}));
@@ -535,29 +539,20 @@ impl ExploreLoop {
                 match tier {
                     WatchdogTier::Continue => {
                         let (c, finished) = self.follow_active(
-                            &mut active,
+                            &mut st.active,
                             &mut map,
                             pose,
                             now,
-                            &mut motion,
+                            &mut st.motion,
                             &mut events,
                             (&mut pursuit, scan.as_ref(), &guard),
                         );
                         command = c;
                         if finished {
-                            finish_active(
-                                &mut active,
-                                &mut outcome,
-                                &mut motion,
-                                &mut executor,
-                                pose,
-                                now,
-                                &mut prev_result,
-                                &mut memory,
-                            );
+                            st.finish_active(pose, now);
                         }
-                        if waiting_since.is_some() {
-                            command = watchdog.decay(watchdog.elapsed(now), &command);
+                        if st.waiting_since.is_some() {
+                            command = st.watchdog.decay(st.watchdog.elapsed(now), &command);
                         }
                     }
                     WatchdogTier::StopWait => {}
@@ -586,7 +581,7 @@ impl ExploreLoop {
                 scan.as_ref().unwrap_or(&LaserScan::full_circle(1, 0.05, 1.0, f32::NAN)),
                 scan_age,
                 pose,
-                executor.geofence(),
+                st.executor.geofence(),
             );
             arbiter.observe_guard(&guarded);
             guarded = arbiter.apply(guarded);
@@ -595,7 +590,7 @@ impl ExploreLoop {
             if codes != last_override_codes.iter().map(String::as_str).collect::<Vec<_>>() {
                 for o in &guarded.overrides {
                     if !last_override_codes.contains(&o.code) {
-                        stats.safety_overrides += 1;
+                        st.stats.safety_overrides += 1;
                         events.push(
                             json!({"event": "safety_override", "kind": o.kind, "code": o.code, "reason": o.reason}),
                         );
@@ -606,19 +601,10 @@ impl ExploreLoop {
             if guarded.stop().is_some() && (command.linear != 0.0 || command.angular != 0.0) {
                 // a safety stop ends the current action; the model hears why
                 if let Some(o) = guarded.stop() {
-                    motion.safety_stop = Some(o.clone());
+                    st.motion.safety_stop = Some(o.clone());
                 }
-                after_override = true;
-                finish_active(
-                    &mut active,
-                    &mut outcome,
-                    &mut motion,
-                    &mut executor,
-                    pose,
-                    now,
-                    &mut prev_result,
-                    &mut memory,
-                );
+                st.after_override = true;
+                st.finish_active(pose, now);
             }
             let cmd = VelocityCommand { linear: guarded.linear, angular: guarded.angular, duration_s: cfg.tick_s };
             // once shutdown is signalled (its own stop may already be out), publish nothing that moves
@@ -630,8 +616,8 @@ impl ExploreLoop {
             };
             match driven {
                 Ok(m) => {
-                    motion.distance_m += m.distance_m;
-                    motion.duration_s += m.duration_s;
+                    st.motion.distance_m += m.distance_m;
+                    st.motion.duration_s += m.duration_s;
                     motion_from_odometry = m.duration_s <= 0.0;
                     if m.collided {
                         collisions += 1;
@@ -646,10 +632,10 @@ impl ExploreLoop {
             }
 
             tick += 1;
-            stats.steps = tick as u32;
+            st.stats.steps = tick as u32;
             let local_ms = tick_start.elapsed().as_secs_f64() * 1000.0;
             let model_ms = planner_rec.as_ref().map_or(0.0, |p| p.latency_ms);
-            stats.record_overhead(local_ms - model_ms);
+            st.stats.record_overhead(local_ms - model_ms);
             let record = StepRecord {
                 step: tick,
                 t_s: clock.now_s() - t0,
@@ -694,50 +680,33 @@ impl ExploreLoop {
             {
                 break ExploreEnd::ReturnedHome;
             }
-            if stats.planner_calls >= cfg.max_decisions && in_flight.is_none() && matches!(active, Active::Idle) {
+            if st.stats.planner_calls >= cfg.max_decisions && in_flight.is_none() && matches!(st.active, Active::Idle) {
                 break ExploreEnd::DecisionLimit;
             }
         };
         // stop: zero velocity (the HAL repeats it as its stop requires)
         robot.stop().await.ok();
-        let _ = network.tier(clock.now_s());
-        Ok(ExploreOutcome { end, stats, memory, collisions, worst_tier })
+        let _ = st.network.tier(clock.now_s());
+        Ok(ExploreOutcome { end, stats: st.stats, memory: st.memory, collisions, worst_tier })
     }
 
     /// Applies a finished decision: reports → memory, the action → the
     /// safety executor → the active target.
-    #[allow(clippy::too_many_arguments)]
     fn handle_reply(
         &self,
         reply: PlannerReply<ExploreDecision>,
         started_s: f64,
-        now: f64,
-        pose: Pose2,
-        scan: Option<&LaserScan>,
-        scan_age: f64,
-        map: &LocalMap,
-        executor: &mut SafetyExecutor,
-        watchdog: &mut Watchdog,
-        network: &mut NetworkMonitor,
-        scheduler: &mut CallScheduler,
-        memory: &mut ExplorationMemory,
-        stats: &mut EpisodeStats,
-        active: &mut Active,
-        outcome: &mut Option<ExecutionOutcome>,
-        motion: &mut MotionReport,
-        prev_action: &mut Option<String>,
-        prev_result: &mut Option<String>,
-        complete: &mut bool,
-        waiting_since: &mut Option<f64>,
+        tick: &TickView<'_>,
+        st: &mut LoopState,
         events: &mut Vec<Value>,
         planner_rec: &mut Option<PlannerRecord>,
-        after_override: &mut bool,
     ) {
-        stats.add_call(&reply.record);
+        let TickView { now, pose, scan, scan_age, map } = *tick;
+        st.stats.add_call(&reply.record);
         let ok = reply.record.fallback.is_none();
         let latency_s = (now - started_s).max(reply.record.latency_ms / 1000.0);
-        network.record_call(now, latency_s, ok);
-        scheduler.record_latency(now, latency_s);
+        st.network.record_call(now, latency_s, ok);
+        st.scheduler.record_latency(now, latency_s);
         *planner_rec = Some(PlannerRecord {
             raw: reply.record.raw.clone(),
             parsed: decision_json(&reply.decision.action),
@@ -752,8 +721,8 @@ impl ExploreLoop {
             // a failed call is no response: keep waiting (the watchdog tiers run)
             return;
         }
-        *waiting_since = None;
-        watchdog.record_response(now);
+        st.waiting_since = None;
+        st.watchdog.record_response(now);
         let Some(scan) = scan else {
             events.push(json!({"event": "decision_dropped", "reason": "no scan"}));
             return;
@@ -762,32 +731,37 @@ impl ExploreLoop {
         for r in &d.reports {
             if let ToolCall::ReportDiscovery { label, notes, significance } = r {
                 let sig = significance.as_str().parse::<Significance>().unwrap_or(Significance::Landmark);
-                memory.record_discovery(label, notes, sig, pose.position());
+                st.memory.record_discovery(label, notes, sig, pose.position());
                 events.push(json!({"event": "discovery", "label": label, "significance": significance.as_str()}));
             }
         }
         if let Some((p, result)) = &d.perception {
-            memory.update_after_action(ActionRecord::new(p.name(), &p.to_json().to_string(), result, pose.position()));
+            st.memory.update_after_action(ActionRecord::new(
+                p.name(),
+                &p.to_json().to_string(),
+                result,
+                pose.position(),
+            ));
         }
         // a new decision replaces the running one
-        finish_active(active, outcome, motion, executor, pose, now, prev_result, memory);
+        st.finish_active(pose, now);
         let frontiers = frontier_list(map, pose);
         let goals: Vec<_> = frontiers.iter().map(ExploreFrontier::goal).collect();
         let sensors = SafetySensors::new(scan, now - scan_age, pose, now).with_frontiers(&goals);
-        let exec = executor.execute(&d.action, &sensors);
-        *prev_action = Some(format!("{}({})", d.action.name(), d.action.to_json()));
+        let exec = st.executor.execute(&d.action, &sensors);
+        st.prev_action = Some(format!("{}({})", d.action.name(), d.action.to_json()));
         if exec.feedback.safety_override {
-            *after_override = true;
+            st.after_override = true;
             events.push(
                 json!({"event": "safety_override", "tool": d.action.name(), "message": exec.feedback.safety_message}),
             );
         }
         match &exec.target {
-            Target::Velocity(v) => *active = Active::Velocity { v: *v, started_s: now },
+            Target::Velocity(v) => st.active = Active::Velocity { v: *v, started_s: now },
             Target::NavGoal(g) => {
                 let goal = Point2::new(g.x, g.y);
                 let deadline = now + 15.0 + 3.0 * pose.position().distance(goal) / self.config.path_speed_mps.max(0.01);
-                *active = Active::Goal {
+                st.active = Active::Goal {
                     goal,
                     deadline_s: deadline,
                     path: Vec::new(),
@@ -795,24 +769,24 @@ impl ExploreLoop {
                     progress: (pose.position(), now),
                 };
             }
-            Target::Observe(_) => *active = Active::Hold { until_s: now + 1.0 },
+            Target::Observe(_) => st.active = Active::Hold { until_s: now + 1.0 },
             Target::Stop(s) => {
                 if matches!(
                     d.action,
                     ToolCall::StopRobot { reason: nav_safety::tools::StopReason::ExplorationComplete }
                 ) {
-                    *complete = true;
+                    st.complete = true;
                 }
                 events.push(json!({"event": "stop", "reason": s.reason}));
-                *active = Active::Idle;
+                st.active = Active::Idle;
             }
-            Target::PathCheck(_) | Target::Report(_) => *active = Active::Idle,
+            Target::PathCheck(_) | Target::Report(_) => st.active = Active::Idle,
         }
-        *motion = MotionReport::default();
-        *outcome = Some(exec);
-        if matches!(active, Active::Idle) {
+        st.motion = MotionReport::default();
+        st.outcome = Some(exec);
+        if matches!(st.active, Active::Idle) {
             // nothing to execute: close the record now
-            finish_active(active, outcome, motion, executor, pose, now, prev_result, memory);
+            st.finish_active(pose, now);
         }
     }
 
@@ -887,40 +861,36 @@ impl ExploreLoop {
 /// Closes the active target: completes the executor's feedback with what
 /// the motion achieved and records the action in the exploration memory.
 #[allow(clippy::too_many_arguments)]
-fn finish_active(
-    active: &mut Active,
-    outcome: &mut Option<ExecutionOutcome>,
-    motion: &mut MotionReport,
-    executor: &mut SafetyExecutor,
-    pose: Pose2,
-    now: f64,
-    prev_result: &mut Option<String>,
-    memory: &mut ExplorationMemory,
-) {
-    *active = Active::Idle;
-    let Some(mut out) = outcome.take() else { return };
-    motion.final_pose = Some(pose);
-    executor.finish(&mut out, motion, now);
-    let text = out.result_text();
-    let summary = if out.feedback.safety_override {
-        format!("safety_override: {}", out.feedback.stopped_reason.clone().unwrap_or_default())
-    } else if out.feedback.success {
-        format!("success, +{:.2}m", out.feedback.actual_distance_m.unwrap_or(0.0))
-    } else {
-        format!("failed: {}", out.feedback.stopped_reason.clone().unwrap_or_default())
-    };
-    memory.update_after_action(ActionRecord::new(
-        out.call.name(),
-        &out.call.to_json().to_string(),
-        &summary,
-        pose.position(),
-    ));
-    *prev_result = Some(text);
-    *motion = MotionReport::default();
+impl LoopState {
+    /// Closes the action in progress: the executor's feedback becomes the
+    /// previous result the model hears and an entry of the exploration
+    /// memory's recent actions.
+    fn finish_active(&mut self, pose: Pose2, now: f64) {
+        self.active = Active::Idle;
+        let Some(mut out) = self.outcome.take() else { return };
+        self.motion.final_pose = Some(pose);
+        self.executor.finish(&mut out, &self.motion, now);
+        let text = out.result_text();
+        let summary = if out.feedback.safety_override {
+            format!("safety_override: {}", out.feedback.stopped_reason.clone().unwrap_or_default())
+        } else if out.feedback.success {
+            format!("success, +{:.2}m", out.feedback.actual_distance_m.unwrap_or(0.0))
+        } else {
+            format!("failed: {}", out.feedback.stopped_reason.clone().unwrap_or_default())
+        };
+        self.memory.update_after_action(ActionRecord::new(
+            out.call.name(),
+            &out.call.to_json().to_string(),
+            &summary,
+            pose.position(),
+        ));
+        self.prev_result = Some(text);
+        self.motion = MotionReport::default();
+    }
 }
 
-/// Frontiers of the map reachable from `pose`, cheapest first, with ids.
-/// The reachable frontiers shown to the model (at most five, ids 1..).
+/// The reachable frontiers shown to the model, cheapest first (at most
+/// five, ids 1..).
 pub(crate) fn frontier_list(map: &LocalMap, pose: Pose2) -> Vec<ExploreFrontier> {
     let costs = map.costmap();
     map.reachable_frontiers(&costs, pose.position())

@@ -25,7 +25,7 @@ use crate::protocol::objectnav::{
     DiscoveredContext, ObjectNavDecision, ObjectNavObservation, ObjectNavPlanner, StepObservation,
 };
 use async_trait::async_trait;
-use nav_core::astar::{CostMap, distance_field_from};
+use nav_core::astar::{CostMap, distance_field_until};
 use nav_core::geometry::{Point2, Pose2};
 use nav_core::grid::GridPos;
 use nav_core::lidar::{LaserScan, corridor_clearance_dir};
@@ -169,23 +169,48 @@ impl OfflineObjectNavPlanner {
     /// Returns `(angle in degrees, distance)` or `None` when no heading makes
     /// progress.
     fn steer(&self, pose: Pose2, costs: &CostMap, goals: &[GridPos], scan: Option<&LaserScan>) -> Option<(f64, f64)> {
-        let field = distance_field_from(costs, goals);
-        let value = |p: Point2| {
-            let g = costs.world_to_grid(p);
-            if costs.contains(g) { field[(g.y as usize) * costs.width() + g.x as usize] } else { f64::INFINITY }
-        };
-        // where the robot stands (it may be in the inflated band): the best nearby value
         let here = pose.position();
         let r = costs.resolution();
-        let mut here_val = value(here);
-        if !here_val.is_finite() {
-            for k in 1..=4 {
-                for a in 0..8 {
+        // (row-major index, passable) of the cell under a point
+        let cell = |p: Point2| {
+            let g = costs.world_to_grid(p);
+            costs.contains(g).then(|| ((g.y as usize) * costs.width() + g.x as usize, costs.cost(g).is_finite()))
+        };
+        let ring_points = || {
+            (1..=4).flat_map(move |k| {
+                (0..8).map(move |a| {
                     let ang = f64::from(a) * std::f64::consts::FRAC_PI_4;
-                    let p = here + Point2::new(ang.cos(), ang.sin()) * (f64::from(k) * r);
-                    here_val = here_val.min(value(p));
-                }
+                    here + Point2::new(ang.cos(), ang.sin()) * (f64::from(k) * r)
+                })
+            })
+        };
+        // Only cells cheaper than where the robot stands can be progress, so
+        // the flood from the goal stops once it has passed that value: the
+        // robot's own cell's, or (the robot in the inflated band) the first
+        // of the surrounding ring's cells to become final, the ring's best.
+        let own = cell(here).filter(|c| c.1).map(|c| c.0);
+        let ring: Vec<usize> =
+            if own.is_some() { Vec::new() } else { ring_points().filter_map(cell).map(|c| c.0).collect() };
+        let mut stop_above = f64::INFINITY;
+        let mut stopped = false;
+        let field = distance_field_until(costs, goals, |i, d| {
+            if stop_above.is_infinite() && (own == Some(i) || ring.contains(&i)) {
+                stop_above = d;
             }
+            stopped = d > stop_above;
+            stopped
+        });
+        let raw = |p: Point2| cell(p).map_or(f64::INFINITY, |(i, _)| field[i]);
+        // After an early stop a passable cell without a value costs more than
+        // the robot's own: not progress, but not a wall either (a ray goes on).
+        let value = |p: Point2| match cell(p) {
+            Some((i, _)) if field[i].is_finite() => field[i],
+            Some((_, true)) if stopped => f64::MAX,
+            _ => f64::INFINITY,
+        };
+        let mut here_val = raw(here);
+        if !here_val.is_finite() {
+            here_val = ring_points().map(raw).fold(f64::INFINITY, f64::min);
         }
         if !here_val.is_finite() {
             return None;
