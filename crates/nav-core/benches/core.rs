@@ -158,6 +158,41 @@ fn bench_lidar(c: &mut Criterion) {
     c.bench_function("lidar_summary_720/text", |b| {
         b.iter(|| black_box(LidarSummary::from_scan(&scan, &cfg).to_text()))
     });
+    let room = room_scan();
+    c.bench_function("lidar_summary_720_room/text", |b| {
+        b.iter(|| black_box(LidarSummary::from_scan(&room, &cfg).to_text()))
+    });
+}
+
+/// A 720-beam scan of a 4 × 3 m room from (1.2, 1.0), the robot facing +x,
+/// with a 0.9 m doorway in the far wall (x = 4, y 1.1–2.0) onto open space
+/// up to x = 9: the kind of scan a robot indoors sees, next to the random
+/// noise above (which is the worst case: 136 gaps).
+fn room_scan() -> LaserScan {
+    let mut scan = LaserScan::full_circle(720, 0.05, 12.0, f32::INFINITY);
+    let (px, py) = (1.2f64, 1.0f64);
+    for (i, r) in scan.ranges.iter_mut().enumerate() {
+        let a = -std::f64::consts::PI + i as f64 * std::f64::consts::TAU / 720.0;
+        let (dx, dy) = (a.cos(), a.sin());
+        let mut t = f64::INFINITY;
+        // the walls x = 0, y = 0, y = 3, and x = 4 except the doorway
+        if dx < 0.0 {
+            t = t.min(-px / dx);
+        }
+        if dy < 0.0 {
+            t = t.min(-py / dy);
+        }
+        if dy > 0.0 {
+            t = t.min((3.0 - py) / dy);
+        }
+        if dx > 0.0 {
+            let tw = (4.0 - px) / dx;
+            let y = py + tw * dy;
+            t = t.min(if (1.1..=2.0).contains(&y) { (9.0 - px) / dx } else { tw });
+        }
+        *r = t as f32;
+    }
+    scan
 }
 
 fn bench_candidates(c: &mut Criterion) {

@@ -3,7 +3,13 @@
 //! `navigate_to_goal(frontier)` (nearest by path, larger openings first,
 //! frontiers that recently failed last), reports each new room type it
 //! recognises from detections with `report_discovery(room)`, and calls
-//! `stop_robot(exploration_complete)` when no frontier is left.
+//! `stop_robot(exploration_complete)` when no frontier is left — after
+//! looking again: an empty frontier list is first answered with
+//! `observe_scene` (the robot holds still while the map catches up), and
+//! exploration ends only when the list is still empty
+//! [`OfflineExplorePlanner::CONFIRM_S`] later. One noisy map update (a
+//! scan registered against a late pose, a person walking past) must not end
+//! a run on a real robot.
 
 use super::prior::SemanticPrior;
 use crate::protocol::PlannerReply;
@@ -20,9 +26,16 @@ pub struct OfflineExplorePlanner {
     reported_rooms: Vec<String>,
     recent_goals: Vec<Point2>,
     current: Option<Point2>,
+    /// Exploration time at which the frontier list was first seen empty
+    /// (since then it has stayed empty).
+    empty_since_s: Option<f64>,
 }
 
 impl OfflineExplorePlanner {
+    /// How long the frontier list must stay empty before exploration is
+    /// declared complete, seconds of exploration time.
+    pub const CONFIRM_S: f64 = 1.5;
+
     /// A fresh planner.
     pub fn new() -> Self {
         Self::default()
@@ -80,6 +93,7 @@ impl ExplorePlanner for OfflineExplorePlanner {
         });
         let (action, why) = match best {
             Some(f) => {
+                self.empty_since_s = None;
                 if self.current.is_none_or(|c| c.distance(f.position) >= 0.7) {
                     self.recent_goals.push(f.position);
                 }
@@ -97,15 +111,76 @@ impl ExplorePlanner for OfflineExplorePlanner {
             }
             None => {
                 self.current = None;
-                (
-                    ToolCall::parse("stop_robot", &json!({"reason": "exploration_complete"})),
-                    "no frontier left".to_string(),
-                )
+                let since = *self.empty_since_s.get_or_insert(snap.elapsed_s);
+                if snap.elapsed_s - since >= Self::CONFIRM_S {
+                    (
+                        ToolCall::parse("stop_robot", &json!({"reason": "exploration_complete"})),
+                        "no frontier left".to_string(),
+                    )
+                } else {
+                    (
+                        ToolCall::parse("observe_scene", &json!({"focus": "general"})),
+                        "no frontier in the map: holding still to look again".to_string(),
+                    )
+                }
             }
         };
         let mut decision = ExploreDecision::action(action.unwrap_or_else(|_| crate::protocol::explore::fallback()));
         decision.reports = reports;
         decision.reasoning = why;
         PlannerReply::offline(decision)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::protocol::explore::ExploreFrontier;
+    use nav_core::geometry::Pose2;
+    use nav_core::lidar::LaserScan;
+
+    fn snapshot(elapsed_s: f64, frontiers: Vec<ExploreFrontier>) -> ExploreSnapshot {
+        ExploreSnapshot {
+            pose: Pose2::new(0.0, 0.0, 0.0),
+            speed_mps: 0.0,
+            distance_traveled_m: 0.0,
+            elapsed_s,
+            coverage: None,
+            scan: LaserScan::full_circle(360, 0.05, 12.0, 2.0),
+            scan_age_s: 0.0,
+            image: None,
+            depth: None,
+            hfov_rad: 1.5,
+            previous_action: None,
+            previous_result: None,
+            memory_text: String::new(),
+            frontiers,
+            detections: Vec::new(),
+            text_only: true,
+        }
+    }
+
+    fn frontier() -> ExploreFrontier {
+        ExploreFrontier { id: 1, position: Point2::new(2.0, 0.0), path_cost_m: Some(2.0), size: 10 }
+    }
+
+    #[tokio::test]
+    async fn an_empty_frontier_list_is_confirmed_before_exploration_ends() {
+        let mut p = OfflineExplorePlanner::new();
+        let tool = |d: &PlannerReply<ExploreDecision>| d.decision.action.name().to_string();
+        // empty at 10 s: look again rather than stop
+        let d = p.decide(&snapshot(10.0, Vec::new())).await;
+        assert_eq!(tool(&d), "observe_scene");
+        let d = p.decide(&snapshot(11.0, Vec::new())).await;
+        assert_eq!(tool(&d), "observe_scene");
+        // a frontier reappears: the wait starts over
+        let d = p.decide(&snapshot(11.2, vec![frontier()])).await;
+        assert_eq!(tool(&d), "navigate_to_goal");
+        let d = p.decide(&snapshot(12.0, Vec::new())).await;
+        assert_eq!(tool(&d), "observe_scene");
+        // still empty CONFIRM_S later: complete
+        let d = p.decide(&snapshot(12.0 + OfflineExplorePlanner::CONFIRM_S, Vec::new())).await;
+        assert_eq!(d.decision.action.to_json(), json!({"reason": "exploration_complete"}));
+        assert_eq!(tool(&d), "stop_robot");
     }
 }
