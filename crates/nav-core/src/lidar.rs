@@ -308,7 +308,8 @@ pub fn percentile(values: &mut [f32], p: f64) -> Option<f32> {
     if frac == 0.0 || rest.is_empty() {
         return Some(lo_v);
     }
-    let hi_v = rest.iter().copied().fold(f32::INFINITY, f32::min);
+    // the next order statistic in the same (total) order as the selection
+    let hi_v = rest.iter().copied().min_by(f32::total_cmp).unwrap_or(lo_v);
     Some(lo_v + (hi_v - lo_v) * frac)
 }
 
