@@ -11,10 +11,8 @@ use nav_hal::bridge::{BridgeCommand, BridgeEndpoint, BridgeHal};
 use nav_planner::bridge_run::{BridgeProgress, BridgeRunner};
 use nav_planner::episode::{EpisodeError, PlannerChoice};
 use nav_planner::navigator::StepLog;
-use nav_planner::vlm::build_backend;
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 
 /// Run ObjectNav episodes in a simulator behind the navkit bridge and print
 /// the simulator's SR / SPL with navkit's oscillation statistics.
@@ -44,15 +42,8 @@ pub struct HabitatArgs {
     /// offline (no network, the default), frontier (baseline) or vlm.
     #[arg(long)]
     pub planner: Option<PlannerChoice>,
-    /// VLM provider: openai, gemini, vertex or anthropic (with --planner vlm).
-    #[arg(long)]
-    pub vlm: Option<String>,
-    /// Model id (default: the provider's default).
-    #[arg(long)]
-    pub model: Option<String>,
-    /// Base URL (OpenAI-compatible servers: OpenRouter, Ollama, vLLM, llama.cpp).
-    #[arg(long)]
-    pub base_url: Option<String>,
+    #[command(flatten)]
+    pub backend: super::VlmArgs,
     /// Spatial memory for the planner (default on).
     #[arg(long, value_enum)]
     pub memory: Option<OnOff>,
@@ -130,10 +121,8 @@ pub fn run(args: HabitatArgs) -> CmdResult {
         .with_loop_config(config.objectnav.clone())
         .with_grounding(config.grounding_text()?);
     if run_cfg.planner == PlannerChoice::Vlm {
-        let backend = config.backend(args.vlm.as_deref(), args.model.as_deref(), args.base_url.as_deref())?;
-        let vlm = build_backend(&backend).map_err(|e| usage(e.to_string()))?;
-        runner = runner.with_vlm(Arc::from(vlm));
-    } else if args.vlm.is_some() {
+        runner = runner.with_vlm(args.backend.build(&config)?);
+    } else if args.backend.vlm.is_some() {
         return Err(usage("--vlm needs --planner vlm"));
     }
     let endpoint = match BridgeEndpoint::parse(&args.bridge).map_err(|e| usage(format!("--bridge: {e}")))? {

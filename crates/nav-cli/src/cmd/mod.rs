@@ -11,10 +11,39 @@ pub mod replay;
 pub mod rosmaster;
 pub mod run;
 
+use crate::config::NavConfig;
 use crate::exit::{Exit, usage};
+use clap::Args;
 use nav_hal::arena::Arena;
 use nav_planner::protocol::ProtocolKind;
+use nav_planner::vlm::{VisionLanguageModel, build_backend};
 use std::path::Path;
+use std::sync::Arc;
+
+/// The backend options of the commands that can drive a VLM
+/// (`--planner vlm`): provider, model and base URL, each falling back to the
+/// config file's `[vlm]` section.
+#[derive(Args, Debug, Default)]
+pub struct VlmArgs {
+    /// VLM provider: openai, gemini, vertex or anthropic (with --planner vlm).
+    #[arg(long)]
+    pub vlm: Option<String>,
+    /// Model id (default: the provider's default).
+    #[arg(long)]
+    pub model: Option<String>,
+    /// Base URL (OpenAI-compatible servers: OpenRouter, Ollama, vLLM, llama.cpp).
+    #[arg(long)]
+    pub base_url: Option<String>,
+}
+
+impl VlmArgs {
+    /// Builds the backend these options (over `config`'s `[vlm]`) name;
+    /// exit 2 naming the problem (unknown provider, missing key, …).
+    pub fn build(&self, config: &NavConfig) -> Result<Arc<dyn VisionLanguageModel>, Exit> {
+        let backend = config.backend(self.vlm.as_deref(), self.model.as_deref(), self.base_url.as_deref())?;
+        build_backend(&backend).map(Arc::from).map_err(|e| usage(e.to_string()))
+    }
+}
 
 /// The built-in arena a protocol runs on when none is given.
 pub fn default_arena(protocol: ProtocolKind) -> &'static str {

@@ -29,7 +29,7 @@ use nav_planner::navigator::explore::{ExploreLoop, ExploreLoopConfig, ExploreOut
 use nav_planner::navigator::{NavError, Observer, StepLog};
 use nav_planner::offline::OfflineExplorePlanner;
 use nav_planner::protocol::explore::{ExplorePlanner, ExplorePromptConfig, VlmExplorePlanner};
-use nav_planner::vlm::{VisionLanguageModel, build_backend};
+use nav_planner::vlm::VisionLanguageModel;
 use progress::Progress;
 use serde_json::json;
 use std::path::PathBuf;
@@ -64,15 +64,8 @@ pub struct RosmasterArgs {
     /// offline (frontier explorer, no API key) or vlm.
     #[arg(long, value_enum, default_value = "offline")]
     pub planner: RobotPlanner,
-    /// VLM provider: openai, gemini, vertex or anthropic (with --planner vlm).
-    #[arg(long)]
-    pub vlm: Option<String>,
-    /// Model id (default: the provider's default).
-    #[arg(long)]
-    pub model: Option<String>,
-    /// Base URL (OpenAI-compatible servers: OpenRouter, Ollama, vLLM, llama.cpp).
-    #[arg(long)]
-    pub base_url: Option<String>,
+    #[command(flatten)]
+    pub backend: super::VlmArgs,
     /// Send no images to the model.
     #[arg(long)]
     pub text_only: bool,
@@ -112,13 +105,10 @@ impl Setup {
             explore.max_time_s = t;
         }
         let vlm = match args.planner {
-            RobotPlanner::Vlm => {
-                let backend = config.backend(args.vlm.as_deref(), args.model.as_deref(), args.base_url.as_deref())?;
-                let model = build_backend(&backend).map_err(|e| usage(e.to_string()))?;
-                Some(Arc::from(model))
-            }
+            RobotPlanner::Vlm => Some(args.backend.build(config)?),
             RobotPlanner::Offline => {
-                if args.vlm.is_some() || args.model.is_some() || args.base_url.is_some() {
+                let b = &args.backend;
+                if b.vlm.is_some() || b.model.is_some() || b.base_url.is_some() {
                     return Err(usage("--vlm, --model and --base-url need --planner vlm"));
                 }
                 None

@@ -8,10 +8,8 @@ use nav_planner::episode::{EpisodeSpec, PlannerChoice, run_episode};
 use nav_planner::navigator::candidates::WorldModelMode;
 use nav_planner::navigator::{StepLog, read_log};
 use nav_planner::protocol::ProtocolKind;
-use nav_planner::vlm::build_backend;
 use std::io::IsTerminal;
 use std::path::PathBuf;
-use std::sync::Arc;
 
 /// On or off.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -42,15 +40,8 @@ pub struct RunArgs {
     /// offline (no network), frontier (baseline) or vlm.
     #[arg(long, default_value = "offline")]
     pub planner: PlannerChoice,
-    /// VLM provider: openai, gemini, vertex or anthropic (with --planner vlm).
-    #[arg(long)]
-    pub vlm: Option<String>,
-    /// Model id (default: the provider's default).
-    #[arg(long)]
-    pub model: Option<String>,
-    /// Base URL (OpenAI-compatible servers: OpenRouter, Ollama, vLLM, llama.cpp).
-    #[arg(long)]
-    pub base_url: Option<String>,
+    #[command(flatten)]
+    pub backend: super::VlmArgs,
     /// Spatial memory for the planner.
     #[arg(long, value_enum, default_value = "on")]
     pub memory: OnOff,
@@ -109,10 +100,8 @@ pub fn build_spec(args: &RunArgs, config: &NavConfig) -> Result<EpisodeSpec, Exi
     };
     spec.grounding = config.grounding_text()?;
     if args.planner == PlannerChoice::Vlm {
-        let backend = config.backend(args.vlm.as_deref(), args.model.as_deref(), args.base_url.as_deref())?;
-        let vlm = build_backend(&backend).map_err(|e| usage(e.to_string()))?;
-        spec.vlm = Some(Arc::from(vlm));
-    } else if args.vlm.is_some() {
+        spec.vlm = Some(args.backend.build(config)?);
+    } else if args.backend.vlm.is_some() {
         return Err(usage("--vlm needs --planner vlm"));
     }
     if let Some(p) = &args.plot {
