@@ -7,34 +7,10 @@
 
 mod bridge_support;
 
-use bridge_support::{bridge_command, python};
+use bridge_support::{bridge_command, miniworld_available};
 use nav_core::action::Action;
 use nav_hal::bridge::{BridgeConfig, BridgeHal, EpisodeSpec};
 use nav_hal::hal::{Actuators, Sensors};
-
-/// Whether miniworld imports headless; prints why not and panics when
-/// NAVKIT_REQUIRE_MINIWORLD=1.
-fn miniworld_available() -> bool {
-    let probe = "import pyglet; pyglet.options['headless'] = True; import miniworld, numpy, PIL";
-    let out = std::process::Command::new(python()).args(["-c", probe]).output();
-    let reason = match out {
-        Ok(o) if o.status.success() => return true,
-        Ok(o) => String::from_utf8_lossy(&o.stderr).lines().last().unwrap_or("import failed").to_string(),
-        Err(e) => format!("cannot run {}: {e}", python()),
-    };
-    if std::env::var("NAVKIT_REQUIRE_MINIWORLD").is_ok_and(|v| v == "1") {
-        panic!("NAVKIT_REQUIRE_MINIWORLD=1 but miniworld is not importable by {}: {reason}", python());
-    }
-    // Written to the stderr handle directly, not with eprintln!, so that the
-    // reason shows in a plain `cargo test` run (the harness captures the macros).
-    use std::io::Write as _;
-    let _ = writeln!(
-        std::io::stderr().lock(),
-        "SKIPPED bridge_miniworld: miniworld is not importable by {} ({reason}); run ci/setup-bridge.sh",
-        python()
-    );
-    false
-}
 
 fn config() -> BridgeConfig {
     BridgeConfig { depth: true, ground_truth_pose: true, ..BridgeConfig::default() }
@@ -42,7 +18,7 @@ fn config() -> BridgeConfig {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn miniworld_episodes_through_the_bridge() {
-    if !miniworld_available() {
+    if !miniworld_available("bridge_miniworld") {
         return;
     }
     let mut hal = BridgeHal::spawn_command(&bridge_command("miniworld", &["--scene", "fourrooms,house"]), config())

@@ -5,9 +5,11 @@
 //! `python3`); `NAVKIT_REQUIRE_MINIWORLD=1` turns the skip into a failure.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod bridge_env;
+// the bridge test helpers are nav-hal's, shared by path
+#[path = "../../nav-hal/tests/bridge_support/mod.rs"]
+mod bridge_support;
 
-use bridge_env::{bridge_command, miniworld_available};
+use bridge_support::{bridge_command, miniworld_available};
 use nav_hal::bridge::{BridgeConfig, BridgeHal};
 use nav_planner::bridge_run::{BridgeRunConfig, BridgeRunner};
 use nav_planner::navigator::StepLog;

@@ -3,10 +3,12 @@
 //! ObjectNav stack on depth-derived scans, judged by the simulator.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod bridge_env;
+// the bridge test helpers are nav-hal's, shared by path
+#[path = "../../nav-hal/tests/bridge_support/mod.rs"]
+mod bridge_support;
 
 use async_trait::async_trait;
-use bridge_env::{bridge_command, script_command};
+use bridge_support::{bridge_command, script_command};
 use nav_core::action::Action;
 use nav_core::geometry::Pose2;
 use nav_hal::bridge::{BridgeConfig, BridgeHal};

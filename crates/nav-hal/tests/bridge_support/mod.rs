@@ -1,5 +1,8 @@
-//! Shared helpers of the bridge integration tests: which Python to run and
-//! how to start the `navkit_bridge` package from the source tree.
+//! Shared helpers of the bridge integration tests: which Python to run,
+//! how to start the `navkit_bridge` package from the source tree, and
+//! whether MiniWorld is importable. nav-planner's bridge tests include this
+//! file too (`#[path]`), so its paths are relative to `crates/`, valid from
+//! either crate's manifest directory.
 
 #![allow(dead_code)]
 
@@ -8,12 +11,12 @@ use std::path::PathBuf;
 
 /// `crates/nav-hal/bridge`: the Python package's source root.
 pub fn package_dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("bridge")
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../nav-hal/bridge")
 }
 
 /// This file's directory (fault-injecting test servers live here).
 pub fn support_dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests").join("bridge_support")
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../nav-hal/tests/bridge_support")
 }
 
 /// The Python interpreter: `$NAVKIT_PYTHON`, else the workspace's
@@ -55,4 +58,28 @@ pub fn process_alive(pid: u32) -> bool {
         Ok(stat) => stat.split_whitespace().nth(2).is_none_or(|s| s != "Z"),
         Err(_) => false,
     }
+}
+
+/// Whether miniworld imports headless; prints why not (past the test
+/// harness's capture) and panics when `NAVKIT_REQUIRE_MINIWORLD=1`.
+pub fn miniworld_available(test: &str) -> bool {
+    let probe = "import pyglet; pyglet.options['headless'] = True; import miniworld, numpy, PIL";
+    let out = std::process::Command::new(python()).args(["-c", probe]).output();
+    let reason = match out {
+        Ok(o) if o.status.success() => return true,
+        Ok(o) => String::from_utf8_lossy(&o.stderr).lines().last().unwrap_or("import failed").to_string(),
+        Err(e) => format!("cannot run {}: {e}", python()),
+    };
+    if std::env::var("NAVKIT_REQUIRE_MINIWORLD").is_ok_and(|v| v == "1") {
+        panic!("NAVKIT_REQUIRE_MINIWORLD=1 but miniworld is not importable by {}: {reason}", python());
+    }
+    // Written to the stderr handle directly, not with eprintln!, so that the
+    // reason shows in a plain `cargo test` run (the harness captures the macros).
+    use std::io::Write as _;
+    let _ = writeln!(
+        std::io::stderr().lock(),
+        "SKIPPED {test}: miniworld is not importable by {} ({reason}); run ci/setup-bridge.sh",
+        python()
+    );
+    false
 }
