@@ -6,7 +6,7 @@ use crate::exit::{CmdResult, internal, runtime, usage};
 use clap::Args;
 use nav_planner::episode::{EpisodeSpec, initial_request};
 use nav_planner::protocol::ProtocolKind;
-use nav_planner::vlm::wire::{anthropic, gemini, openai};
+use nav_planner::vlm::wire::{anthropic, f32_json, gemini, openai};
 use nav_planner::vlm::{Part, Provider, VlmRequest};
 use serde_json::{Value, json};
 use std::path::PathBuf;
@@ -90,8 +90,7 @@ fn neutral(req: &VlmRequest, with_images: bool) -> Value {
         "tools": req.tools,
         "tool_choice": req.tool_choice,
         "json_schema": req.json_schema,
-        // through its shortest decimal form: 0.3, not the f32's 0.30000001192092896
-        "temperature": req.temperature.and_then(|t| t.to_string().parse::<f64>().ok()),
+        "temperature": req.temperature.map(f32_json),
         "max_tokens": req.max_tokens,
         "timeout_s": req.timeout.map(|t| t.as_secs_f64()),
         "cache_system": req.cache_system,

@@ -25,7 +25,7 @@ pub(crate) fn base64(data: &[u8]) -> String {
 
 /// A temperature as JSON without `f32` → `f64` noise (0.2, not
 /// 0.20000000298023224).
-pub(crate) fn f32_json(v: f32) -> Value {
+pub fn f32_json(v: f32) -> Value {
     v.to_string().parse::<f64>().ok().and_then(serde_json::Number::from_f64).map_or(Value::Null, Value::Number)
 }
 
