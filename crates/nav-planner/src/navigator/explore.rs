@@ -52,8 +52,9 @@ use nav_memory::{ActionRecord, ExplorationMemory, Frontier, Significance};
 use nav_safety::DriveKind as SafetyDrive;
 use nav_safety::executor::{ExecutionOutcome, MotionReport, Target};
 use nav_safety::{
-    CallDecision, CallScheduler, ContinuousGuard, EventTriggers, NetworkMonitor, SafetyConfig, SafetyExecutor,
-    SafetySensors, ScheduleInput, StopArbiter, StopSource, ToolCall, VelocityTarget, Watchdog, WatchdogTier,
+    CallDecision, CallScheduler, ContinuousGuard, EventTriggers, FrontierGoal, NetworkMonitor, SafetyConfig,
+    SafetyExecutor, SafetySensors, ScheduleInput, StopArbiter, StopSource, ToolCall, VelocityTarget, Watchdog,
+    WatchdogTier,
 };
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
@@ -206,6 +207,19 @@ struct LoopState {
     after_override: bool,
 }
 
+/// A planner call in progress: when it started and the frontiers its
+/// snapshot listed (the ids a `navigate_to_goal` reply refers to).
+struct PendingCall {
+    started_s: f64,
+    frontiers: Vec<FrontierGoal>,
+}
+
+impl PendingCall {
+    fn new(started_s: f64, snap: &ExploreSnapshot) -> Self {
+        Self { started_s, frontiers: snap.frontiers.iter().map(ExploreFrontier::goal).collect() }
+    }
+}
+
 /// What the current tick knows when a decision arrives.
 #[derive(Clone, Copy)]
 struct TickView<'a> {
@@ -213,7 +227,6 @@ struct TickView<'a> {
     pose: Pose2,
     scan: Option<&'a LaserScan>,
     scan_age: f64,
-    map: &'a LocalMap,
 }
 
 /// The explore loop. Build it with [`ExploreLoop::new`] and drive a robot
@@ -311,7 +324,7 @@ impl ExploreLoop {
         let start_pose = robot.odometry().await.map(|o| o.pose).unwrap_or_default();
         let mut map =
             LocalMap::new(cfg.map.clone(), start_pose.position()).map_err(|e| NavError::Config(e.to_string()))?;
-        let mut in_flight: Option<f64> = None; // start time of the outstanding call
+        let mut in_flight: Option<PendingCall> = None; // the outstanding call
         let mut last_thumb: Option<Thumbnail> = None;
         let mut fallback_goal: Option<Point2> = None;
         let mut collisions = 0u32;
@@ -401,12 +414,11 @@ impl ExploreLoop {
                 }
                 _ => None,
             };
-            if let Some(reply) = finished {
-                let started = in_flight.take().unwrap_or(now);
+            if let Some((reply, call)) = finished.zip(in_flight.take()) {
                 self.handle_reply(
                     reply,
-                    started,
-                    &TickView { now, pose, scan: scan.as_ref(), scan_age, map: &map },
+                    call,
+                    &TickView { now, pose, scan: scan.as_ref(), scan_age },
                     &mut st,
                     &mut events,
                     &mut planner_rec,
@@ -494,18 +506,20 @@ impl ExploreLoop {
                                 match &mut self.decider {
                                     Decider::Inline(p) => {
                                         let reply = p.decide(&snap).await;
+                                        let call = PendingCall::new(now, &snap);
                                         self.handle_reply(
                                             reply,
-                                            now,
-                                            &TickView { now, pose, scan: scan.as_ref(), scan_age, map: &map },
+                                            call,
+                                            &TickView { now, pose, scan: scan.as_ref(), scan_age },
                                             &mut st,
                                             &mut events,
                                             &mut planner_rec,
                                         );
                                     }
                                     Decider::Task { requests, .. } => {
+                                        let call = PendingCall::new(now, &snap);
                                         if requests.try_send(snap).is_ok() {
-                                            in_flight = Some(now);
+                                            in_flight = Some(call);
                                         }
                                     }
                                 }
@@ -695,16 +709,16 @@ impl ExploreLoop {
     fn handle_reply(
         &self,
         reply: PlannerReply<ExploreDecision>,
-        started_s: f64,
+        call: PendingCall,
         tick: &TickView<'_>,
         st: &mut LoopState,
         events: &mut Vec<Value>,
         planner_rec: &mut Option<PlannerRecord>,
     ) {
-        let TickView { now, pose, scan, scan_age, map } = *tick;
+        let TickView { now, pose, scan, scan_age } = *tick;
         st.stats.add_call(&reply.record);
         let ok = reply.record.fallback.is_none();
-        let latency_s = (now - started_s).max(reply.record.latency_ms / 1000.0);
+        let latency_s = (now - call.started_s).max(reply.record.latency_ms / 1000.0);
         st.network.record_call(now, latency_s, ok);
         st.scheduler.record_latency(now, latency_s);
         *planner_rec = Some(PlannerRecord {
@@ -745,9 +759,8 @@ impl ExploreLoop {
         }
         // a new decision replaces the running one
         st.finish_active(pose, now);
-        let frontiers = frontier_list(map, pose);
-        let goals: Vec<_> = frontiers.iter().map(ExploreFrontier::goal).collect();
-        let sensors = SafetySensors::new(scan, now - scan_age, pose, now).with_frontiers(&goals);
+        // frontier ids mean the list the model was shown, not today's
+        let sensors = SafetySensors::new(scan, now - scan_age, pose, now).with_frontiers(&call.frontiers);
         let exec = st.executor.execute(&d.action, &sensors);
         st.prev_action = Some(format!("{}({})", d.action.name(), d.action.to_json()));
         if exec.feedback.safety_override {
