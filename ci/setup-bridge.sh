@@ -28,5 +28,5 @@ fi
 .venv/bin/python -m pip install --quiet --disable-pip-version-check "miniworld==2.1.0" "pillow>=10" "numpy>=1.24"
 
 .venv/bin/python -c "import pyglet; pyglet.options['headless'] = True; import miniworld; print('miniworld', miniworld.__version__ if hasattr(miniworld, '__version__') else '', 'imports headless')"
-PYTHONPATH=crates/nav-hal/bridge .venv/bin/python -m navkit_bridge --backend miniworld --check
-(cd crates/nav-hal/bridge && ../../../.venv/bin/python -m unittest discover -s tests -t . 2>&1 | tail -n 3)
+PYTHONPATH=nav-hal/bridge .venv/bin/python -m navkit_bridge --backend miniworld --check
+(cd nav-hal/bridge && ../../.venv/bin/python -m unittest discover -s tests -t . 2>&1 | tail -n 3)

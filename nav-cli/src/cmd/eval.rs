@@ -1,0 +1,169 @@
+//! `nav eval`: many episodes in parallel, a progress bar, and a table.
+
+use crate::config::NavConfig;
+use crate::exit::{CmdResult, Exit, internal, usage};
+use clap::Args;
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use nav_hal::arena::Arena;
+use nav_planner::navigator::StepLog;
+use nav_planner::navigator::episode::{EpisodeSpec, PlannerChoice, RunSummary, run_episode};
+use nav_planner::navigator::eval::{EvalConfig, EvalReport, default_suite};
+use nav_planner::protocol::ProtocolKind;
+use std::collections::VecDeque;
+use std::io::IsTerminal;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, mpsc};
+use std::time::Instant;
+
+/// Run arenas × seeds × configurations in parallel and print a table of SR,
+/// SPL, collisions, coverage, ABABA and STUCK, planner/VLM calls and tokens.
+///
+/// The default suite: objectnav in the built-in houses (seeds 0–4) and
+/// --procedural procedurally generated houses, with the frontier baseline
+/// and the offline planner with memory off and on; the candidates protocol's
+/// offline planner in the four seed-002 arenas; the explore protocol's
+/// offline planner in `exploration` and `house_a`.
+#[derive(Args, Debug)]
+pub struct EvalArgs {
+    /// Only these arenas (comma-separated built-in names) instead of the default suite.
+    #[arg(long, value_delimiter = ',')]
+    arenas: Vec<String>,
+    /// Seeds per arena when --arenas is given (0..N).
+    #[arg(long, default_value_t = 1)]
+    seeds: u64,
+    /// Configurations when --arenas is given: PROTOCOL:PLANNER[:on|off], comma-separated.
+    #[arg(long, value_delimiter = ',', default_value = "objectnav:offline:on")]
+    configs: Vec<String>,
+    /// Procedurally generated houses in the default suite.
+    #[arg(long, default_value_t = 50)]
+    procedural: u64,
+    /// Seeds per built-in house in the default suite.
+    #[arg(long, default_value_t = 5)]
+    house_seeds: u64,
+    /// Parallel jobs (default: the number of CPUs).
+    #[arg(long)]
+    jobs: Option<usize>,
+    /// Print all summaries and aggregates as one JSON object.
+    #[arg(long)]
+    json: bool,
+    /// Also write the Markdown report to this file.
+    #[arg(long, value_name = "PATH")]
+    markdown: Option<PathBuf>,
+    /// Configuration file (TOML).
+    #[arg(long, value_name = "FILE")]
+    config: Option<PathBuf>,
+}
+
+fn parse_config(s: &str) -> Result<(ProtocolKind, PlannerChoice, bool), Exit> {
+    let parts: Vec<&str> = s.split(':').collect();
+    let bad = || usage(format!("--configs {s:?}: expected PROTOCOL:PLANNER[:on|off]"));
+    let protocol: ProtocolKind = parts.first().ok_or_else(bad)?.parse().map_err(|e: String| usage(e))?;
+    let planner: PlannerChoice = parts.get(1).ok_or_else(bad)?.parse().map_err(|e: String| usage(e))?;
+    let memory = match parts.get(2).copied().unwrap_or("on") {
+        "on" => true,
+        "off" => false,
+        _ => return Err(bad()),
+    };
+    if planner == PlannerChoice::Vlm {
+        return Err(usage("nav eval runs offline planners only (no API keys in batch runs)"));
+    }
+    Ok((protocol, planner, memory))
+}
+
+fn specs(args: &EvalArgs, config: &NavConfig) -> Result<Vec<EpisodeSpec>, Exit> {
+    let base = EvalConfig {
+        sim: config.sim.clone(),
+        objectnav: config.objectnav.clone(),
+        explore: config.explore.clone(),
+        candidates: config.candidates.clone(),
+    };
+    if args.arenas.is_empty() {
+        return default_suite(&base, args.house_seeds, args.procedural).map_err(|e| usage(e.to_string()));
+    }
+    let mut out = Vec::new();
+    for name in &args.arenas {
+        let arena = Arena::builtin(name).map_err(|e| usage(e.to_string()))?;
+        for c in &args.configs {
+            let (protocol, planner, memory) = parse_config(c)?;
+            for seed in 0..args.seeds.max(1) {
+                out.push(base.spec(arena.clone(), format!("builtin:{name}"), protocol, planner, memory, seed));
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Runs the command.
+pub fn run(args: EvalArgs) -> CmdResult {
+    let config = NavConfig::load_opt(args.config.as_deref())?;
+    let all = specs(&args, &config)?;
+    let n = all.len();
+    let jobs = args.jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get())).max(1);
+    let bar = if args.json || !std::io::stderr().is_terminal() {
+        ProgressBar::with_draw_target(Some(n as u64), ProgressDrawTarget::hidden())
+    } else {
+        let b = ProgressBar::new(n as u64);
+        b.set_style(
+            ProgressStyle::with_template("{spinner} eval [{bar:30}] {pos}/{len} episodes ({elapsed}, eta {eta})")
+                .map_err(internal)?
+                .progress_chars("=> "),
+        );
+        b
+    };
+    let started = Instant::now();
+    let queue: Arc<Mutex<VecDeque<(usize, EpisodeSpec)>>> = Arc::new(Mutex::new(all.into_iter().enumerate().collect()));
+    let (tx, rx) = mpsc::channel::<(usize, Result<RunSummary, String>)>();
+    let mut handles = Vec::new();
+    for _ in 0..jobs.min(n.max(1)) {
+        let q = Arc::clone(&queue);
+        let tx = tx.clone();
+        handles.push(std::thread::spawn(move || {
+            let rt = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+                Ok(rt) => rt,
+                Err(e) => {
+                    let _ = tx.send((usize::MAX, Err(e.to_string())));
+                    return;
+                }
+            };
+            loop {
+                let next = q.lock().ok().and_then(|mut q| q.pop_front());
+                let Some((i, spec)) = next else { break };
+                let mut log = StepLog::null();
+                let r = rt.block_on(run_episode(&spec, &mut log, &mut |_| {})).map_err(|e| format!("{spec:?}: {e}"));
+                if tx.send((i, r)).is_err() {
+                    break;
+                }
+            }
+        }));
+    }
+    drop(tx);
+    let mut results: Vec<Option<RunSummary>> = vec![None; n];
+    let mut errors = Vec::new();
+    for (i, r) in rx {
+        bar.inc(1);
+        match r {
+            Ok(s) if i < n => results[i] = Some(s),
+            Ok(_) => {}
+            Err(e) => errors.push(e),
+        }
+    }
+    for h in handles {
+        let _ = h.join();
+    }
+    bar.finish_and_clear();
+    if !errors.is_empty() {
+        return Err(internal(format!("{} episode(s) failed to run: {}", errors.len(), errors.join("; "))));
+    }
+    let summaries: Vec<RunSummary> = results.into_iter().flatten().collect();
+    let report = EvalReport::new(summaries, started.elapsed().as_secs_f64(), jobs);
+    let md = report.markdown();
+    if let Some(p) = &args.markdown {
+        std::fs::write(p, &md).map_err(|e| usage(format!("{}: {e}", p.display())))?;
+    }
+    if args.json {
+        println!("{}", serde_json::to_string(&report).map_err(internal)?);
+    } else {
+        println!("{md}");
+    }
+    Ok(0)
+}

@@ -1,0 +1,223 @@
+//! `nav habitat`: ObjectNav episodes in Habitat-sim, MiniWorld or another
+//! simulator behind the navkit bridge (docs/BRIDGE.md), judged by the
+//! simulator's own SR / SPL.
+
+use super::run::OnOff;
+use crate::config::NavConfig;
+use crate::exit::{CmdResult, Exit, internal, runtime, usage};
+use clap::Args;
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use nav_hal::bridge::{BridgeCommand, BridgeEndpoint, BridgeHal};
+use nav_planner::navigator::StepLog;
+use nav_planner::navigator::bridge_run::{BridgeProgress, BridgeRunner};
+use nav_planner::navigator::episode::{EpisodeError, PlannerChoice};
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+
+/// Run ObjectNav episodes in a simulator behind the navkit bridge and print
+/// the simulator's SR / SPL with navkit's oscillation statistics.
+///
+/// From a checkout with the MiniWorld venv (ci/setup-bridge.sh):
+///
+///   nav habitat --bridge ".venv/bin/python -m navkit_bridge --backend miniworld" --episodes 20
+///
+/// With Habitat (docs/BRIDGE.md):
+///
+///   nav habitat --bridge "python -m navkit_bridge --backend habitat --config benchmark/nav/objectnav/objectnav_hm3d.yaml --split val"
+///
+/// When the command runs the `navkit_bridge` module and this checkout's
+/// `nav-hal/bridge` exists, it is added to the child's PYTHONPATH.
+#[derive(Args, Debug)]
+pub struct HabitatArgs {
+    /// The bridge server: a command line to start (quoted, split like a shell) or the address of a
+    /// running one (127.0.0.1:PORT or tcp://HOST:PORT, from `python -m navkit_bridge … --listen`).
+    #[arg(long, value_name = "CMD|ADDR")]
+    pub bridge: String,
+    /// Episodes to run (default 20, or the config's [habitat] episodes).
+    #[arg(long)]
+    pub episodes: Option<u32>,
+    /// Backend index of the first episode (default 0).
+    #[arg(long)]
+    pub first_index: Option<u64>,
+    /// offline (no network, the default), frontier (baseline) or vlm.
+    #[arg(long)]
+    pub planner: Option<PlannerChoice>,
+    #[command(flatten)]
+    pub backend: super::VlmArgs,
+    /// Spatial memory for the planner (default on).
+    #[arg(long, value_enum)]
+    pub memory: Option<OnOff>,
+    /// Send no images to the model.
+    #[arg(long)]
+    pub text_only: bool,
+    /// Generate episode k from seed S + k (backends that generate episodes: miniworld, openroom).
+    #[arg(long, value_name = "S")]
+    pub seed: Option<u64>,
+    /// Write the step log of every episode (JSONL, one flushed line per step).
+    #[arg(long, value_name = "PATH")]
+    pub log: Option<PathBuf>,
+    /// Copy the bridge server's own log (its stderr) to ours.
+    #[arg(long)]
+    pub bridge_log: bool,
+    /// Print the whole report (every episode and the aggregate) as one JSON object.
+    #[arg(long)]
+    pub json: bool,
+    /// Configuration file (TOML): [bridge] timeouts and observations, [habitat] run settings,
+    /// [objectnav] loop settings, [vlm].
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+}
+
+/// The `navkit_bridge` package's source root in this checkout, if there is
+/// one: `./nav-hal/bridge`, else the one next to this crate's
+/// sources.
+fn bridge_package_dir() -> Option<PathBuf> {
+    let here = PathBuf::from("nav-hal/bridge");
+    let built = Path::new(env!("CARGO_MANIFEST_DIR")).join("../nav-hal/bridge");
+    [here, built]
+        .into_iter()
+        .find(|d| d.join("navkit_bridge").join("__init__.py").is_file())
+        .map(|d| std::fs::canonicalize(&d).unwrap_or(d))
+}
+
+/// Adds the checkout's `navkit_bridge` to the child's PYTHONPATH when the
+/// command runs that module.
+fn with_package_path(mut cmd: BridgeCommand) -> BridgeCommand {
+    if !cmd.args.iter().any(|a| a == "navkit_bridge") {
+        return cmd;
+    }
+    if let Some(dir) = bridge_package_dir() {
+        let inherited = std::env::var("PYTHONPATH").unwrap_or_default();
+        let path =
+            if inherited.is_empty() { dir.display().to_string() } else { format!("{}:{inherited}", dir.display()) };
+        cmd.env.retain(|(k, _)| k != "PYTHONPATH");
+        cmd.env.push(("PYTHONPATH".into(), path));
+    }
+    cmd
+}
+
+/// Runs the command.
+pub fn run(args: HabitatArgs) -> CmdResult {
+    let config = NavConfig::load_opt(args.config.as_deref())?;
+    let mut run_cfg = config.habitat.clone();
+    if let Some(n) = args.episodes {
+        run_cfg.episodes = n;
+    }
+    if let Some(i) = args.first_index {
+        run_cfg.first_index = i;
+    }
+    if let Some(p) = args.planner {
+        run_cfg.planner = p;
+    }
+    if let Some(m) = args.memory {
+        run_cfg.memory = m == OnOff::On;
+    }
+    if args.seed.is_some() {
+        run_cfg.seed = args.seed;
+    }
+    run_cfg.text_only |= args.text_only;
+    let mut runner = BridgeRunner::new(run_cfg.clone())
+        .map_err(|e| usage(e.to_string()))?
+        .with_loop_config(config.objectnav.clone())
+        .with_grounding(config.grounding_text()?);
+    if run_cfg.planner == PlannerChoice::Vlm {
+        runner = runner.with_vlm(args.backend.build(&config)?);
+    } else if args.backend.vlm.is_some() {
+        return Err(usage("--vlm needs --planner vlm"));
+    }
+    let endpoint = match BridgeEndpoint::parse(&args.bridge).map_err(|e| usage(format!("--bridge: {e}")))? {
+        BridgeEndpoint::Command(c) => BridgeEndpoint::Command(with_package_path(c)),
+        tcp => tcp,
+    };
+    let mut bridge_cfg = config.bridge.clone();
+    // navkit's objectnav stack sees obstacles through depth (a scan derived from it)
+    bridge_cfg.depth = true;
+    bridge_cfg.echo_stderr |= args.bridge_log;
+    let mut log = match &args.log {
+        Some(p) => StepLog::create(p).map_err(|e| usage(e.to_string()))?,
+        None => StepLog::null(),
+    };
+
+    let rt = runtime()?;
+    let mut hal = rt.block_on(BridgeHal::connect(&endpoint, bridge_cfg)).map_err(|e| {
+        usage(format!(
+            "the bridge could not start ({}): {e}",
+            match &endpoint {
+                BridgeEndpoint::Command(c) => c.display(),
+                BridgeEndpoint::Tcp(a) => format!("tcp://{a}"),
+            }
+        ))
+    })?;
+    let interactive = !args.json && std::io::stderr().is_terminal();
+    let bar = if interactive {
+        let b = ProgressBar::new(0);
+        b.set_style(
+            ProgressStyle::with_template("{spinner} {msg} [{bar:30}] {pos}/{len} steps ({elapsed})")
+                .map_err(internal)?
+                .progress_chars("=> "),
+        );
+        b
+    } else {
+        ProgressBar::with_draw_target(None, ProgressDrawTarget::hidden())
+    };
+    let json = args.json;
+    let mut on_progress = |p: BridgeProgress<'_>| match p {
+        BridgeProgress::Started { run_index, of, episode } => {
+            bar.reset();
+            bar.set_length(u64::from(episode.max_steps.unwrap_or(500)));
+            bar.set_message(format!(
+                "[{}/{of}] {}: find the {}",
+                run_index + 1,
+                episode.episode_id,
+                episode.target_object
+            ));
+        }
+        BridgeProgress::Step { step, .. } => bar.set_position(step),
+        BridgeProgress::Finished { of, summary } => {
+            let line = summary.line(of);
+            if json {
+                eprintln!("{line}");
+            } else {
+                bar.suspend(|| println!("{line}"));
+            }
+        }
+        _ => {}
+    };
+    let result = rt.block_on(runner.run(&mut hal, &mut log, &mut on_progress));
+    bar.finish_and_clear();
+    let _ = rt.block_on(hal.close());
+    let report = result.map_err(|e| match e {
+        EpisodeError::Spec(m) => usage(m),
+        other => internal(other),
+    })?;
+    if args.json {
+        println!("{}", serde_json::to_string(&report).map_err(internal)?);
+    } else {
+        println!();
+        print!("{}", report.table());
+        if let Some(p) = &args.log {
+            println!("  step log: {}", p.display());
+        }
+    }
+    match &report.aborted {
+        Some(why) => Err(Exit::Internal(format!("the run was aborted: {why}"))),
+        None => Ok(0),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_checkout_package_joins_pythonpath_for_navkit_bridge_commands() {
+        let cmd = BridgeCommand::parse(".venv/bin/python -m navkit_bridge --backend miniworld").unwrap();
+        let with = with_package_path(cmd);
+        let dir = bridge_package_dir().expect("this checkout has nav-hal/bridge");
+        let (_, path) = with.env.iter().find(|(k, _)| k == "PYTHONPATH").expect("PYTHONPATH set");
+        assert!(path.starts_with(&dir.display().to_string()), "{path}");
+        // other commands are left alone
+        let other = with_package_path(BridgeCommand::parse("my-sim --serve").unwrap());
+        assert!(other.env.is_empty());
+    }
+}

@@ -1,0 +1,354 @@
+//! `nav rosmaster`: the explore loop (SPEC §5) on a real robot through
+//! rosbridge — the Yahboom ROSMASTER A1 or any ROS 1/2 robot
+//! (docs/ROSMASTER.md).
+//!
+//! It starts a [`RosbridgeHal`] (the `[rosbridge]` section of `--config`,
+//! overridden by `--url` and `--dry-run`), waits for the first session and
+//! for a scan and odometry, and runs [`ExploreLoop`] in real time (20 Hz
+//! control on the HAL's monotonic clock) with the offline explorer or a
+//! VLM. Progress lines (decisions, watchdog tiers, safety overrides, link
+//! and pause changes) go to stderr, the summary to stdout.
+//!
+//! Stopping: SIGINT (Ctrl-C) or SIGTERM sets the loop's shutdown signal and
+//! at once publishes the stop burst (zero Twists) through a [`StopHandle`]
+//! taken before the HAL went to the loop; the loop ends its tick, stops
+//! the robot again, and the command exits 0. A second signal exits at once
+//! (status 130) after one more stop burst.
+
+mod link;
+mod progress;
+
+use crate::config::NavConfig;
+use crate::exit::{CmdResult, Exit, internal, usage};
+use clap::{Args, ValueEnum};
+use link::RobotLink;
+use nav_hal::HalError;
+use nav_hal::hal::{DriveKind, Sensors};
+use nav_hal::rosbridge::{RosbridgeConfig, RosbridgeHal, StopHandle};
+use nav_planner::navigator::explore_loop::{ExploreLoop, ExploreLoopConfig, ExploreOutcome, ExploreSignals, Pacing};
+use nav_planner::navigator::{NavError, Observer, StepLog};
+use nav_planner::offline::OfflineExplorePlanner;
+use nav_planner::protocol::explore::{ExplorePlanner, ExplorePromptConfig, VlmExplorePlanner};
+use nav_planner::vlm::VisionLanguageModel;
+use progress::Progress;
+use serde_json::json;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+use tokio::sync::watch;
+
+/// How long to wait for the first scan and odometry after connecting.
+const SENSOR_WAIT: Duration = Duration::from_secs(10);
+
+/// Who decides where the robot goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum RobotPlanner {
+    /// The frontier explorer: no network, no API key.
+    Offline,
+    /// A vision-language model (`--vlm`, or the `[vlm]` section of `--config`).
+    Vlm,
+}
+
+/// Explore with a real robot through rosbridge (docs/ROSMASTER.md). Start
+/// with --dry-run; Ctrl-C stops the robot (zero velocity) before exiting.
+#[derive(Args, Debug)]
+pub struct RosmasterArgs {
+    /// rosbridge_server's WebSocket URL, ws://HOST:9090 (default: `url` in the
+    /// config's [rosbridge] section, else ws://localhost:9090).
+    #[arg(long)]
+    pub url: Option<String>,
+    /// Configuration file (TOML): [rosbridge], [explore], [vlm].
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// offline (frontier explorer, no API key) or vlm.
+    #[arg(long, value_enum, default_value = "offline")]
+    pub planner: RobotPlanner,
+    #[command(flatten)]
+    pub backend: super::VlmArgs,
+    /// Send no images to the model.
+    #[arg(long)]
+    pub text_only: bool,
+    /// Subscribe and plan, but publish nothing on cmd_vel; print what would be sent.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Time budget in seconds (default: max_time_s of [explore], 600).
+    #[arg(long, value_name = "S")]
+    pub max_time: Option<f64>,
+    /// Write the step log (JSONL, one flushed line per control tick).
+    #[arg(long, value_name = "PATH")]
+    pub log: Option<PathBuf>,
+}
+
+/// Everything resolved from the arguments and the config before connecting.
+struct Setup {
+    robot: RosbridgeConfig,
+    explore: ExploreLoopConfig,
+    vlm: Option<Arc<dyn VisionLanguageModel>>,
+    prompt: ExplorePromptConfig,
+}
+
+impl Setup {
+    fn new(args: &RosmasterArgs, config: &NavConfig) -> Result<Self, Exit> {
+        let mut robot = config.rosbridge.clone();
+        if let Some(url) = &args.url {
+            robot.url = url.clone();
+        }
+        robot.dry_run |= args.dry_run;
+        robot.validate().map_err(config_error)?;
+        let mut explore = config.explore.clone();
+        explore.pacing = Pacing::RealTime;
+        if let Some(t) = args.max_time {
+            if !(t.is_finite() && t > 0.0) {
+                return Err(usage(format!("--max-time {t}: must be a number of seconds > 0")));
+            }
+            explore.max_time_s = t;
+        }
+        let vlm = match args.planner {
+            RobotPlanner::Vlm => Some(args.backend.build(config)?),
+            RobotPlanner::Offline => {
+                let b = &args.backend;
+                if b.vlm.is_some() || b.model.is_some() || b.base_url.is_some() {
+                    return Err(usage("--vlm, --model and --base-url need --planner vlm"));
+                }
+                None
+            }
+        };
+        let prompt = ExplorePromptConfig { text_only: args.text_only, ..ExplorePromptConfig::default() };
+        Ok(Self { robot, explore, vlm, prompt })
+    }
+
+    fn planner(&self) -> Box<dyn ExplorePlanner> {
+        match &self.vlm {
+            Some(vlm) => {
+                Box::new(VlmExplorePlanner::new(Arc::clone(vlm), self.prompt.clone(), self.explore.safety.clone()))
+            }
+            None => Box::new(OfflineExplorePlanner::new()),
+        }
+    }
+}
+
+/// A bad `[rosbridge]` value (or `--url`), named.
+fn config_error(e: HalError) -> Exit {
+    match e {
+        HalError::InvalidConfig { field, message } => usage(format!("[rosbridge] {field}: {message}")),
+        other => usage(format!("rosbridge: {other}")),
+    }
+}
+
+/// Runs the command.
+pub fn run(args: RosmasterArgs) -> CmdResult {
+    let config = NavConfig::load_opt(args.config.as_deref())?;
+    let setup = Setup::new(&args, &config)?;
+    let log = match &args.log {
+        Some(p) => StepLog::create(p).map_err(|e| usage(e.to_string()))?,
+        None => StepLog::null(),
+    };
+    // two workers: the control loop keeps its 20 Hz while the link and a model call make progress
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().map_err(internal)?;
+    let result = rt.block_on(session(&args, setup, log));
+    // a model call may still hang on the network: do not wait for it
+    rt.shutdown_background();
+    result
+}
+
+/// Connects, explores and reports.
+async fn session(args: &RosmasterArgs, setup: Setup, log: StepLog) -> CmdResult {
+    let url = setup.robot.url.trim().to_string();
+    let dry_run = setup.robot.dry_run;
+    let connect_timeout = Duration::from_secs_f64(setup.robot.connect_timeout_s.max(0.1));
+    eprintln!("nav rosmaster: connecting to {url} ...");
+    let mut hal = RosbridgeHal::start(setup.robot.clone()).map_err(config_error)?;
+    // the stop path outlives the loop's borrow of the HAL: signals use it
+    let stop = hal.stop_handle();
+    let signals = ExploreSignals::default();
+    let (interrupted_tx, mut interrupted) = watch::channel(false);
+    let watcher = SignalWatcher::install()?;
+    tokio::spawn(watcher.run(stop, Arc::clone(&signals.shutdown), interrupted_tx));
+
+    let connected = tokio::select! {
+        r = hal.wait_connected(connect_timeout) => r,
+        _ = interrupted.wait_for(|i| *i) => return Ok(0),
+    };
+    connected.map_err(|e| {
+        usage(format!(
+            "cannot reach rosbridge at {url} within {:.0} s: {e}\n  \
+             is rosbridge_server running on the robot \
+             (ros2 launch rosbridge_server rosbridge_websocket_launch.xml) and port 9090 reachable \
+             (nc -vz HOST 9090)? See docs/ROSMASTER.md",
+            connect_timeout.as_secs_f64()
+        ))
+    })?;
+    let sensors = tokio::select! {
+        r = hal.wait_for_sensors(SENSOR_WAIT) => r,
+        _ = interrupted.wait_for(|i| *i) => return Ok(0),
+    };
+    let topics = &setup.robot.topics;
+    sensors.map_err(|e| {
+        usage(format!(
+            "connected to {url}, but no usable scan and odometry within {} s: {e}\n  \
+             check the topic names and types ({} sensor_msgs/LaserScan, {} nav_msgs/Odometry) with \
+             `ros2 topic list -t`, or set them in [rosbridge.topics]; see docs/ROSMASTER.md",
+            SENSOR_WAIT.as_secs(),
+            topics.scan,
+            topics.odom
+        ))
+    })?;
+    announce(&mut hal, &setup, dry_run).await;
+
+    let clock = hal.clock();
+    let progress = Progress::new();
+    let mut log = log.with_tap(progress.tap());
+    let mut lp = ExploreLoop::new(setup.explore.clone(), setup.planner(), signals.clone());
+    let mut robot = RobotLink::new(hal, Arc::clone(&signals.pause), progress.clone());
+    let mut observer = Observer::new()
+        .with_info("robot", json!(url))
+        .with_info("dry_run", json!(dry_run))
+        .with_info("command", json!("rosmaster"));
+    let outcome = lp.run(&mut robot, &clock, &mut log, &mut observer).await;
+    let outcome = outcome.map_err(|e| match e {
+        NavError::Config(m) => usage(m),
+        other => internal(other),
+    })?;
+    println!("{}", summary(&outcome, lp.planner_name(), &robot, &progress, args));
+    Ok(0)
+}
+
+/// The lines printed once the robot is ready.
+async fn announce(hal: &mut RosbridgeHal, setup: &Setup, dry_run: bool) {
+    let c = &setup.robot;
+    let beams = hal.scan().await.map(|s| s.scan.ranges.len()).unwrap_or(0);
+    let pose = hal.odometry().await.map(|o| o.pose).unwrap_or_default();
+    let drive = match hal.capabilities().drive {
+        DriveKind::Ackermann { min_turn_radius_m } => format!("ackermann (turning radius {min_turn_radius_m} m)"),
+        _ => "differential".to_string(),
+    };
+    eprintln!(
+        "nav rosmaster: connected; {} {beams} beams, {} at ({:.2}, {:.2}, {:.0}°), {drive} drive",
+        c.topics.scan,
+        c.topics.odom,
+        pose.x,
+        pose.y,
+        pose.yaw.to_degrees()
+    );
+    if dry_run {
+        eprintln!("nav rosmaster: DRY RUN: nothing is published on {}; commands are printed instead", c.topics.cmd_vel);
+    }
+    let planner = if setup.vlm.is_some() { "vlm" } else { "offline" };
+    eprintln!(
+        "nav rosmaster: exploring with the {planner} planner for up to {:.0} s; pause with {} (std_msgs/Bool); \
+         Ctrl-C stops the robot",
+        setup.explore.max_time_s, c.topics.pause
+    );
+}
+
+/// The final report (stdout).
+fn summary(
+    out: &ExploreOutcome,
+    planner: &str,
+    robot: &RobotLink,
+    progress: &Progress,
+    args: &RosmasterArgs,
+) -> String {
+    let s = &out.stats;
+    let link = robot.hal().link_status();
+    let topic = |name: &str| link.topics.get(name).map_or(0, |t| t.received);
+    let topics = &robot.hal().config().topics;
+    let rooms: Vec<&str> = out.memory.rooms().iter().map(|r| r.name.as_str()).collect();
+    let mut text = format!(
+        "nav rosmaster: ended ({}) after {:.1} s, {} control ticks{}\n  \
+         planner {planner} | decisions {} | fallbacks {} | VLM calls {} | tokens {}+{}\n  \
+         travelled {:.2} m (odometry) | safety overrides {} | worst watchdog tier {} | collisions reported {}\n  \
+         link {}: {} session(s) | {} {} msgs | {} {} msgs\n  \
+         rooms: {}",
+        serde_json::to_value(out.end).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default(),
+        progress.elapsed_s(),
+        s.steps,
+        if robot.hal().config().dry_run { " (dry run: nothing was published)" } else { "" },
+        s.planner_calls,
+        s.fallbacks,
+        s.vlm_calls,
+        s.usage.prompt_tokens,
+        s.usage.completion_tokens,
+        progress.distance_m(),
+        s.safety_overrides,
+        out.worst_tier.as_str(),
+        out.collisions,
+        link.endpoint,
+        link.sessions,
+        topics.scan,
+        topic(&topics.scan),
+        topics.odom,
+        topic(&topics.odom),
+        if rooms.is_empty() { "none reported".to_string() } else { rooms.join(", ") },
+    );
+    if let Some(p) = &args.log {
+        text.push_str(&format!("\n  step log: {}", p.display()));
+    }
+    text
+}
+
+/// SIGINT/SIGTERM (Ctrl-C elsewhere).
+struct SignalWatcher {
+    #[cfg(unix)]
+    interrupt: tokio::signal::unix::Signal,
+    #[cfg(unix)]
+    terminate: tokio::signal::unix::Signal,
+}
+
+impl SignalWatcher {
+    /// Takes over SIGINT and SIGTERM (must run inside the runtime).
+    fn install() -> Result<Self, Exit> {
+        #[cfg(unix)]
+        {
+            use tokio::signal::unix::{SignalKind, signal};
+            let interrupt = signal(SignalKind::interrupt()).map_err(|e| internal(format!("SIGINT handler: {e}")))?;
+            let terminate = signal(SignalKind::terminate()).map_err(|e| internal(format!("SIGTERM handler: {e}")))?;
+            Ok(Self { interrupt, terminate })
+        }
+        #[cfg(not(unix))]
+        {
+            Ok(Self {})
+        }
+    }
+
+    /// The next signal's name.
+    async fn next(&mut self) -> &'static str {
+        #[cfg(unix)]
+        {
+            async fn recv(s: &mut tokio::signal::unix::Signal) {
+                if s.recv().await.is_none() {
+                    std::future::pending::<()>().await;
+                }
+            }
+            tokio::select! {
+                () = recv(&mut self.interrupt) => "SIGINT",
+                () = recv(&mut self.terminate) => "SIGTERM",
+            }
+        }
+        #[cfg(not(unix))]
+        {
+            if tokio::signal::ctrl_c().await.is_err() {
+                std::future::pending::<()>().await;
+            }
+            "Ctrl-C"
+        }
+    }
+
+    /// First signal: shutdown + stop burst at once; second: stop and exit.
+    async fn run(mut self, stop: StopHandle, shutdown: Arc<AtomicBool>, interrupted: watch::Sender<bool>) {
+        let name = self.next().await;
+        eprintln!("nav rosmaster: {name}: stopping the robot (zero velocity) and shutting down");
+        shutdown.store(true, Ordering::SeqCst);
+        let _ = interrupted.send(true);
+        if let Err(e) = stop.stop().await {
+            eprintln!("nav rosmaster: stop on {name}: {e}");
+        }
+        let name = self.next().await;
+        eprintln!("nav rosmaster: second {name}: exiting now");
+        if let Err(e) = stop.stop().await {
+            eprintln!("nav rosmaster: stop on {name}: {e}");
+        }
+        std::process::exit(130);
+    }
+}

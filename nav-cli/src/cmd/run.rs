@@ -1,0 +1,174 @@
+//! `nav run`: one episode in the built-in simulator.
+
+use crate::config::NavConfig;
+use crate::exit::{CmdResult, Exit, internal, runtime, usage};
+use clap::{Args, ValueEnum};
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use nav_planner::navigator::candidates_loop::WorldModelMode;
+use nav_planner::navigator::episode::{EpisodeSpec, PlannerChoice, run_episode};
+use nav_planner::navigator::{StepLog, read_log};
+use nav_planner::protocol::ProtocolKind;
+use std::io::IsTerminal;
+use std::path::PathBuf;
+
+/// On or off.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum OnOff {
+    /// Enabled.
+    On,
+    /// Disabled.
+    Off,
+}
+
+/// Run one episode in the built-in simulator. Defaults: a built-in house,
+/// the objectnav protocol, the offline planner (no API key), memory on.
+///
+/// Built-in arenas: simple, exploration, dead_end, narrow_corridor (the
+/// seed-002 test arenas), house_a, house_b, house_c (multi-room houses) and
+/// proc_<seed> (a procedurally generated house).
+#[derive(Args, Debug)]
+pub struct RunArgs {
+    /// Built-in arena (default: house_a for objectnav, simple for candidates, exploration for explore).
+    #[arg(long)]
+    pub arena: Option<String>,
+    /// An arena JSON file (SPEC §6 format).
+    #[arg(long, value_name = "PATH")]
+    pub arena_file: Option<PathBuf>,
+    /// Planner protocol.
+    #[arg(long, default_value = "objectnav")]
+    pub protocol: ProtocolKind,
+    /// offline (no network), frontier (baseline) or vlm.
+    #[arg(long, default_value = "offline")]
+    pub planner: PlannerChoice,
+    #[command(flatten)]
+    pub backend: super::VlmArgs,
+    /// Spatial memory for the planner.
+    #[arg(long, value_enum, default_value = "on")]
+    pub memory: OnOff,
+    /// Send no images (text-only models, cheaper calls).
+    #[arg(long)]
+    pub text_only: bool,
+    /// Seed: 0 uses the arena's start and goal; others draw a start (and a target in houses).
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    /// Step/cycle budget (default: the arena's criteria).
+    #[arg(long)]
+    pub max_steps: Option<u32>,
+    /// Candidates protocol world model: vision (LiDAR) or ground-truth.
+    #[arg(long, value_enum, default_value = "vision")]
+    pub world_model: WorldModelArg,
+    /// Write the step log (JSONL, one flushed line per step).
+    #[arg(long, value_name = "PATH")]
+    pub log: Option<PathBuf>,
+    /// Draw the trajectory over the map (.svg or .png).
+    #[arg(long, value_name = "PATH")]
+    pub plot: Option<PathBuf>,
+    /// Print the run summary as one JSON object.
+    #[arg(long)]
+    pub json: bool,
+    /// Configuration file (TOML).
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+}
+
+/// The candidates protocol's world model.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum WorldModelArg {
+    /// Built from LiDAR (unknown cells cost 50).
+    Vision,
+    /// The arena rasterized (unknown cells cost 5).
+    GroundTruth,
+}
+
+/// Builds the episode spec from arguments and config.
+pub fn build_spec(args: &RunArgs, config: &NavConfig) -> Result<EpisodeSpec, Exit> {
+    let (arena, source) = super::load_arena(args.arena.as_deref(), args.arena_file.as_deref(), args.protocol)?;
+    let mut spec = EpisodeSpec::new(arena, source);
+    spec.protocol = args.protocol;
+    spec.planner = args.planner;
+    spec.memory = args.memory == OnOff::On;
+    spec.seed = args.seed;
+    spec.max_steps = args.max_steps;
+    spec.text_only = args.text_only;
+    spec.sim = config.sim.clone();
+    spec.objectnav = config.objectnav.clone();
+    spec.explore = config.explore.clone();
+    spec.candidates = config.candidates.clone();
+    spec.candidates.world_model = match args.world_model {
+        WorldModelArg::Vision => WorldModelMode::Vision,
+        WorldModelArg::GroundTruth => WorldModelMode::GroundTruth,
+    };
+    spec.grounding = config.grounding_text()?;
+    if args.planner == PlannerChoice::Vlm {
+        spec.vlm = Some(args.backend.build(config)?);
+    } else if args.backend.vlm.is_some() {
+        return Err(usage("--vlm needs --planner vlm"));
+    }
+    if let Some(p) = &args.plot {
+        crate::plot::check_extension(p)?;
+    }
+    Ok(spec)
+}
+
+/// Runs the command.
+pub fn run(args: RunArgs) -> CmdResult {
+    let config = NavConfig::load_opt(args.config.as_deref())?;
+    let spec = build_spec(&args, &config)?;
+    let max = u64::from(args.max_steps.unwrap_or(spec.arena.criteria.max_steps));
+    let bar = if args.json || !std::io::stderr().is_terminal() {
+        ProgressBar::with_draw_target(Some(max), ProgressDrawTarget::hidden())
+    } else {
+        let b = ProgressBar::new(max);
+        b.set_style(
+            ProgressStyle::with_template("{spinner} {msg} [{bar:30}] {pos}/{len} steps ({elapsed})")
+                .map_err(internal)?
+                .progress_chars("=> "),
+        );
+        b.set_message(format!("{} {}", spec.arena.name, spec.protocol));
+        b
+    };
+    let mut log = match &args.log {
+        Some(p) => StepLog::create(p).map_err(|e| usage(e.to_string()))?,
+        None if args.plot.is_some() => StepLog::memory(),
+        None => StepLog::null(),
+    };
+    let rt = runtime()?;
+    let mut progress = |step: u64| bar.set_position(step.min(max));
+    let summary = rt.block_on(run_episode(&spec, &mut log, &mut progress)).map_err(|e| match e {
+        nav_planner::navigator::episode::EpisodeError::Spec(m) => usage(m),
+        nav_planner::navigator::episode::EpisodeError::Hal(h) => usage(h.to_string()),
+        other => internal(other),
+    })?;
+    bar.finish_and_clear();
+    if let Some(path) = &args.plot {
+        let records = match &args.log {
+            Some(p) => read_log(p).map_err(internal)?.0,
+            None => log.records().to_vec(),
+        };
+        let arena = records
+            .first()
+            .and_then(|r| r.info.get("arena_json"))
+            .and_then(|v| serde_json::from_value(v.clone()).ok())
+            .unwrap_or_else(|| spec.arena.clone());
+        let title = format!(
+            "{} | {} | {} | {}",
+            summary.arena,
+            summary.protocol,
+            summary.planner,
+            if summary.success { "success" } else { "failure" }
+        );
+        crate::plot::draw(&arena, &records, &title, path)?;
+    }
+    if args.json {
+        println!("{}", serde_json::to_string(&summary).map_err(internal)?);
+    } else {
+        println!("{}", summary.report());
+        if let Some(p) = &args.plot {
+            println!("  picture: {}", p.display());
+        }
+        if let Some(p) = &args.log {
+            println!("  step log: {}", p.display());
+        }
+    }
+    Ok(if summary.passed { 0 } else { 1 })
+}

@@ -1,0 +1,453 @@
+//! ObjectNav episodes in a simulator behind the navkit bridge (Habitat-sim,
+//! MiniWorld; docs/BRIDGE.md), judged by the simulator itself.
+//!
+//! [`BridgeRunner::run`] resets the bridge for each episode
+//! ([`EpisodeSpec::index`], or a seed), runs
+//! [`run_objectnav`] with the chosen planner (the offline planner by
+//! default, a VLM when given one) and a low-level policy (the
+//! [`HeadingPolicy`] wrapped in [`TargetTracking`] by default, or whatever
+//! [`BridgeRunner::with_policy`] builds — PixelNav through the bridge
+//! plugs in there), and summarizes the episode with the simulator's own
+//! metrics (`success`, `spl`, `distance_to_goal` from
+//! [`BridgeHal::episode_metrics`]) plus navkit's ABABA / STUCK / planner
+//! counters and the bridge's per-step overhead.
+//!
+//! The bridge robot has no LiDAR: the runner asks for depth, and
+//! `BridgeHal::scan` derives planar scans from it
+//! ([`nav_hal::depth_scan`]) — the current view's fan after every step and
+//! a full circle from the panorama at every planner call. The map's
+//! inflation and the policy's corridor follow the agent's radius (the
+//! backend's report, or [`BridgeRunConfig::robot_radius_m`]).
+//!
+//! ```no_run
+//! use nav_hal::bridge::{BridgeConfig, BridgeHal};
+//! use nav_planner::navigator::bridge_run::{BridgeRunConfig, BridgeRunner};
+//! use nav_planner::navigator::StepLog;
+//!
+//! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+//! let bridge = BridgeConfig { depth: true, ..BridgeConfig::default() };
+//! let mut hal = BridgeHal::spawn(".venv/bin/python -m navkit_bridge --backend miniworld", bridge).await?;
+//! let mut runner = BridgeRunner::new(BridgeRunConfig { episodes: 20, ..BridgeRunConfig::default() })?;
+//! let report = runner.run(&mut hal, &mut StepLog::null(), &mut |_| {}).await?;
+//! println!("SR {:.2} SPL {:.3}", report.aggregate.sr, report.aggregate.spl);
+//! hal.close().await?;
+//! # Ok(()) }
+//! ```
+
+mod metered;
+mod report;
+
+pub use report::{BridgeAggregate, BridgeEpisodeSummary, BridgeRunReport};
+
+use crate::navigator::episode::{EpisodeError, PlannerChoice};
+use crate::navigator::objectnav_loop::{ObjectNavEnd, ObjectNavLoopConfig, run_objectnav};
+use crate::navigator::policy::{HeadingPolicy, HeadingPolicyConfig, LowLevelPolicy};
+use crate::navigator::tracking::{TargetTracking, TargetTrackingConfig};
+use crate::navigator::{NavError, Observer, StepLog};
+use crate::offline::OfflineSceneAnalyzer;
+use crate::offline::{FrontierPlanner, OfflineObjectNavConfig, OfflineObjectNavPlanner};
+use crate::protocol::objectnav::{ObjectNavPlanner, ObjectNavPromptConfig, VlmObjectNavPlanner};
+use crate::protocol::scene::{SceneAnalyzer, VlmSceneAnalyzer};
+use crate::vlm::VisionLanguageModel;
+use metered::MeteredBridge;
+use nav_core::action::StepConfig;
+use nav_core::local_map::LocalMapConfig;
+use nav_hal::HalError;
+use nav_hal::bridge::{BridgeHal, EpisodeInfo, EpisodeSpec};
+use nav_hal::clock::MonotonicClock;
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+use std::sync::Arc;
+use std::time::Instant;
+
+/// The agent radius assumed when neither the backend nor the configuration
+/// gives one (Habitat's ObjectNav agent), metres.
+pub const DEFAULT_ROBOT_RADIUS_M: f64 = 0.18;
+
+/// Settings of a bridge run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct BridgeRunConfig {
+    /// Episodes to run (20).
+    pub episodes: u32,
+    /// Backend index of the first episode (0); episode `k` of the run is
+    /// index `first_index + k`.
+    pub first_index: u64,
+    /// When set, episode `k` is also generated from seed `seed + k`
+    /// (backends that generate episodes: MiniWorld, openroom); otherwise
+    /// the backend's own seed for the index applies.
+    pub seed: Option<u64>,
+    /// Which planner decides (offline by default; `vlm` needs a model).
+    pub planner: PlannerChoice,
+    /// Spatial memory (Navigation Context, map and sightings) on or off.
+    pub memory: bool,
+    /// Send no images to the model.
+    pub text_only: bool,
+    /// The agent's radius, metres; default: the backend's report, else
+    /// [`DEFAULT_ROBOT_RADIUS_M`].
+    pub robot_radius_m: Option<f64>,
+    /// Added to the radius for the map's obstacle inflation and the
+    /// policy's forward corridor, metres (0.05).
+    pub clearance_margin_m: f64,
+    /// The default policy's memory of a target that left the image.
+    pub tracking: TargetTrackingConfig,
+}
+
+impl Default for BridgeRunConfig {
+    fn default() -> Self {
+        Self {
+            episodes: 20,
+            first_index: 0,
+            seed: None,
+            planner: PlannerChoice::Offline,
+            memory: true,
+            text_only: false,
+            robot_radius_m: None,
+            clearance_margin_m: 0.05,
+            tracking: TargetTrackingConfig::default(),
+        }
+    }
+}
+
+impl BridgeRunConfig {
+    /// Checks the fields.
+    pub fn validate(&self) -> Result<(), EpisodeError> {
+        if self.episodes == 0 {
+            return Err(EpisodeError::Spec("episodes must be at least 1".into()));
+        }
+        if let Some(r) = self.robot_radius_m {
+            if !(r.is_finite() && r > 0.0 && r < 5.0) {
+                return Err(EpisodeError::Spec(format!("robot_radius_m must be within (0, 5) m, got {r}")));
+            }
+        }
+        if !(self.clearance_margin_m.is_finite() && (0.0..1.0).contains(&self.clearance_margin_m)) {
+            return Err(EpisodeError::Spec(format!(
+                "clearance_margin_m must be within [0, 1) m, got {}",
+                self.clearance_margin_m
+            )));
+        }
+        Ok(())
+    }
+
+    /// The reset request for episode `k` of the run.
+    pub fn episode_spec(&self, k: u32) -> EpisodeSpec {
+        let mut spec = EpisodeSpec::index(self.first_index + u64::from(k));
+        spec.seed = self.seed.map(|s| s + u64::from(k));
+        spec
+    }
+}
+
+/// What a policy factory knows about the episode it builds a policy for.
+#[derive(Debug, Clone)]
+pub struct PolicySetup {
+    /// The episode.
+    pub episode: EpisodeInfo,
+    /// Step sizes of the action space.
+    pub step: StepConfig,
+    /// The agent's radius, metres.
+    pub robot_radius_m: f64,
+    /// The forward corridor's half width (radius plus margin), metres.
+    pub corridor_half_width_m: f64,
+    /// The task's success distance, metres.
+    pub success_distance_m: f64,
+}
+
+/// Builds the low-level policy of each episode.
+pub type PolicyFactory<'a> = Box<dyn FnMut(&PolicySetup) -> Box<dyn LowLevelPolicy> + Send + 'a>;
+
+/// Progress of a run, reported as it happens.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum BridgeProgress<'a> {
+    /// Episode `run_index` (of `of`) was reset.
+    Started {
+        /// Position in the run, 0-based.
+        run_index: u32,
+        /// Episodes in the run.
+        of: u32,
+        /// What the simulator says the episode is.
+        episode: &'a EpisodeInfo,
+    },
+    /// A step of the current episode was executed.
+    Step {
+        /// Position in the run, 0-based.
+        run_index: u32,
+        /// Steps so far.
+        step: u64,
+    },
+    /// Episode `run_index` ended.
+    Finished {
+        /// Episodes in the run.
+        of: u32,
+        /// Its summary.
+        summary: &'a BridgeEpisodeSummary,
+    },
+}
+
+/// Runs ObjectNav episodes through a [`BridgeHal`]. See the
+/// [module docs](self).
+pub struct BridgeRunner<'a> {
+    config: BridgeRunConfig,
+    objectnav: ObjectNavLoopConfig,
+    vlm: Option<Arc<dyn VisionLanguageModel>>,
+    grounding: Option<String>,
+    policy: Option<(String, PolicyFactory<'a>)>,
+}
+
+impl std::fmt::Debug for BridgeRunner<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("BridgeRunner")
+            .field("config", &self.config)
+            .field("vlm", &self.vlm.as_ref().map(|v| v.describe()))
+            .field("policy", &self.policy.as_ref().map(|(n, _)| n))
+            .finish_non_exhaustive()
+    }
+}
+
+impl<'a> BridgeRunner<'a> {
+    /// A runner with the default loop settings.
+    pub fn new(config: BridgeRunConfig) -> Result<Self, EpisodeError> {
+        config.validate()?;
+        Ok(Self { config, objectnav: ObjectNavLoopConfig::default(), vlm: None, grounding: None, policy: None })
+    }
+
+    /// ObjectNav loop settings (panorama views, memory parameters, ...);
+    /// the step budget is the simulator's own.
+    pub fn with_loop_config(mut self, objectnav: ObjectNavLoopConfig) -> Self {
+        self.objectnav = objectnav;
+        self
+    }
+
+    /// The model for `PlannerChoice::Vlm` (and the scene analyzer).
+    pub fn with_vlm(mut self, vlm: Arc<dyn VisionLanguageModel>) -> Self {
+        self.vlm = Some(vlm);
+        self
+    }
+
+    /// Grounding knowledge for the model's system prompt.
+    pub fn with_grounding(mut self, grounding: Option<String>) -> Self {
+        self.grounding = grounding;
+        self
+    }
+
+    /// Uses the policies `factory` builds (one per episode), named `name`
+    /// in reports, instead of the default tracked [`HeadingPolicy`].
+    pub fn with_policy(mut self, name: impl Into<String>, factory: PolicyFactory<'a>) -> Self {
+        self.policy = Some((name.into(), factory));
+        self
+    }
+
+    /// The settings.
+    pub fn config(&self) -> &BridgeRunConfig {
+        &self.config
+    }
+
+    /// The planner's name as reports show it.
+    pub fn planner_name(&self) -> String {
+        match (self.config.planner, &self.vlm) {
+            (PlannerChoice::Vlm, Some(v)) => {
+                let i = v.describe();
+                format!("vlm:{}/{}", i.provider, i.model)
+            }
+            (p, _) => p.as_str().to_string(),
+        }
+    }
+
+    fn policy_name(&self) -> String {
+        self.policy.as_ref().map_or_else(|| "heading+tracking".to_string(), |(n, _)| n.clone())
+    }
+
+    /// Runs the configured episodes. Errors only for an unusable setup
+    /// (`--planner vlm` without a model, a bridge without depth for the
+    /// default policy); a failure during an episode ends the run early and
+    /// is reported in [`BridgeRunReport::aborted`], with every finished
+    /// episode kept.
+    pub async fn run(
+        &mut self,
+        hal: &mut BridgeHal,
+        log: &mut StepLog,
+        progress: &mut dyn FnMut(BridgeProgress<'_>),
+    ) -> Result<BridgeRunReport, EpisodeError> {
+        self.check(hal)?;
+        let b = hal.backend();
+        let mut report = BridgeRunReport {
+            backend: b.name.clone(),
+            simulator: format!("{} {}", b.simulator, b.simulator_version).trim().to_string(),
+            planner: self.planner_name(),
+            policy: self.policy_name(),
+            memory: self.config.memory,
+            requested: self.config.episodes,
+            episodes: Vec::new(),
+            aggregate: BridgeAggregate::default(),
+            aborted: None,
+        };
+        for k in 0..self.config.episodes {
+            let spec = self.config.episode_spec(k);
+            match self.run_episode(hal, k, &spec, log, progress).await {
+                Ok(summary) => {
+                    progress(BridgeProgress::Finished { of: self.config.episodes, summary: &summary });
+                    report.episodes.push(summary);
+                }
+                Err(e) => {
+                    report.aborted = Some(format!("episode {} (index {:?}): {e}", k + 1, spec.index));
+                    break;
+                }
+            }
+        }
+        report.aggregate = BridgeAggregate::of(&report.episodes);
+        Ok(report)
+    }
+
+    /// Checks that the bridge offers what this setup needs.
+    fn check(&self, hal: &BridgeHal) -> Result<(), EpisodeError> {
+        use nav_hal::hal::Sensors as _;
+        if self.config.planner == PlannerChoice::Vlm && self.vlm.is_none() {
+            return Err(EpisodeError::Spec("--planner vlm needs a model (--vlm PROVIDER)".into()));
+        }
+        if self.policy.is_none() && !hal.capabilities().lidar {
+            return Err(EpisodeError::Spec(
+                "the default policy needs depth from the bridge (BridgeConfig::depth, and a backend with a depth \
+                 sensor): navkit derives its obstacle scans from depth"
+                    .into(),
+            ));
+        }
+        Ok(())
+    }
+
+    fn planner(&self, radius: f64) -> Result<Box<dyn ObjectNavPlanner>, EpisodeError> {
+        let map = LocalMapConfig { inflation_m: radius + self.config.clearance_margin_m, ..LocalMapConfig::default() };
+        Ok(match self.config.planner {
+            PlannerChoice::Offline => Box::new(
+                OfflineObjectNavPlanner::new(OfflineObjectNavConfig {
+                    memory: self.config.memory,
+                    map,
+                    ..OfflineObjectNavConfig::default()
+                })
+                .map_err(|e| EpisodeError::Spec(e.to_string()))?,
+            ),
+            PlannerChoice::Frontier => {
+                Box::new(FrontierPlanner::new(map).map_err(|e| EpisodeError::Spec(e.to_string()))?)
+            }
+            PlannerChoice::Vlm => Box::new(VlmObjectNavPlanner::new(
+                self.vlm.clone().ok_or_else(|| EpisodeError::Spec("no model".into()))?,
+                ObjectNavPromptConfig {
+                    text_only: self.config.text_only,
+                    grounding: self.grounding.clone(),
+                    ..ObjectNavPromptConfig::default()
+                },
+            )),
+        })
+    }
+
+    fn scene_analyzer(&self) -> Box<dyn SceneAnalyzer> {
+        match (self.config.planner, &self.vlm, self.config.text_only) {
+            (PlannerChoice::Vlm, Some(v), false) => Box::new(VlmSceneAnalyzer::new(v.clone(), 8.0)),
+            _ => Box::new(OfflineSceneAnalyzer::new()),
+        }
+    }
+
+    fn default_policy(&self, setup: &PolicySetup) -> Box<dyn LowLevelPolicy> {
+        let heading = HeadingPolicy::new(HeadingPolicyConfig {
+            step: setup.step,
+            corridor_half_width_m: setup.corridor_half_width_m,
+            success_distance_m: setup.success_distance_m,
+            stop_distance_m: (setup.success_distance_m - 0.2).max(0.3),
+            ..HeadingPolicyConfig::default()
+        });
+        Box::new(TargetTracking::new(heading, self.config.tracking.clone()))
+    }
+
+    /// Runs one episode (reset, loop, the simulator's verdict).
+    pub async fn run_episode(
+        &mut self,
+        hal: &mut BridgeHal,
+        run_index: u32,
+        spec: &EpisodeSpec,
+        log: &mut StepLog,
+        progress: &mut dyn FnMut(BridgeProgress<'_>),
+    ) -> Result<BridgeEpisodeSummary, EpisodeError> {
+        let wall = Instant::now();
+        let info = hal.reset(spec).await?;
+        progress(BridgeProgress::Started { run_index, of: self.config.episodes, episode: &info });
+        let backend = hal.backend().clone();
+        let radius = self.config.robot_radius_m.or(backend.agent_radius_m).unwrap_or(DEFAULT_ROBOT_RADIUS_M);
+        let success_distance_m = info.success_distance_m.filter(|d| d.is_finite() && *d > 0.0).unwrap_or(1.0);
+        let max_steps = info.max_steps.or(backend.max_steps).unwrap_or(self.objectnav.max_steps);
+        let setup = PolicySetup {
+            episode: info.clone(),
+            step: backend.step,
+            robot_radius_m: radius,
+            corridor_half_width_m: radius + self.config.clearance_margin_m,
+            success_distance_m,
+        };
+        let mut planner = self.planner(radius)?;
+        let mut scene = self.scene_analyzer();
+        let mut policy = match self.policy.as_mut() {
+            Some((_, factory)) => factory(&setup),
+            None => self.default_policy(&setup),
+        };
+        let loop_config = ObjectNavLoopConfig { max_steps, memory: self.config.memory, ..self.objectnav.clone() };
+        let clock = MonotonicClock::new();
+        let mut on_step = |step: u64| progress(BridgeProgress::Step { run_index, step });
+        let mut observer: Observer<'_, MeteredBridge<'_>> = Observer::new()
+            .with_progress(&mut on_step)
+            .with_info("backend", json!(backend.name))
+            .with_info("simulator", json!(format!("{} {}", backend.simulator, backend.simulator_version)))
+            .with_info("episode_id", json!(info.episode_id))
+            .with_info("scene_id", json!(info.scene_id))
+            .with_info("planner", json!(self.planner_name()))
+            .with_info("policy", json!(self.policy_name()))
+            .with_info("robot_radius_m", json!(radius));
+        let mut robot = MeteredBridge::new(hal);
+        let outcome = run_objectnav(
+            &mut robot,
+            &info.target_object,
+            planner.as_mut(),
+            policy.as_mut(),
+            scene.as_mut(),
+            &loop_config,
+            &clock,
+            log,
+            &mut observer,
+        )
+        .await;
+        let meter = robot.finish();
+        let (stats, end) = match outcome {
+            Ok(out) => (out.stats, if out.end == ObjectNavEnd::Stopped { "stopped" } else { "step_limit" }),
+            // the simulator ended the episode on its own step limit before the loop's budget ran out
+            Err(NavError::Hal(HalError::InvalidCommand { .. })) if hal.episode_done() => {
+                (crate::navigator::EpisodeStats { steps: hal.steps(), ..Default::default() }, "step_limit")
+            }
+            Err(e) => return Err(e.into()),
+        };
+        let metrics = hal.episode_metrics().cloned();
+        let judged = hal.episode_done() && metrics.is_some();
+        let summary = BridgeEpisodeSummary {
+            run_index,
+            index: info.index,
+            episode_id: info.episode_id.clone(),
+            scene_id: info.scene_id.clone(),
+            target: info.target_object.clone(),
+            judged_by_simulator: judged,
+            success: metrics.as_ref().is_some_and(|m| m.success),
+            spl: metrics.as_ref().map_or(0.0, |m| m.spl),
+            distance_to_goal: metrics.as_ref().and_then(|m| m.distance_to_goal),
+            sim_metrics: metrics.map(|m| m.extra).unwrap_or_default(),
+            end: end.to_string(),
+            steps: hal.steps().max(stats.steps),
+            collisions: meter.collisions,
+            planner_calls: stats.planner_calls,
+            vlm_calls: stats.vlm_calls,
+            prompt_tokens: stats.usage.prompt_tokens,
+            completion_tokens: stats.usage.completion_tokens,
+            cost_usd: stats.cost_usd,
+            fallbacks: stats.fallbacks,
+            ababa: stats.ababa,
+            stuck: stats.stuck,
+            median_step_round_trip_ms: meter.median_round_trip_ms(),
+            median_step_overhead_ms: meter.median_overhead_ms(),
+            wall_ms: wall.elapsed().as_secs_f64() * 1000.0,
+        };
+        Ok(summary)
+    }
+}

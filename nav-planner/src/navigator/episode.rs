@@ -1,0 +1,730 @@
+//! One episode in the built-in simulator, end to end: build the world, the
+//! planner and the loop for a protocol, run it, judge it against the
+//! arena's criteria with ground truth, and summarize it (SPEC §6 run
+//! summary, seed 002 report). `nav run`, `nav eval` and the integration
+//! tests all go through [`run_episode`].
+
+use crate::navigator::candidates_loop::{
+    CandidatesEnd, CandidatesLoopConfig, WorldModelMode, rasterize_arena, run_candidates,
+};
+use crate::navigator::explore_loop::{ExploreLoop, ExploreLoopConfig, ExploreSignals, frontier_list, memory_frontiers};
+use crate::navigator::objectnav_loop::{ObjectNavEnd, ObjectNavLoopConfig, run_objectnav};
+use crate::navigator::policy::{HeadingPolicy, HeadingPolicyConfig};
+use crate::navigator::{EpisodeStats, NavError, Observer, StepLog};
+use crate::offline::OfflineSceneAnalyzer;
+use crate::offline::{
+    FrontierPlanner, OfflineCandidatePlanner, OfflineExplorePlanner, OfflineObjectNavConfig, OfflineObjectNavPlanner,
+};
+use crate::protocol::ProtocolKind;
+use crate::protocol::candidates::{CandidatePlanner, CandidatePromptConfig, VlmCandidatePlanner};
+use crate::protocol::explore::{ExplorePlanner, ExplorePromptConfig, VlmExplorePlanner};
+use crate::protocol::objectnav::{ObjectNavPlanner, ObjectNavPromptConfig, VlmObjectNavPlanner};
+use crate::protocol::scene::{SceneAnalyzer, VlmSceneAnalyzer};
+use crate::vlm::VisionLanguageModel;
+use nav_core::geometry::Point2;
+use nav_core::grid::OccupancyGrid;
+use nav_hal::HalError;
+use nav_hal::arena::{Arena, Goal};
+use nav_hal::sim::{SimConfig, SimHal, SimWorld};
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use serde::{Deserialize, Serialize};
+use std::fmt::Write as _;
+use std::sync::Arc;
+use std::time::Instant;
+
+/// Which planner decides.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PlannerChoice {
+    /// The protocol's offline planner (no network, the default).
+    Offline,
+    /// Classic frontier exploration (the baseline).
+    Frontier,
+    /// A vision-language model through a backend.
+    Vlm,
+}
+
+impl PlannerChoice {
+    /// The lowercase name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PlannerChoice::Offline => "offline",
+            PlannerChoice::Frontier => "frontier",
+            PlannerChoice::Vlm => "vlm",
+        }
+    }
+}
+
+impl std::str::FromStr for PlannerChoice {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "offline" => Ok(PlannerChoice::Offline),
+            "frontier" => Ok(PlannerChoice::Frontier),
+            "vlm" => Ok(PlannerChoice::Vlm),
+            other => Err(format!("unknown planner {other:?}: expected offline, frontier or vlm")),
+        }
+    }
+}
+
+/// Everything one episode needs.
+#[derive(Clone)]
+pub struct EpisodeSpec {
+    /// The world.
+    pub arena: Arena,
+    /// Where the arena came from, for the log (`builtin:house_a`, a path…).
+    pub arena_source: String,
+    /// The protocol.
+    pub protocol: ProtocolKind,
+    /// The planner.
+    pub planner: PlannerChoice,
+    /// Memory on (context and DC queue to the planner) or off.
+    pub memory: bool,
+    /// Seed: 0 keeps the arena's own start and goal; others draw a start
+    /// pose and (for ObjectNav houses) a target object, and seed the
+    /// sensor noise.
+    pub seed: u64,
+    /// Step/cycle budget override.
+    pub max_steps: Option<u32>,
+    /// Send no images to the model.
+    pub text_only: bool,
+    /// The model, for `PlannerChoice::Vlm`.
+    pub vlm: Option<Arc<dyn VisionLanguageModel>>,
+    /// Grounding knowledge for the system prompt.
+    pub grounding: Option<String>,
+    /// Simulator settings.
+    pub sim: SimConfig,
+    /// ObjectNav loop settings.
+    pub objectnav: ObjectNavLoopConfig,
+    /// Explore loop settings.
+    pub explore: ExploreLoopConfig,
+    /// Candidates loop settings.
+    pub candidates: CandidatesLoopConfig,
+}
+
+impl std::fmt::Debug for EpisodeSpec {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EpisodeSpec")
+            .field("arena", &self.arena.name)
+            .field("protocol", &self.protocol)
+            .field("planner", &self.planner)
+            .field("memory", &self.memory)
+            .field("seed", &self.seed)
+            .finish_non_exhaustive()
+    }
+}
+
+impl EpisodeSpec {
+    /// A spec with defaults: objectnav, offline planner, memory on, seed 0.
+    pub fn new(arena: Arena, arena_source: impl Into<String>) -> Self {
+        Self {
+            arena,
+            arena_source: arena_source.into(),
+            protocol: ProtocolKind::Objectnav,
+            planner: PlannerChoice::Offline,
+            memory: true,
+            seed: 0,
+            max_steps: None,
+            text_only: false,
+            vlm: None,
+            grounding: None,
+            sim: SimConfig::default(),
+            objectnav: ObjectNavLoopConfig::default(),
+            explore: ExploreLoopConfig::default(),
+            candidates: CandidatesLoopConfig::default(),
+        }
+    }
+}
+
+/// One success criterion and how the run did (seed 002 report).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CriterionResult {
+    /// Name, e.g. "Goal Reached".
+    pub name: String,
+    /// Whether it passed.
+    pub passed: bool,
+    /// What happened.
+    pub actual: String,
+    /// What was required.
+    pub expected: String,
+}
+
+/// The run summary (SPEC §6), plus the criteria and a few extras.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunSummary {
+    /// Arena name.
+    pub arena: String,
+    /// Protocol.
+    pub protocol: String,
+    /// Planner.
+    pub planner: String,
+    /// Seed.
+    pub seed: u64,
+    /// Whether the episode met its goal condition (ObjectNav/point goal;
+    /// coverage for exploration).
+    pub success: bool,
+    /// Success weighted by path length (0 without a goal).
+    pub spl: f64,
+    /// Steps (actions, control ticks or cycles).
+    pub steps: u32,
+    /// Path travelled, metres (ground truth).
+    pub path_length_m: f64,
+    /// Geodesic shortest path from the start to the success region, metres.
+    pub geodesic_m: Option<f64>,
+    /// Collisions.
+    pub collisions: u32,
+    /// Fraction of free space seen.
+    pub coverage: f64,
+    /// ABABA events.
+    pub ababa: u32,
+    /// STUCK events.
+    pub stuck: u32,
+    /// Model calls.
+    pub vlm_calls: u32,
+    /// Prompt tokens.
+    pub prompt_tokens: u64,
+    /// Completion tokens.
+    pub completion_tokens: u64,
+    /// Fallback decisions.
+    pub fallbacks: u32,
+    /// Wall-clock time, ms.
+    pub wall_ms: f64,
+    /// Memory on or off.
+    pub memory: bool,
+    /// The ObjectNav target, if any.
+    pub target: Option<String>,
+    /// Planner invocations.
+    pub planner_calls: u32,
+    /// Estimated model cost, US dollars.
+    pub cost_usd: f64,
+    /// Safety overrides.
+    pub safety_overrides: u32,
+    /// How the run ended.
+    pub end: String,
+    /// Median local overhead per cycle (everything but model calls), ms.
+    pub median_overhead_ms: Option<f64>,
+    /// Whether all criteria passed.
+    pub passed: bool,
+    /// The criteria.
+    pub criteria: Vec<CriterionResult>,
+}
+
+impl RunSummary {
+    /// The seed-002 report, extended with SR / SPL / ABABA / STUCK /
+    /// planner calls / tokens.
+    pub fn report(&self) -> String {
+        let mut s = String::new();
+        let passed = self.criteria.iter().filter(|c| c.passed).count();
+        let _ = writeln!(s, "=== Navigation Evaluation: {} ===", self.arena);
+        let _ = writeln!(
+            s,
+            "RESULT: {} ({passed}/{} criteria)",
+            if self.passed { "PASSED" } else { "FAILED" },
+            self.criteria.len()
+        );
+        s.push('\n');
+        for c in &self.criteria {
+            let _ = writeln!(
+                s,
+                "  [{}] {}: {} (expected: {})",
+                if c.passed { "PASS" } else { "FAIL" },
+                c.name,
+                c.actual,
+                c.expected
+            );
+        }
+        s.push('\n');
+        let _ = writeln!(
+            s,
+            "  protocol {} | planner {} | memory {} | seed {}{}",
+            self.protocol,
+            self.planner,
+            if self.memory { "on" } else { "off" },
+            self.seed,
+            self.target.as_ref().map(|t| format!(" | target {t}")).unwrap_or_default()
+        );
+        let _ = writeln!(
+            s,
+            "  SR {:.0} | SPL {:.2} | path {:.2} m (shortest {}) | steps {} | coverage {:.0}%",
+            if self.success { 1.0 } else { 0.0 },
+            self.spl,
+            self.path_length_m,
+            self.geodesic_m.map_or("n/a".to_string(), |g| format!("{g:.2} m")),
+            self.steps,
+            self.coverage * 100.0
+        );
+        let _ = writeln!(
+            s,
+            "  ABABA {} | STUCK {} | collisions {} | planner calls {} | VLM calls {} | tokens {}+{} | fallbacks {}",
+            self.ababa,
+            self.stuck,
+            self.collisions,
+            self.planner_calls,
+            self.vlm_calls,
+            self.prompt_tokens,
+            self.completion_tokens,
+            self.fallbacks
+        );
+        let _ = write!(s, "  ended: {} | {:.0} ms", self.end, self.wall_ms);
+        s
+    }
+}
+
+/// Why an episode could not run.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum EpisodeError {
+    /// The arena or simulator rejected the setup.
+    #[error("{0}")]
+    Hal(#[from] HalError),
+    /// The loop failed.
+    #[error("{0}")]
+    Nav(#[from] NavError),
+    /// The spec is inconsistent (e.g. `--planner vlm` without a model).
+    #[error("{0}")]
+    Spec(String),
+}
+
+/// Picks a start pose and (for ObjectNav) a target for `seed`: seed 0 keeps
+/// the arena's own; other seeds draw a free start with 0.4 m clearance and,
+/// when the arena has an object goal, a random labelled object class.
+pub fn seeded_arena(arena: &Arena, seed: u64, robot_radius: f64) -> Result<Arena, HalError> {
+    if seed == 0 {
+        return Ok(arena.clone());
+    }
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let mut a = arena.clone();
+    if let Some(Goal::Object { .. }) = &arena.goal {
+        let mut labels: Vec<&str> = arena.objects.iter().map(|o| o.label.as_str()).collect();
+        labels.sort_unstable();
+        labels.dedup();
+        if !labels.is_empty() {
+            let label = labels[rng.random_range(0..labels.len())].to_string();
+            a.goal = Some(Goal::Object { label });
+        }
+    }
+    let [xmin, ymin, xmax, ymax] = arena.bounds;
+    let world = SimWorld::new(arena.clone(), SimConfig { robot_radius_m: robot_radius, ..SimConfig::default() })?;
+    for _ in 0..2000 {
+        let p = Point2::new(rng.random_range(xmin..xmax), rng.random_range(ymin..ymax));
+        if world.clearance(p) < robot_radius + 0.22 {
+            continue;
+        }
+        let yaw = rng.random_range(-180.0..180.0);
+        let mut cand = a.clone();
+        cand.start.x = p.x;
+        cand.start.y = p.y;
+        cand.start.yaw_deg = yaw;
+        // the goal must be reachable from here and not already satisfied
+        if let Ok(w) = SimWorld::new(cand.clone(), SimConfig { robot_radius_m: robot_radius, ..SimConfig::default() }) {
+            if w.geodesic_start_to_goal().is_some_and(|g| g > 1.0) || cand.goal.is_none() {
+                return Ok(cand);
+            }
+        }
+    }
+    Ok(a)
+}
+
+/// Runs one episode (see the module docs). `log` receives the step log;
+/// `progress(step)` is called after every step.
+pub async fn run_episode(
+    spec: &EpisodeSpec,
+    log: &mut StepLog,
+    progress: &mut dyn FnMut(u64),
+) -> Result<RunSummary, EpisodeError> {
+    let wall = Instant::now();
+    let mut sim_cfg = spec.sim.clone();
+    sim_cfg.noise.seed = spec.seed;
+    let arena = seeded_arena(&spec.arena, spec.seed, sim_cfg.robot_radius_m)?;
+    let world = SimWorld::new(arena.clone(), sim_cfg)?;
+    let clock = world.clock();
+    let mut hal = SimHal::new(world);
+    let max_steps = spec.max_steps.unwrap_or(arena.criteria.max_steps);
+    let target = match &arena.goal {
+        Some(Goal::Object { label }) => Some(label.clone()),
+        _ => None,
+    };
+    let point_goal = match &arena.goal {
+        Some(Goal::Point { x, y }) => Some(Point2::new(*x, *y)),
+        _ => None,
+    };
+    let planner_name = match (spec.planner, &spec.vlm) {
+        (PlannerChoice::Vlm, Some(v)) => {
+            let i = v.describe();
+            format!("vlm:{}/{}", i.provider, i.model)
+        }
+        (p, _) => p.as_str().to_string(),
+    };
+    if spec.planner == PlannerChoice::Vlm && spec.vlm.is_none() {
+        return Err(EpisodeError::Spec("--planner vlm needs a model (--vlm PROVIDER)".into()));
+    }
+    let gt = |h: &SimHal| h.world().ground_truth_pose();
+    let mut observer: Observer<'_, SimHal> = Observer::new()
+        .with_ground_truth(&gt)
+        .with_progress(progress)
+        .with_info("arena", serde_json::json!(arena.name))
+        .with_info("arena_source", serde_json::json!(spec.arena_source))
+        .with_info("protocol", serde_json::json!(spec.protocol.as_str()))
+        .with_info("planner", serde_json::json!(planner_name))
+        .with_info("seed", serde_json::json!(spec.seed))
+        .with_info("arena_json", serde_json::to_value(&arena).unwrap_or_default());
+
+    let (stats, end, success, explored_by_criteria): (EpisodeStats, String, Option<bool>, bool) = match spec.protocol {
+        ProtocolKind::Objectnav => {
+            let Some(target) = target.clone() else {
+                return Err(EpisodeError::Spec(format!(
+                    "arena {:?} has no object goal; objectnav needs {{\"goal\": {{\"object\": LABEL}}}}",
+                    arena.name
+                )));
+            };
+            let mut planner: Box<dyn ObjectNavPlanner> = match spec.planner {
+                PlannerChoice::Offline => Box::new(
+                    OfflineObjectNavPlanner::new(OfflineObjectNavConfig {
+                        memory: spec.memory,
+                        ..OfflineObjectNavConfig::default()
+                    })
+                    .map_err(|e| EpisodeError::Spec(e.to_string()))?,
+                ),
+                PlannerChoice::Frontier => {
+                    Box::new(FrontierPlanner::new(Default::default()).map_err(|e| EpisodeError::Spec(e.to_string()))?)
+                }
+                PlannerChoice::Vlm => Box::new(VlmObjectNavPlanner::new(
+                    spec.vlm.clone().ok_or_else(|| EpisodeError::Spec("no model".into()))?,
+                    ObjectNavPromptConfig {
+                        text_only: spec.text_only,
+                        grounding: spec.grounding.clone(),
+                        ..ObjectNavPromptConfig::default()
+                    },
+                )),
+            };
+            let mut scene: Box<dyn SceneAnalyzer> = match (&spec.planner, &spec.vlm, spec.text_only) {
+                (PlannerChoice::Vlm, Some(v), false) => Box::new(VlmSceneAnalyzer::new(v.clone(), 8.0)),
+                _ => Box::new(OfflineSceneAnalyzer::new()),
+            };
+            let mut policy = HeadingPolicy::new(HeadingPolicyConfig {
+                success_distance_m: arena.success_distance_m(),
+                stop_distance_m: (arena.success_distance_m() - 0.2).max(0.3),
+                ..HeadingPolicyConfig::default()
+            });
+            let cfg = ObjectNavLoopConfig { max_steps, memory: spec.memory, ..spec.objectnav.clone() };
+            let out = run_objectnav(
+                &mut hal,
+                &target,
+                planner.as_mut(),
+                &mut policy,
+                scene.as_mut(),
+                &cfg,
+                clock.as_ref(),
+                log,
+                &mut observer,
+            )
+            .await?;
+            let success = out.end == ObjectNavEnd::Stopped && hal.world().is_success(hal.world().ground_truth_pose());
+            (out.stats, format!("{:?}", out.end).to_lowercase(), Some(success), false)
+        }
+        ProtocolKind::Candidates => {
+            let mut planner: Box<dyn CandidatePlanner> = match spec.planner {
+                PlannerChoice::Offline | PlannerChoice::Frontier => Box::new(OfflineCandidatePlanner::new()),
+                PlannerChoice::Vlm => Box::new(VlmCandidatePlanner::new(
+                    spec.vlm.clone().ok_or_else(|| EpisodeError::Spec("no model".into()))?,
+                    CandidatePromptConfig { text_only: spec.text_only, ..CandidatePromptConfig::default() },
+                )),
+            };
+            let cfg = CandidatesLoopConfig {
+                max_cycles: max_steps,
+                goal_tolerance_m: arena.success_distance_m(),
+                ..spec.candidates.clone()
+            };
+            let grid = match cfg.world_model {
+                WorldModelMode::GroundTruth => rasterize_arena(&arena, cfg.resolution_m),
+                WorldModelMode::Vision => {
+                    let [x0, y0, x1, y1] = arena.bounds;
+                    OccupancyGrid::covering(x0, y0, x1, y1, cfg.resolution_m)
+                }
+            }
+            .map_err(|e| EpisodeError::Spec(e.to_string()))?;
+            let goal_text = match point_goal {
+                Some(g) => format!("Reach the goal at ({:.1}, {:.1})", g.x, g.y),
+                None => match &target {
+                    Some(t) => format!("Find the {t}"),
+                    None => "Explore the whole arena".to_string(),
+                },
+            };
+            let out = run_candidates(
+                &mut hal,
+                point_goal,
+                &goal_text,
+                planner.as_mut(),
+                grid,
+                &cfg,
+                clock.as_ref(),
+                log,
+                &mut observer,
+            )
+            .await?;
+            let success = match (&arena.goal, out.end) {
+                (Some(Goal::Point { .. }), _) => Some(hal.world().is_success(hal.world().ground_truth_pose())),
+                (Some(Goal::Object { .. }), CandidatesEnd::Stopped) => {
+                    Some(hal.world().is_success(hal.world().ground_truth_pose()))
+                }
+                (Some(Goal::Object { .. }), _) => Some(false),
+                (None, _) => None,
+            };
+            (out.stats, format!("{:?}", out.end).to_lowercase(), success, arena.goal.is_none())
+        }
+        ProtocolKind::Explore => {
+            let planner: Box<dyn ExplorePlanner> = match spec.planner {
+                PlannerChoice::Offline | PlannerChoice::Frontier => Box::new(OfflineExplorePlanner::new()),
+                PlannerChoice::Vlm => Box::new(VlmExplorePlanner::new(
+                    spec.vlm.clone().ok_or_else(|| EpisodeError::Spec("no model".into()))?,
+                    ExplorePromptConfig { text_only: spec.text_only, ..ExplorePromptConfig::default() },
+                    spec.explore.safety.clone(),
+                )),
+            };
+            let cfg = ExploreLoopConfig { max_decisions: max_steps, ..spec.explore.clone() };
+            let mut lp = ExploreLoop::new(cfg, planner, ExploreSignals::default());
+            let out = lp.run(&mut hal, clock.as_ref(), log, &mut observer).await?;
+            (out.stats, format!("{:?}", out.end).to_lowercase(), None, true)
+        }
+    };
+
+    let w = hal.world();
+    let coverage = w.coverage();
+    let collisions = w.collisions();
+    let path = w.path_length_m();
+    let geodesic = if arena.goal.is_some() { w.geodesic_start_to_goal() } else { None };
+    // exploration without a stated coverage target is judged against the seed's 80 %
+    let min_cov =
+        arena.criteria.min_coverage.or((spec.protocol == ProtocolKind::Explore || arena.goal.is_none()).then_some(0.8));
+    let success = match success {
+        Some(s) => s,
+        None => min_cov.is_none_or(|m| coverage >= m) && explored_by_criteria,
+    };
+    let spl = match geodesic {
+        Some(l) => nav_core::metrics::spl(success, l, path),
+        None => 0.0,
+    };
+    let mut criteria = Vec::new();
+    if let Some(goal) = &arena.goal {
+        let tol = arena.success_distance_m();
+        let what = match goal {
+            Goal::Object { label } => format!("STOP within {tol:.1}m of a {label}"),
+            Goal::Point { .. } => format!("within {tol:.1}m"),
+        };
+        let final_d = w.distance_to_goal(w.ground_truth_pose().position());
+        criteria.push(CriterionResult {
+            name: "Goal Reached".into(),
+            passed: success,
+            actual: if success {
+                format!("Reached at step {}", stats.steps)
+            } else {
+                format!("Not reached (final distance {})", final_d.map_or("n/a".into(), |d| format!("{d:.2}m")))
+            },
+            expected: what,
+        });
+    }
+    let max_coll = arena.criteria.max_collisions.unwrap_or(0);
+    criteria.push(CriterionResult {
+        name: "Collisions".into(),
+        passed: collisions <= max_coll,
+        actual: format!("{collisions} collisions"),
+        expected: format!("<= {max_coll}"),
+    });
+    if let Some(m) = min_cov {
+        criteria.push(CriterionResult {
+            name: "Exploration".into(),
+            passed: coverage >= m,
+            actual: format!("{:.0}% covered", coverage * 100.0),
+            expected: format!(">= {:.0}%", m * 100.0),
+        });
+    }
+    let budget_unit = match spec.protocol {
+        ProtocolKind::Explore => "decisions",
+        ProtocolKind::Candidates => "cycles",
+        ProtocolKind::Objectnav => "steps",
+    };
+    let used = if spec.protocol == ProtocolKind::Explore { stats.planner_calls } else { stats.steps };
+    criteria.push(CriterionResult {
+        name: "Cycle Limit".into(),
+        passed: used <= max_steps,
+        actual: format!("{used} of {max_steps} {budget_unit}"),
+        expected: format!("<= {max_steps}"),
+    });
+    let passed = criteria.iter().all(|c| c.passed);
+    Ok(RunSummary {
+        arena: arena.name.clone(),
+        protocol: spec.protocol.as_str().to_string(),
+        planner: planner_name,
+        seed: spec.seed,
+        success,
+        spl,
+        steps: stats.steps,
+        path_length_m: path,
+        geodesic_m: geodesic,
+        collisions,
+        coverage,
+        ababa: stats.ababa,
+        stuck: stats.stuck,
+        vlm_calls: stats.vlm_calls,
+        prompt_tokens: stats.usage.prompt_tokens,
+        completion_tokens: stats.usage.completion_tokens,
+        fallbacks: stats.fallbacks,
+        wall_ms: wall.elapsed().as_secs_f64() * 1000.0,
+        memory: spec.memory,
+        target,
+        planner_calls: stats.planner_calls,
+        cost_usd: stats.cost_usd,
+        safety_overrides: stats.safety_overrides,
+        end,
+        median_overhead_ms: stats.median_overhead_ms(),
+        passed,
+        criteria,
+    })
+}
+
+/// The request a backend would send at the start state of `spec`'s
+/// episode (what `nav prompt` prints and the prompt snapshots pin down).
+pub async fn initial_request(spec: &EpisodeSpec) -> Result<crate::vlm::VlmRequest, EpisodeError> {
+    use crate::protocol::{candidates, explore, objectnav};
+    use nav_hal::hal::Sensors as _;
+    let arena = seeded_arena(&spec.arena, spec.seed, spec.sim.robot_radius_m)?;
+    let mut hal = SimHal::new(SimWorld::new(arena.clone(), spec.sim.clone())?);
+    let pose = hal.odometry().await?.pose;
+    let scan = hal.scan().await?.scan;
+    match spec.protocol {
+        ProtocolKind::Objectnav => {
+            let target = match &arena.goal {
+                Some(Goal::Object { label }) => label.clone(),
+                _ => return Err(EpisodeError::Spec(format!("arena {:?} has no object goal", arena.name))),
+            };
+            let pano = hal.panorama(spec.objectnav.panorama_views).await?;
+            let dets = match hal.detections_around(spec.objectnav.panorama_views).await {
+                Ok(d) => d,
+                Err(_) => hal.detections().await?,
+            };
+            let memory = nav_memory::SpatialMemory::new(spec.objectnav.memory_config.clone())
+                .map_err(|e| EpisodeError::Spec(e.to_string()))?;
+            let ctx = memory.context(None);
+            let obs = objectnav::ObjectNavObservation {
+                target: &target,
+                pose,
+                panorama: Some(&pano),
+                detections: &dets,
+                scan: Some(&scan),
+                context: spec.memory.then_some(&ctx),
+            };
+            let cfg = ObjectNavPromptConfig {
+                text_only: spec.text_only,
+                grounding: spec.grounding.clone(),
+                ..ObjectNavPromptConfig::default()
+            };
+            Ok(objectnav::build_request(&obs, &cfg))
+        }
+        ProtocolKind::Candidates => {
+            let [x0, y0, x1, y1] = arena.bounds;
+            let mut grid = OccupancyGrid::covering(x0, y0, x1, y1, spec.candidates.resolution_m)
+                .map_err(|e| EpisodeError::Spec(e.to_string()))?;
+            grid.integrate_scan(pose, &scan, &spec.candidates.integration);
+            grid.mark_visited(pose.position());
+            let goal = match &arena.goal {
+                Some(Goal::Point { x, y }) => Some(Point2::new(*x, *y)),
+                _ => None,
+            };
+            let cands = nav_core::candidates::generate_candidates(
+                &nav_core::candidates::CandidateInput {
+                    grid: &grid,
+                    clearance: None,
+                    robot: pose,
+                    goal,
+                    stuck: false,
+                    waypoints: &[],
+                },
+                &spec.candidates.candidates,
+            );
+            let goal_text = match goal {
+                Some(g) => format!("Reach the goal at ({:.1}, {:.1})", g.x, g.y),
+                None => "Explore the whole arena".to_string(),
+            };
+            let camera = if spec.text_only { None } else { Some(hal.rgb().await?.frame) };
+            let frame = candidates::CandidateFrame {
+                cycle: 1,
+                goal_text: &goal_text,
+                goal,
+                goal_tolerance_m: arena.success_distance_m(),
+                pose,
+                mode: if goal.is_some() { candidates::NavMode::Navigating } else { candidates::NavMode::Exploring },
+                stuck_cycles: None,
+                last_action: None,
+                grid: &grid,
+                candidates: &cands,
+                objects: &[],
+                history: &[],
+                camera: camera.as_ref(),
+                map_image: spec.candidates.map_image,
+            };
+            let cfg = CandidatePromptConfig { text_only: spec.text_only, ..CandidatePromptConfig::default() };
+            Ok(candidates::build_request(&frame, &cfg))
+        }
+        ProtocolKind::Explore => {
+            let snap = explore_snapshot_of(&mut hal, spec, pose, scan).await?;
+            let cfg = ExplorePromptConfig { text_only: spec.text_only, ..ExplorePromptConfig::default() };
+            Ok(explore::build_request(&snap, &cfg))
+        }
+    }
+}
+
+/// The explore planner's first snapshot of `spec`'s episode (what
+/// [`initial_request`] sends for the explore protocol): the pose, scan,
+/// camera frame and depth at the start, the reachable frontiers, and an
+/// exploration memory that lists the same frontiers.
+///
+/// # Errors
+/// As [`initial_request`].
+pub async fn initial_explore_snapshot(
+    spec: &EpisodeSpec,
+) -> Result<crate::protocol::explore::ExploreSnapshot, EpisodeError> {
+    use nav_hal::hal::Sensors as _;
+    let arena = seeded_arena(&spec.arena, spec.seed, spec.sim.robot_radius_m)?;
+    let mut hal = SimHal::new(SimWorld::new(arena, spec.sim.clone())?);
+    let pose = hal.odometry().await?.pose;
+    let scan = hal.scan().await?.scan;
+    explore_snapshot_of(&mut hal, spec, pose, scan).await
+}
+
+async fn explore_snapshot_of(
+    hal: &mut SimHal,
+    spec: &EpisodeSpec,
+    pose: nav_core::geometry::Pose2,
+    scan: nav_core::lidar::LaserScan,
+) -> Result<crate::protocol::explore::ExploreSnapshot, EpisodeError> {
+    use nav_core::local_map::LocalMap;
+    use nav_hal::hal::{Actuators as _, Sensors as _};
+    let mut map =
+        LocalMap::new(spec.explore.map.clone(), pose.position()).map_err(|e| EpisodeError::Spec(e.to_string()))?;
+    map.integrate(pose, &scan);
+    let frontiers = frontier_list(&map, pose);
+    let mut memory = nav_memory::ExplorationMemory::new(0.0);
+    memory.update_frontiers(memory_frontiers(&frontiers, pose));
+    let frame = hal.rgb().await?;
+    let depth = hal.depth().await.ok();
+    hal.stop().await.ok();
+    Ok(crate::protocol::explore::ExploreSnapshot {
+        pose,
+        speed_mps: 0.0,
+        distance_traveled_m: 0.0,
+        elapsed_s: 0.0,
+        coverage: None,
+        scan,
+        scan_age_s: 0.0,
+        hfov_rad: frame.hfov_rad,
+        image: Some(frame.frame),
+        depth,
+        previous_action: None,
+        previous_result: None,
+        memory_text: memory.to_prompt_text(),
+        frontiers,
+        detections: Vec::new(),
+        text_only: spec.text_only,
+    })
+}

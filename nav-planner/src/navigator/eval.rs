@@ -1,0 +1,253 @@
+//! Evaluation suites: which episodes `nav eval` runs by default, and how
+//! their summaries aggregate into a table (SR, SPL, collisions, coverage,
+//! ABABA and STUCK per episode, planner and VLM calls, tokens).
+
+use crate::navigator::candidates_loop::CandidatesLoopConfig;
+use crate::navigator::episode::{EpisodeSpec, PlannerChoice, RunSummary};
+use crate::navigator::explore_loop::ExploreLoopConfig;
+use crate::navigator::objectnav_loop::ObjectNavLoopConfig;
+use crate::protocol::ProtocolKind;
+use nav_hal::HalError;
+use nav_hal::arena::Arena;
+use nav_hal::arena::procedural::generate_house;
+use nav_hal::sim::SimConfig;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+/// Loop and simulator settings shared by every episode of a suite.
+#[derive(Debug, Clone, Default)]
+pub struct EvalConfig {
+    /// Simulator settings.
+    pub sim: SimConfig,
+    /// ObjectNav loop settings.
+    pub objectnav: ObjectNavLoopConfig,
+    /// Explore loop settings.
+    pub explore: ExploreLoopConfig,
+    /// Candidates loop settings.
+    pub candidates: CandidatesLoopConfig,
+}
+
+impl EvalConfig {
+    /// One episode spec with these settings.
+    pub fn spec(
+        &self,
+        arena: Arena,
+        source: String,
+        protocol: ProtocolKind,
+        planner: PlannerChoice,
+        memory: bool,
+        seed: u64,
+    ) -> EpisodeSpec {
+        let mut s = EpisodeSpec::new(arena, source);
+        s.protocol = protocol;
+        s.planner = planner;
+        s.memory = memory;
+        s.seed = seed;
+        s.sim = self.sim.clone();
+        s.objectnav = self.objectnav.clone();
+        s.explore = self.explore.clone();
+        s.candidates = self.candidates.clone();
+        s
+    }
+}
+
+/// The built-in houses.
+pub const HOUSES: [&str; 3] = ["house_a", "house_b", "house_c"];
+/// The seed-002 arenas.
+pub const SEED_ARENAS: [&str; 4] = ["simple", "exploration", "dead_end", "narrow_corridor"];
+
+/// The default suite: objectnav in the built-in houses (seeds
+/// `0..house_seeds`) and `procedural` generated houses (episode seed = house
+/// seed), each with the
+/// frontier baseline and the offline planner with memory off and on; the
+/// candidates protocol's offline planner in the four seed arenas; the
+/// explore protocol's offline planner in `exploration` and `house_a`.
+pub fn default_suite(base: &EvalConfig, house_seeds: u64, procedural: u64) -> Result<Vec<EpisodeSpec>, HalError> {
+    let mut houses: Vec<(Arena, String, u64)> = Vec::new();
+    for name in HOUSES {
+        let a = Arena::builtin(name)?;
+        for seed in 0..house_seeds.max(1) {
+            houses.push((a.clone(), format!("builtin:{name}"), seed));
+        }
+    }
+    // procedural houses run with their own seed as the episode seed: a drawn start at least 1 m
+    // (geodesic) from a drawn target, as Habitat's episodes are
+    for seed in 1..=procedural {
+        houses.push((generate_house(seed), format!("procedural:{seed}"), seed));
+    }
+    let mut out = Vec::new();
+    for (planner, memory) in
+        [(PlannerChoice::Frontier, true), (PlannerChoice::Offline, false), (PlannerChoice::Offline, true)]
+    {
+        for (a, src, seed) in &houses {
+            out.push(base.spec(a.clone(), src.clone(), ProtocolKind::Objectnav, planner, memory, *seed));
+        }
+    }
+    for name in SEED_ARENAS {
+        out.push(base.spec(
+            Arena::builtin(name)?,
+            format!("builtin:{name}"),
+            ProtocolKind::Candidates,
+            PlannerChoice::Offline,
+            true,
+            0,
+        ));
+    }
+    for name in ["exploration", "house_a"] {
+        let mut a = Arena::builtin(name)?;
+        if a.criteria.min_coverage.is_none() {
+            a.criteria.min_coverage = Some(0.8);
+        }
+        a.goal = None;
+        out.push(base.spec(a, format!("builtin:{name}"), ProtocolKind::Explore, PlannerChoice::Offline, true, 0));
+    }
+    Ok(out)
+}
+
+/// Aggregates of one configuration.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Aggregate {
+    /// `protocol / planner / memory`.
+    pub configuration: String,
+    /// Which arenas.
+    pub arenas: String,
+    /// Episodes.
+    pub episodes: usize,
+    /// Success rate.
+    pub sr: f64,
+    /// Mean SPL.
+    pub spl: f64,
+    /// Collisions per episode.
+    pub collisions: f64,
+    /// Mean coverage.
+    pub coverage: f64,
+    /// ABABA events per episode.
+    pub ababa: f64,
+    /// STUCK events per episode.
+    pub stuck: f64,
+    /// Planner calls per episode.
+    pub planner_calls: f64,
+    /// VLM calls per episode.
+    pub vlm_calls: f64,
+    /// Tokens (prompt + completion) per episode.
+    pub tokens: f64,
+    /// Fraction of episodes that passed all their criteria.
+    pub passed: f64,
+    /// Median of the episodes' median per-cycle local overhead, ms.
+    pub median_overhead_ms: Option<f64>,
+}
+
+/// A finished evaluation.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EvalReport {
+    /// Every episode's summary.
+    pub summaries: Vec<RunSummary>,
+    /// Per-configuration aggregates.
+    pub aggregates: Vec<Aggregate>,
+    /// Wall-clock duration, seconds.
+    pub wall_s: f64,
+    /// Parallel jobs used.
+    pub jobs: usize,
+}
+
+fn arena_group(s: &RunSummary) -> String {
+    if s.protocol == "objectnav" { "houses".to_string() } else { s.arena.clone() }
+}
+
+fn median(mut v: Vec<f64>) -> Option<f64> {
+    if v.is_empty() {
+        return None;
+    }
+    v.sort_by(f64::total_cmp);
+    Some(v[v.len() / 2])
+}
+
+impl EvalReport {
+    /// Aggregates summaries by configuration and arena group.
+    pub fn new(summaries: Vec<RunSummary>, wall_s: f64, jobs: usize) -> Self {
+        let mut groups: BTreeMap<(String, String), Vec<&RunSummary>> = BTreeMap::new();
+        for s in &summaries {
+            let cfg = format!("{} / {} / memory {}", s.protocol, s.planner, if s.memory { "on" } else { "off" });
+            groups.entry((cfg, arena_group(s))).or_default().push(s);
+        }
+        let aggregates = groups
+            .into_iter()
+            .map(|((configuration, arenas), v)| {
+                let n = v.len() as f64;
+                let mean = |f: &dyn Fn(&RunSummary) -> f64| v.iter().map(|s| f(s)).sum::<f64>() / n;
+                Aggregate {
+                    configuration,
+                    arenas,
+                    episodes: v.len(),
+                    sr: mean(&|s| f64::from(u8::from(s.success))),
+                    spl: mean(&|s| s.spl),
+                    collisions: mean(&|s| f64::from(s.collisions)),
+                    coverage: mean(&|s| s.coverage),
+                    ababa: mean(&|s| f64::from(s.ababa)),
+                    stuck: mean(&|s| f64::from(s.stuck)),
+                    planner_calls: mean(&|s| f64::from(s.planner_calls)),
+                    vlm_calls: mean(&|s| f64::from(s.vlm_calls)),
+                    tokens: mean(&|s| (s.prompt_tokens + s.completion_tokens) as f64),
+                    passed: mean(&|s| f64::from(u8::from(s.passed))),
+                    median_overhead_ms: median(v.iter().filter_map(|s| s.median_overhead_ms).collect()),
+                }
+            })
+            .collect();
+        Self { summaries, aggregates, wall_s, jobs }
+    }
+
+    /// The Markdown report.
+    pub fn markdown(&self) -> String {
+        let mut s = String::new();
+        let _ = writeln!(
+            s,
+            "## nav eval: {} episodes in {:.1} s ({} jobs)\n",
+            self.summaries.len(),
+            self.wall_s,
+            self.jobs
+        );
+        s.push_str("| configuration | arenas | episodes | SR | SPL | collisions/ep | coverage | ABABA/ep | STUCK/ep | planner calls/ep | VLM calls/ep | tokens/ep | criteria passed | median local overhead |\n");
+        s.push_str("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+        for a in &self.aggregates {
+            let _ = writeln!(
+                s,
+                "| {} | {} | {} | {:.2} | {:.2} | {:.2} | {:.2} | {:.2} | {:.2} | {:.1} | {:.1} | {:.0} | {:.0}% | {} |",
+                a.configuration,
+                a.arenas,
+                a.episodes,
+                a.sr,
+                a.spl,
+                a.collisions,
+                a.coverage,
+                a.ababa,
+                a.stuck,
+                a.planner_calls,
+                a.vlm_calls,
+                a.tokens,
+                a.passed * 100.0,
+                a.median_overhead_ms.map_or("n/a".to_string(), |m| format!("{m:.3} ms"))
+            );
+        }
+        let per_arena: Vec<&RunSummary> = self.summaries.iter().filter(|s| s.protocol != "objectnav").collect();
+        if !per_arena.is_empty() {
+            s.push_str("\n| arena | protocol | planner | result | steps | collisions | coverage | ended |\n");
+            s.push_str("|---|---|---|---|---|---|---|---|\n");
+            for r in per_arena {
+                let _ = writeln!(
+                    s,
+                    "| {} | {} | {} | {} | {} | {} | {:.0}% | {} |",
+                    r.arena,
+                    r.protocol,
+                    r.planner,
+                    if r.passed { "PASS" } else { "FAIL" },
+                    r.steps,
+                    r.collisions,
+                    r.coverage * 100.0,
+                    r.end
+                );
+            }
+        }
+        s
+    }
+}

@@ -1,0 +1,173 @@
+//! The Navigator, nav-planner's top layer: the three loops that run a
+//! planner over a HAL, and what runs them — episodes in the built-in
+//! simulator ([`episode`]), evaluation suites ([`eval`]) and episodes
+//! through the simulator bridge (`bridge_run`, feature `sim-bridge`).
+//!
+//! - [`objectnav_loop::run_objectnav`] — seed 000's panorama → planner → low-level
+//!   policy loop with Place–Anchor memory;
+//! - [`explore_loop::ExploreLoop`] — seeds 001/003's VLM decision task and 20 Hz
+//!   control task with the safety layer, watchdog tiers and pause/resume;
+//! - [`candidates_loop::run_candidates`] — seed 002's 13-step cycle.
+//!
+//! All three are generic over the robot (`R: Robot`, so the simulator, a
+//! rosbridge robot or a bridge process), take their planner as a trait
+//! object (a VLM protocol or an offline planner), read time from an
+//! injected [`Clock`](nav_core::time::Clock), and write one flushed
+//! [`StepLog`] line per step.
+//!
+//! [`policy`] is the ObjectNav loop's low-level policy seam;
+//! [`tracking::TargetTracking`] wraps a policy so that it still reaches a
+//! target its camera has lost at close range.
+
+#[cfg(feature = "sim-bridge")]
+pub mod bridge_run;
+pub mod candidates_loop;
+pub mod episode;
+pub mod eval;
+pub mod explore_loop;
+pub mod log;
+pub mod objectnav_loop;
+pub mod policy;
+mod pursuit;
+pub mod tracking;
+
+pub use log::{LogError, PlannerRecord, PoseRecord, StepLog, StepRecord, read_log};
+
+use crate::protocol::CallRecord;
+use crate::vlm::Usage;
+use nav_core::geometry::Pose2;
+use nav_hal::HalError;
+use nav_memory::MemoryError;
+use serde::{Deserialize, Serialize};
+
+/// Why a loop could not run.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum NavError {
+    /// The robot failed.
+    #[error("robot: {0}")]
+    Hal(#[from] HalError),
+    /// The step log could not be written.
+    #[error(transparent)]
+    Log(#[from] LogError),
+    /// The memory configuration is invalid.
+    #[error("memory: {0}")]
+    Memory(#[from] MemoryError),
+    /// Another configuration problem.
+    #[error("configuration: {0}")]
+    Config(String),
+}
+
+/// Counters a loop accumulates for the run summary.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct EpisodeStats {
+    /// Steps (actions, control ticks or cycles, per loop).
+    pub steps: u32,
+    /// Planner invocations (VLM or offline).
+    pub planner_calls: u32,
+    /// Model calls (0 offline).
+    pub vlm_calls: u32,
+    /// Token usage over all model calls.
+    pub usage: Usage,
+    /// Estimated cost, US dollars.
+    pub cost_usd: f64,
+    /// Fallback decisions used.
+    pub fallbacks: u32,
+    /// ABABA events.
+    pub ababa: u32,
+    /// STUCK events.
+    pub stuck: u32,
+    /// Safety overrides (velocity loops).
+    pub safety_overrides: u32,
+    /// Local per-cycle overhead samples (everything but model calls), ms.
+    #[serde(skip)]
+    pub overhead_ms: Vec<f64>,
+    /// Wall-clock duration, ms (filled by the runner).
+    pub wall_ms: f64,
+}
+
+impl EpisodeStats {
+    /// Adds a planner call.
+    pub fn add_call(&mut self, r: &CallRecord) {
+        self.planner_calls += 1;
+        self.add_scene_call(r);
+        if r.fallback.is_some() {
+            self.fallbacks += 1;
+        }
+    }
+
+    /// Adds a model call that is not a planner decision (scene analysis).
+    pub fn add_scene_call(&mut self, r: &CallRecord) {
+        self.vlm_calls += r.vlm_calls;
+        self.usage += r.usage;
+        self.cost_usd += r.cost_usd.unwrap_or(0.0);
+    }
+
+    /// Records one cycle's local overhead.
+    pub fn record_overhead(&mut self, ms: f64) {
+        if ms.is_finite() {
+            self.overhead_ms.push(ms.max(0.0));
+        }
+    }
+
+    /// Median local overhead per cycle, ms.
+    pub fn median_overhead_ms(&self) -> Option<f64> {
+        let mut v = self.overhead_ms.clone();
+        if v.is_empty() {
+            return None;
+        }
+        v.sort_by(f64::total_cmp);
+        Some(v[v.len() / 2])
+    }
+}
+
+/// What a loop reports outward while it runs: ground truth for the log
+/// (simulators), progress for a progress bar, and the run identity for
+/// step 0.
+pub struct Observer<'a, R: ?Sized> {
+    gt: Option<&'a dyn Fn(&R) -> Pose2>,
+    progress: Option<&'a mut dyn FnMut(u64)>,
+    /// Run identity written into step 0's `info`.
+    pub info: serde_json::Map<String, serde_json::Value>,
+}
+
+impl<'a, R: ?Sized> Default for Observer<'a, R> {
+    fn default() -> Self {
+        Self { gt: None, progress: None, info: serde_json::Map::new() }
+    }
+}
+
+impl<'a, R: ?Sized> Observer<'a, R> {
+    /// An observer that reports nothing.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Logs ground-truth poses read with `f`.
+    pub fn with_ground_truth(mut self, f: &'a dyn Fn(&R) -> Pose2) -> Self {
+        self.gt = Some(f);
+        self
+    }
+
+    /// Calls `f(step)` after every step.
+    pub fn with_progress(mut self, f: &'a mut dyn FnMut(u64)) -> Self {
+        self.progress = Some(f);
+        self
+    }
+
+    /// Adds a run-identity field to step 0.
+    pub fn with_info(mut self, key: &str, value: serde_json::Value) -> Self {
+        self.info.insert(key.to_string(), value);
+        self
+    }
+
+    pub(crate) fn gt_pose(&self, robot: &R) -> Option<Pose2> {
+        self.gt.map(|f| f(robot))
+    }
+
+    pub(crate) fn step(&mut self, _robot: &R, step: u64) {
+        if let Some(p) = self.progress.as_mut() {
+            p(step);
+        }
+    }
+}

@@ -1,0 +1,21 @@
+//! Offline planners: no network, the default, so everything runs on a fresh
+//! machine. One per protocol — [`objectnav_standin::OfflineObjectNavPlanner`],
+//! [`candidates_standin::OfflineCandidatePlanner`], [`explore_standin::OfflineExplorePlanner`]
+//! — plus [`frontier::FrontierPlanner`], classic nearest-frontier
+//! exploration: the baseline of the evaluation and the watchdog's local
+//! fallback. They use the simulator's ground-truth detections in place of a
+//! VLM's eyes and [`prior::SemanticPrior`] in place of its common sense.
+
+pub mod candidates_standin;
+pub mod explore_standin;
+pub mod frontier;
+pub mod objectnav_standin;
+pub mod prior;
+pub mod scene_standin;
+
+pub use candidates_standin::OfflineCandidatePlanner;
+pub use explore_standin::OfflineExplorePlanner;
+pub use frontier::FrontierPlanner;
+pub use objectnav_standin::{OfflineObjectNavConfig, OfflineObjectNavPlanner};
+pub use prior::SemanticPrior;
+pub use scene_standin::OfflineSceneAnalyzer;

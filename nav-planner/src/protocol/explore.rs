@@ -1,0 +1,518 @@
+//! The explore protocol (seeds 001/003): native tool calling with the seven
+//! tools (`strict: true`, `additionalProperties: false`), the five-section
+//! system prompt with the perceive-then-reason instruction, the dynamic
+//! context block (state, 12-sector LiDAR text, gaps, affordance scores,
+//! previous action result, exploration memory) and the annotated camera
+//! image. A cycle allows at most one perception sub-call (`observe_scene` or
+//! `check_path_clear`); the follow-up call may only use action tools.
+
+use super::{CallRecord, DecisionError, PlannerReply};
+use crate::protocol::annotate::{Annotation, annotate, encode_jpeg};
+use crate::protocol::json::extract_json_object;
+use crate::protocol::prompts::EXPLORE_SYSTEM;
+use crate::vlm::{ImageDetail, Part, ToolChoice, ToolSpec, Turn, VisionLanguageModel, VlmRequest};
+use async_trait::async_trait;
+use nav_core::geometry::{Point2, Pose2, cardinal};
+use nav_core::lidar::{AffordanceScores, LaserScan, LidarConfig, LidarSummary};
+use nav_core::raster::RgbFrame;
+use nav_hal::hal::{DepthFrame, Detection};
+use nav_safety::executor::check_path;
+use nav_safety::{FrontierGoal, SafetyConfig, ToolCall, tool_schemas};
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+use std::fmt::Write as _;
+use std::time::Duration;
+
+/// The seven tools as provider-neutral specs (strict schemas).
+pub fn tool_specs() -> Vec<ToolSpec> {
+    tool_schemas().into_iter().map(|s| ToolSpec::new(s.name, s.description, s.parameters).with_strict(true)).collect()
+}
+
+/// Names of the four action tools.
+pub const ACTION_TOOLS: [&str; 4] = ["move_toward", "navigate_to_goal", "rotate", "stop_robot"];
+
+/// A frontier the robot can go to, as shown to the model.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct ExploreFrontier {
+    /// Id the model may name in `navigate_to_goal`.
+    pub id: u32,
+    /// Entry point in the odometry frame.
+    pub position: Point2,
+    /// Path cost from the robot, metres (None when not computed).
+    pub path_cost_m: Option<f64>,
+    /// Size of the frontier cluster, cells.
+    pub size: usize,
+}
+
+impl ExploreFrontier {
+    /// The executor's view of it.
+    pub fn goal(&self) -> FrontierGoal {
+        FrontierGoal { id: self.id, position: self.position }
+    }
+}
+
+/// One cycle's sensor snapshot and memory, owned so a decision can run on
+/// another task while the control loop keeps driving.
+#[derive(Debug, Clone)]
+pub struct ExploreSnapshot {
+    /// Pose from odometry, relative to the start.
+    pub pose: Pose2,
+    /// Current forward speed, m/s.
+    pub speed_mps: f64,
+    /// Distance travelled so far, metres.
+    pub distance_traveled_m: f64,
+    /// Exploration time so far, seconds.
+    pub elapsed_s: f64,
+    /// Coverage estimate in `[0, 1]`, when known.
+    pub coverage: Option<f64>,
+    /// The latest scan.
+    pub scan: LaserScan,
+    /// Age of the scan, seconds.
+    pub scan_age_s: f64,
+    /// Camera frame (annotated before sending), if any.
+    pub image: Option<RgbFrame>,
+    /// Depth aligned with the frame, if any.
+    pub depth: Option<DepthFrame>,
+    /// Horizontal field of view of the camera, radians.
+    pub hfov_rad: f64,
+    /// The previous action as text, e.g. `move_toward(forward, medium, 3.0)`.
+    pub previous_action: Option<String>,
+    /// The previous action's result (the seed-003 feedback JSON).
+    pub previous_result: Option<String>,
+    /// The exploration memory's prompt text.
+    pub memory_text: String,
+    /// Known frontiers (ids the model may name in `navigate_to_goal`).
+    pub frontiers: Vec<ExploreFrontier>,
+    /// Detections in view (simulators only; offline planners use them).
+    pub detections: Vec<Detection>,
+    /// Send no image this cycle (frame skipping's text-only mode).
+    pub text_only: bool,
+}
+
+impl ExploreSnapshot {
+    /// The dynamic context block (seed 003 §3.18 section 6).
+    pub fn context_text(&self, lidar: &LidarConfig) -> String {
+        let mut s = String::with_capacity(1500);
+        let heading = self.pose.yaw.to_degrees();
+        s.push_str("CURRENT STATE:\n");
+        let _ = writeln!(
+            s,
+            "  Position: ({:.1}, {:.1}) meters from start | Heading: {:.0}° ({})",
+            self.pose.x,
+            self.pose.y,
+            heading.rem_euclid(360.0),
+            cardinal(heading)
+        );
+        let dir = if self.speed_mps < -0.005 { "backward" } else { "forward" };
+        let _ = writeln!(
+            s,
+            "  Speed: {:.2} m/s {dir} | Distance traveled: {:.1}m",
+            self.speed_mps.abs(),
+            self.distance_traveled_m
+        );
+        let secs = self.elapsed_s.max(0.0).round() as u64;
+        let _ = write!(s, "  Exploration time: {}m {}s", secs / 60, secs % 60);
+        if let Some(c) = self.coverage {
+            let _ = write!(s, " | Coverage: {:.0}%", c * 100.0);
+        }
+        s.push_str("\n\n");
+        s.push_str(&LidarSummary::from_scan(&self.scan, lidar).to_text());
+        s.push_str("\n\n");
+        s.push_str(&AffordanceScores::from_scan(&self.scan).to_text());
+        s.push_str("\n\n");
+        if !self.frontiers.is_empty() {
+            s.push_str("FRONTIERS (for navigate_to_goal):\n");
+            for f in self.frontiers.iter().take(5) {
+                let d = self.pose.position().distance(f.position);
+                let b = self.pose.relative_bearing(f.position).to_degrees();
+                let _ = writeln!(s, "  id {}: {:.1}m at {:+.0}°", f.id, d, b);
+            }
+            s.push('\n');
+        }
+        match (&self.previous_action, &self.previous_result) {
+            (Some(a), Some(r)) => {
+                let _ = writeln!(s, "PREVIOUS ACTION: {a}\n  Result: {r}");
+            }
+            (Some(a), None) => {
+                let _ = writeln!(s, "PREVIOUS ACTION: {a}\n  Result: pending");
+            }
+            _ => s.push_str("PREVIOUS ACTION: none\n"),
+        }
+        s.push('\n');
+        s.push_str(&self.memory_text);
+        s
+    }
+
+    /// The annotated camera image as JPEG (quality 80), if there is a frame.
+    pub fn annotated_jpeg(&self) -> Option<Vec<u8>> {
+        let frame = self.image.as_ref()?;
+        let mut f = frame.clone();
+        let depth = self.depth.as_ref().filter(|d| d.width == f.width() && d.height == f.height());
+        annotate(
+            &mut f,
+            &Annotation {
+                depth_m: depth.map(|d| d.depth_m.as_slice()),
+                heading_deg: self.pose.yaw.to_degrees(),
+                sector_labels: false,
+                candidates: &[],
+                hfov_rad: self.hfov_rad,
+            },
+        );
+        encode_jpeg(&f, 80).ok()
+    }
+}
+
+/// How explore requests are built.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ExplorePromptConfig {
+    /// Never send images.
+    pub text_only: bool,
+    /// Detail of the routine image (low: 85 tokens on OpenAI).
+    pub image_detail: ImageDetail,
+    /// Temperature.
+    pub temperature: f32,
+    /// Output token limit.
+    pub max_tokens: u32,
+    /// Per-call timeout, seconds (8, seed 001).
+    pub timeout_s: f64,
+    /// LiDAR summary thresholds.
+    pub lidar: LidarConfig,
+}
+
+impl Default for ExplorePromptConfig {
+    fn default() -> Self {
+        Self {
+            text_only: false,
+            image_detail: ImageDetail::Low,
+            temperature: 0.2,
+            max_tokens: 400,
+            timeout_s: 8.0,
+            lidar: LidarConfig::default(),
+        }
+    }
+}
+
+/// The line that opens a cycle's text when no camera image is attached
+/// (text-only mode, or no frame yet).
+pub const NO_IMAGE_NOTE: &str = "NO CAMERA IMAGE THIS CYCLE (text-only): decide from the LiDAR, gaps and memory below; \
+call observe_scene if you need to look.";
+
+/// Builds the first request of a cycle: system prompt, the seven tools with
+/// `tool_choice = required`, the annotated image and the context block.
+pub fn build_request(snap: &ExploreSnapshot, cfg: &ExplorePromptConfig) -> VlmRequest {
+    let req = VlmRequest::new(EXPLORE_SYSTEM)
+        .cache_system(true)
+        .tools(tool_specs())
+        .tool_choice(ToolChoice::Required)
+        .temperature(cfg.temperature)
+        .max_tokens(cfg.max_tokens)
+        .timeout(Duration::from_secs_f64(cfg.timeout_s.max(0.1)));
+    let jpeg = if cfg.text_only || snap.text_only { None } else { snap.annotated_jpeg() };
+    match jpeg {
+        Some(jpeg) => req.image(Part::jpeg(jpeg, cfg.image_detail)).text(snap.context_text(&cfg.lidar)),
+        // the system prompt promises an annotated image; say plainly when there is none
+        None => req.text(format!("{NO_IMAGE_NOTE}\n\n{}", snap.context_text(&cfg.lidar))),
+    }
+}
+
+/// A validated explore decision: at most one action, plus any discoveries
+/// reported alongside it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ExploreDecision {
+    /// The action tool call (or the fallback `stop_robot`).
+    pub action: ToolCall,
+    /// `report_discovery` calls made in the same cycle.
+    pub reports: Vec<ToolCall>,
+    /// The perception sub-call and its result, if one was made.
+    pub perception: Option<(ToolCall, String)>,
+    /// The model's reasoning text (logged, never executed).
+    pub reasoning: String,
+}
+
+impl ExploreDecision {
+    /// A decision with just an action.
+    pub fn action(action: ToolCall) -> Self {
+        Self { action, reports: Vec::new(), perception: None, reasoning: String::new() }
+    }
+}
+
+/// The fallback decision: `stop_robot(uncertain)`.
+pub fn fallback() -> ToolCall {
+    ToolCall::parse("stop_robot", &json!({"reason": "uncertain"})).unwrap_or_else(|_| unreachable_stop())
+}
+
+fn unreachable_stop() -> ToolCall {
+    // `stop_robot(uncertain)` always parses; this keeps the code panic-free.
+    ToolCall::StopRobot { reason: nav_safety::tools::StopReason::Uncertain }
+}
+
+/// `{"tool": name, "arguments": {...}}` for logs and `nav parse`.
+pub fn decision_json(call: &ToolCall) -> Value {
+    json!({ "tool": call.name(), "arguments": call.to_json() })
+}
+
+/// An explore planner: a VLM behind [`VlmExplorePlanner`] or the offline
+/// explorer.
+#[async_trait]
+pub trait ExplorePlanner: Send {
+    /// Short name for logs.
+    fn name(&self) -> String;
+    /// True when decisions are computed locally and immediately (the
+    /// control loop then runs them inline, deterministically).
+    fn is_instant(&self) -> bool {
+        false
+    }
+    /// Called at every control tick with the newest sensor data (default:
+    /// ignored).
+    fn observe(&mut self, pose: Pose2, scan: &LaserScan) {
+        let _ = (pose, scan);
+    }
+    /// Decides the next action.
+    async fn decide(&mut self, snap: &ExploreSnapshot) -> PlannerReply<ExploreDecision>;
+}
+
+/// Splits a response's tool calls into typed calls, recording invalid ones.
+fn typed_calls(calls: &[crate::vlm::ToolCall], record: &mut CallRecord) -> Vec<(String, ToolCall)> {
+    let mut out = Vec::new();
+    for c in calls {
+        let args = match &c.arguments {
+            Value::String(s) => serde_json::from_str(s).unwrap_or(Value::String(s.clone())),
+            v => v.clone(),
+        };
+        match ToolCall::parse(&c.name, &args) {
+            Ok(t) => out.push((c.id.clone(), t)),
+            Err(e) => record.errors.push(format!("{}: {e}", c.name)),
+        }
+    }
+    out
+}
+
+/// The explore planner backed by a vision-language model.
+pub struct VlmExplorePlanner<M> {
+    vlm: M,
+    config: ExplorePromptConfig,
+    safety: SafetyConfig,
+}
+
+impl<M: VisionLanguageModel> VlmExplorePlanner<M> {
+    /// A planner calling `vlm`; `safety` answers `check_path_clear` locally.
+    pub fn new(vlm: M, config: ExplorePromptConfig, safety: SafetyConfig) -> Self {
+        Self { vlm, config, safety }
+    }
+
+    /// Runs a perception tool: `check_path_clear` from the snapshot's scan
+    /// (no model call), `observe_scene` as a secondary high-detail call.
+    async fn perceive(&self, call: &ToolCall, snap: &ExploreSnapshot, record: &mut CallRecord) -> String {
+        match call {
+            ToolCall::CheckPathClear { direction, distance_m } => {
+                let r = check_path(&self.safety, &snap.scan, snap.scan_age_s, *direction, *distance_m);
+                serde_json::to_string(&r).unwrap_or_default()
+            }
+            ToolCall::ObserveScene { focus } => {
+                let Some(jpeg) = snap.image.as_ref().and_then(|f| encode_jpeg(f, 85).ok()) else {
+                    return json!({"error": "no camera image available"}).to_string();
+                };
+                let req = VlmRequest::new(
+                    "You describe what an indoor robot's camera shows, briefly and factually, in at most 3 sentences.",
+                )
+                .image(Part::jpeg(jpeg, ImageDetail::High))
+                .text(format!("Focus on: {focus}. Mention doorways, obstacles and their approximate directions."))
+                .max_tokens(200)
+                .timeout(Duration::from_secs_f64(self.config.timeout_s.max(0.1)));
+                match self.vlm.complete(req).await {
+                    Ok(r) => {
+                        record.add_response(&r);
+                        json!({"description": r.text.trim()}).to_string()
+                    }
+                    Err(e) => {
+                        record.add_failure(&e.to_string());
+                        json!({"error": e.to_string()}).to_string()
+                    }
+                }
+            }
+            _ => String::new(),
+        }
+    }
+}
+
+#[async_trait]
+impl<M: VisionLanguageModel> ExplorePlanner for VlmExplorePlanner<M> {
+    fn name(&self) -> String {
+        let info = self.vlm.describe();
+        format!("vlm:{}/{}", info.provider, info.model)
+    }
+
+    async fn decide(&mut self, snap: &ExploreSnapshot) -> PlannerReply<ExploreDecision> {
+        let mut record = CallRecord::default();
+        let request = build_request(snap, &self.config);
+        let mut decision = ExploreDecision::action(fallback());
+        let resp = match self.vlm.complete(request.clone()).await {
+            Ok(r) => r,
+            Err(e) => {
+                let e = e.to_string();
+                record.add_failure(&e);
+                record.fallback = Some(e);
+                return PlannerReply { decision, distance_hint_m: None, record };
+            }
+        };
+        record.add_response(&resp);
+        decision.reasoning = resp.text.trim().to_string();
+        let calls = typed_calls(&resp.tool_calls, &mut record);
+        decision.reports = calls.iter().filter(|(_, c)| c.is_communication()).map(|(_, c)| c.clone()).collect();
+        if let Some((_, a)) = calls.iter().find(|(_, c)| c.is_action()) {
+            decision.action = a.clone();
+            return PlannerReply { decision, distance_hint_m: None, record };
+        }
+        // One perception sub-call, then action tools only.
+        let Some((id, perception)) = calls.iter().find(|(_, c)| c.is_perception()).cloned() else {
+            let reason =
+                if resp.tool_calls.is_empty() { "the model called no tool" } else { "no valid action tool call" };
+            record.fallback = Some(reason.to_string());
+            return PlannerReply { decision, distance_hint_m: None, record };
+        };
+        let result = self.perceive(&perception, snap, &mut record).await;
+        let raw_call = resp
+            .tool_calls
+            .iter()
+            .find(|c| c.id == id)
+            .cloned()
+            .unwrap_or_else(|| crate::vlm::ToolCall::new(id.clone(), perception.name(), perception.to_json()));
+        let follow_up = request
+            .turn(Turn::Assistant {
+                text: Some(resp.text.clone()).filter(|t| !t.is_empty()),
+                tool_calls: vec![raw_call],
+            })
+            .turn(Turn::ToolResult { call_id: id, name: perception.name().to_string(), content: result.clone() })
+            .tool_choice(ToolChoice::Only(ACTION_TOOLS.iter().map(|s| s.to_string()).collect()));
+        decision.perception = Some((perception, result));
+        match self.vlm.complete(follow_up).await {
+            Ok(r2) => {
+                record.add_response(&r2);
+                if !r2.text.trim().is_empty() {
+                    decision.reasoning = format!("{}\n{}", decision.reasoning, r2.text.trim()).trim().to_string();
+                }
+                let calls2 = typed_calls(&r2.tool_calls, &mut record);
+                decision.reports.extend(calls2.iter().filter(|(_, c)| c.is_communication()).map(|(_, c)| c.clone()));
+                match calls2.into_iter().find(|(_, c)| c.is_action()) {
+                    Some((_, a)) => decision.action = a,
+                    None => record.fallback = Some("no action tool after the perception sub-call".to_string()),
+                }
+            }
+            Err(e) => {
+                let e = e.to_string();
+                record.add_failure(&e);
+                record.fallback = Some(e);
+            }
+        }
+        if record.fallback.is_some() {
+            tracing::warn!(reason = ?record.fallback, "explore: using stop_robot(uncertain)");
+        }
+        PlannerReply { decision, distance_hint_m: None, record }
+    }
+}
+
+/// Parses one raw reply for `nav parse --protocol explore`: a tool call in
+/// any common shape — `{"name", "arguments"}`, `{"tool", "arguments"}`, an
+/// OpenAI message or response with `tool_calls` (arguments as a JSON
+/// string), an Anthropic `tool_use` block or message, or a Gemini
+/// `functionCall` part or response. The first action tool wins; otherwise
+/// the first valid tool.
+pub fn parse_reply(reply: &str) -> Result<ToolCall, DecisionError> {
+    let obj = Value::Object(extract_json_object(reply)?);
+    let mut found: Vec<(String, Value)> = Vec::new();
+    collect_calls(&obj, &mut found, 0);
+    if found.is_empty() {
+        return Err(DecisionError::NoToolCall("no tool call found in the reply".into()));
+    }
+    let mut first_err = None;
+    let mut first_ok = None;
+    for (name, args) in found {
+        let args = match args {
+            Value::String(s) => match serde_json::from_str::<Value>(&s) {
+                Ok(v) => v,
+                Err(e) => {
+                    first_err.get_or_insert(DecisionError::invalid(format!("{name}.arguments"), e.to_string()));
+                    continue;
+                }
+            },
+            Value::Null => json!({}),
+            v => v,
+        };
+        match ToolCall::parse(&name, &args) {
+            Ok(call) if call.is_action() => return Ok(call),
+            Ok(call) => {
+                first_ok.get_or_insert(call);
+            }
+            Err(e) => {
+                first_err.get_or_insert(DecisionError::invalid(name, e.to_string()));
+            }
+        }
+    }
+    first_ok.ok_or_else(|| first_err.unwrap_or_else(|| DecisionError::NoToolCall("no valid tool call".into())))
+}
+
+fn collect_calls(v: &Value, out: &mut Vec<(String, Value)>, depth: usize) {
+    if depth > 8 {
+        return;
+    }
+    match v {
+        Value::Object(m) => {
+            let name = m.get("name").or_else(|| m.get("tool")).and_then(Value::as_str);
+            let args =
+                m.get("arguments").or_else(|| m.get("args")).or_else(|| m.get("input")).or_else(|| m.get("parameters"));
+            if let Some(name) = name {
+                if args.is_some() || m.get("type").and_then(Value::as_str) == Some("tool_use") {
+                    out.push((name.to_string(), args.cloned().unwrap_or(Value::Null)));
+                    return;
+                }
+            }
+            for key in ["function", "functionCall", "function_call"] {
+                if let Some(inner) = m.get(key) {
+                    collect_calls(inner, out, depth + 1);
+                }
+            }
+            for key in ["tool_calls", "content", "parts", "choices", "candidates", "message"] {
+                if let Some(inner) = m.get(key) {
+                    collect_calls(inner, out, depth + 1);
+                }
+            }
+        }
+        Value::Array(a) => {
+            for x in a {
+                collect_calls(x, out, depth + 1);
+            }
+        }
+        _ => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_common_shapes() {
+        let shapes = [
+            r#"{"name": "move_toward", "arguments": {"direction": "left", "speed": "slow", "duration_s": 2}}"#,
+            r#"{"tool": "move_toward", "arguments": "{\"direction\": \"left\", \"speed\": \"slow\", \"duration_s\": 2}"}"#,
+            r#"{"tool_calls": [{"id": "c1", "type": "function", "function": {"name": "move_toward", "arguments": "{\"direction\":\"left\",\"speed\":\"slow\",\"duration_s\":2}"}}]}"#,
+            r#"{"content": [{"type": "text", "text": "I see a door"}, {"type": "tool_use", "id": "t", "name": "move_toward", "input": {"direction": "left", "speed": "slow", "duration_s": 2}}]}"#,
+            r#"{"candidates": [{"content": {"parts": [{"functionCall": {"name": "move_toward", "args": {"direction": "left", "speed": "slow", "duration_s": 2}}}]}}]}"#,
+        ];
+        for s in shapes {
+            let call = parse_reply(s).unwrap_or_else(|e| panic!("{s}: {e}"));
+            assert_eq!(call.name(), "move_toward", "{s}");
+        }
+    }
+
+    #[test]
+    fn prefers_actions_and_rejects_bad_args() {
+        let both = r#"{"tool_calls": [{"function": {"name": "report_discovery", "arguments": {"label": "kitchen", "notes": "n", "significance": "room"}}}, {"function": {"name": "rotate", "arguments": {"degrees": 90}}}]}"#;
+        assert_eq!(parse_reply(both).unwrap().name(), "rotate");
+        assert!(parse_reply(r#"{"name": "rotate", "arguments": {"degrees": 33}}"#).is_err());
+        assert!(parse_reply(r#"{"name": "fly", "arguments": {}}"#).is_err());
+        assert!(parse_reply("hello").is_err());
+        assert_eq!(fallback().name(), "stop_robot");
+    }
+}

@@ -1,0 +1,224 @@
+//! The explore loop over a robot that behaves like a real one (the
+//! simulator behind a wrapper): `drive` publishes and returns at once with
+//! no motion report, the link can drop (`Disconnected`), and the base can be
+//! car-like (Ackermann). Simulated pacing keeps these tests fast and
+//! deterministic; `nav rosmaster`'s end-to-end tests cover real time.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use async_trait::async_trait;
+use nav_core::time::{Clock, ManualClock};
+use nav_hal::HalError;
+use nav_hal::hal::{
+    Actuators, CameraFrame, Capabilities, DepthFrame, Detection, MotionOutcome, Odometry, Sensors, StampedScan,
+    VelocityCommand,
+};
+use nav_hal::sim::{SimConfig, SimHal};
+use nav_planner::navigator::explore_loop::{ExploreEnd, ExploreLoop, ExploreLoopConfig, ExploreSignals};
+use nav_planner::navigator::{Observer, StepLog, StepRecord};
+use nav_planner::offline::OfflineExplorePlanner;
+use nav_planner::protocol::PlannerReply;
+use nav_planner::protocol::explore::{ExploreDecision, ExplorePlanner, ExploreSnapshot};
+use nav_safety::WatchdogTier;
+use serde_json::Value;
+use std::sync::{Arc, Mutex};
+
+/// The simulator as a real robot looks: one command per `drive`, no
+/// motion report; optionally unreachable during `outage` (sim seconds).
+struct RobotLike {
+    sim: SimHal,
+    clock: Arc<ManualClock>,
+    outage: Option<(f64, f64)>,
+    /// Every command the loop tried to publish: (time, linear, angular, link up).
+    commands: Vec<(f64, f64, f64, bool)>,
+}
+
+impl RobotLike {
+    fn new(arena: &str, config: SimConfig) -> Self {
+        let sim = SimHal::builtin(arena, config).unwrap();
+        let clock = sim.clock();
+        Self { sim, clock, outage: None, commands: Vec::new() }
+    }
+
+    fn down(&self) -> bool {
+        let t = self.clock.now_s();
+        self.outage.is_some_and(|(a, b)| t >= a && t < b)
+    }
+
+    fn check(&self) -> Result<(), HalError> {
+        if self.down() {
+            Err(HalError::Disconnected { endpoint: "ws://robot:9090".into(), reason: "link lost".into() })
+        } else {
+            Ok(())
+        }
+    }
+}
+
+#[async_trait]
+impl Sensors for RobotLike {
+    fn capabilities(&self) -> Capabilities {
+        Capabilities { pose_is_ground_truth: false, detections: false, ..self.sim.capabilities() }
+    }
+    async fn odometry(&mut self) -> Result<Odometry, HalError> {
+        self.check()?;
+        self.sim.odometry().await
+    }
+    async fn scan(&mut self) -> Result<StampedScan, HalError> {
+        self.check()?;
+        self.sim.scan().await
+    }
+    async fn rgb(&mut self) -> Result<CameraFrame, HalError> {
+        self.check()?;
+        self.sim.rgb().await
+    }
+    async fn depth(&mut self) -> Result<DepthFrame, HalError> {
+        self.check()?;
+        self.sim.depth().await
+    }
+    async fn detections(&mut self) -> Result<Vec<Detection>, HalError> {
+        Err(HalError::unsupported("detections"))
+    }
+}
+
+#[async_trait]
+impl Actuators for RobotLike {
+    async fn drive(&mut self, command: VelocityCommand) -> Result<MotionOutcome, HalError> {
+        let up = !self.down();
+        self.commands.push((self.clock.now_s(), command.linear, command.angular, up));
+        if !up {
+            // time passes while the link is down; the robot stands still
+            self.clock.advance(command.duration_s);
+            return Err(HalError::Disconnected { endpoint: "ws://robot:9090".into(), reason: "link lost".into() });
+        }
+        self.sim.drive(command).await?;
+        // a real robot's drive publishes one Twist and reports nothing
+        Ok(MotionOutcome { distance_m: 0.0, duration_s: 0.0, collided: false, stopped_early: false })
+    }
+    async fn stop(&mut self) -> Result<(), HalError> {
+        self.sim.stop().await
+    }
+}
+
+/// The offline explorer, remembering the previous result each snapshot
+/// carried (the feedback a VLM would read).
+struct Recording {
+    inner: OfflineExplorePlanner,
+    results: Arc<Mutex<Vec<String>>>,
+    /// Run inline (true) or on the loop's decision task like a VLM (false).
+    instant: bool,
+}
+
+#[async_trait]
+impl ExplorePlanner for Recording {
+    fn name(&self) -> String {
+        "recording".into()
+    }
+    fn is_instant(&self) -> bool {
+        self.instant
+    }
+    async fn decide(&mut self, snap: &ExploreSnapshot) -> PlannerReply<ExploreDecision> {
+        if let Some(r) = &snap.previous_result {
+            self.results.lock().unwrap().push(r.clone());
+        }
+        self.inner.decide(snap).await
+    }
+}
+
+async fn run(
+    robot: &mut RobotLike,
+    max_time_s: f64,
+    results: Arc<Mutex<Vec<String>>>,
+) -> (nav_planner::navigator::explore_loop::ExploreOutcome, Vec<StepRecord>) {
+    run_with(robot, max_time_s, Recording { inner: OfflineExplorePlanner::new(), results, instant: true }).await
+}
+
+async fn run_with(
+    robot: &mut RobotLike,
+    max_time_s: f64,
+    planner: Recording,
+) -> (nav_planner::navigator::explore_loop::ExploreOutcome, Vec<StepRecord>) {
+    let config = ExploreLoopConfig { max_time_s, ..ExploreLoopConfig::default() };
+    let planner = Box::new(planner);
+    let mut lp = ExploreLoop::new(config, planner, ExploreSignals::default());
+    let mut log = StepLog::memory();
+    let clock = Arc::clone(&robot.clock);
+    let out = lp.run(robot, clock.as_ref(), &mut log, &mut Observer::new()).await.unwrap();
+    (out, log.records().to_vec())
+}
+
+fn events<'a>(records: &'a [StepRecord], name: &'a str) -> impl Iterator<Item = (&'a StepRecord, &'a Value)> + 'a {
+    records.iter().flat_map(move |r| r.events.iter().filter(move |e| e["event"] == name).map(move |e| (r, e)))
+}
+
+#[tokio::test]
+async fn feedback_distances_come_from_odometry_when_drive_reports_none() {
+    let mut robot = RobotLike::new("exploration", SimConfig::default());
+    let results = Arc::new(Mutex::new(Vec::new()));
+    let (out, _) = run(&mut robot, 60.0, Arc::clone(&results)).await;
+    assert_eq!(out.collisions, 0);
+    let travelled = robot.sim.world().path_length_m();
+    assert!(travelled > 1.0, "the robot explored: {travelled} m");
+    let distances: Vec<f64> = results
+        .lock()
+        .unwrap()
+        .iter()
+        .filter_map(|r| serde_json::from_str::<Value>(r).ok())
+        .filter_map(|v| v["actual_distance_m"].as_f64())
+        .collect();
+    assert!(!distances.is_empty(), "the planner heard about finished actions");
+    let reported: f64 = distances.iter().sum();
+    assert!(reported > 0.5 * travelled, "feedback reports the motion odometry saw: {reported} of {travelled} m");
+    assert!(reported <= travelled * 1.2 + 0.1, "and not more: {reported} of {travelled} m");
+}
+
+#[tokio::test]
+async fn a_lost_link_holds_the_robot_still_while_the_watchdog_tiers_run() {
+    let mut robot = RobotLike::new("exploration", SimConfig::default());
+    robot.outage = Some((5.0, 40.0));
+    let (out, records) = run(&mut robot, 50.0, Arc::new(Mutex::new(Vec::new()))).await;
+    // nothing that moves is published while the link is down
+    let during: Vec<_> = robot.commands.iter().filter(|c| !c.3).collect();
+    assert!(during.len() > 500, "the control loop kept ticking: {} ticks", during.len());
+    assert!(during.iter().all(|c| c.1 == 0.0 && c.2 == 0.0), "only zero velocity while disconnected");
+    // the watchdog went through every tier during the outage, in order
+    let tiers: Vec<(f64, String)> =
+        events(&records, "watchdog").map(|(r, e)| (r.t_s, e["tier"].as_str().unwrap_or("").to_string())).collect();
+    let in_outage: Vec<&str> =
+        tiers.iter().filter(|(t, _)| (5.0..40.5).contains(t)).map(|(_, tier)| tier.as_str()).collect();
+    assert_eq!(in_outage[..3], ["STOP_WAIT", "LOCAL_NAV", "RETURN_HOME"], "tiers: {tiers:?}");
+    let first = tiers.iter().find(|(_, t)| t == "STOP_WAIT").unwrap().0;
+    assert!((7.9..8.3).contains(&first), "STOP_WAIT 3 s after the link dropped: {first}");
+    assert_eq!(out.worst_tier, WatchdogTier::ReturnHome);
+    assert!(events(&records, "sensor_error").count() > 500);
+    // after the outage the loop decides again and drives
+    let resumed = records.iter().any(|r| r.t_s > 40.0 && r.planner_called);
+    assert!(resumed, "a decision after the link came back");
+    assert!(robot.commands.iter().any(|c| c.0 > 40.0 && c.3 && c.1 != 0.0), "motion after the link came back");
+    assert!(matches!(out.end, ExploreEnd::TimeLimit | ExploreEnd::Complete), "{:?}", out.end);
+}
+
+#[tokio::test]
+async fn an_ackermann_robot_explores_on_arcs_without_turning_in_place() {
+    let mut robot = RobotLike::new("exploration", SimConfig::default().ackermann(0.3));
+    let (out, _) = run(&mut robot, 240.0, Arc::new(Mutex::new(Vec::new()))).await;
+    let world = robot.sim.world();
+    assert_eq!(world.collisions(), 0);
+    assert!(world.coverage() > 0.6, "coverage {:.2}", world.coverage());
+    for &(t, v, w, _) in &robot.commands {
+        assert!(w.abs() <= v.abs() / 0.3 + 1e-6, "t={t:.2}: ({v:.3}, {w:.3}) is tighter than the 0.3 m radius");
+    }
+    assert!(robot.commands.iter().any(|c| c.1 > 0.0), "it drove");
+    assert_eq!(out.collisions, 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_watchdog_counts_from_the_start_of_the_run_not_the_clock_epoch() {
+    // a robot clock that has been running for a while (a monotonic clock started with the HAL)
+    let mut robot = RobotLike::new("exploration", SimConfig::default());
+    robot.clock.advance(1000.0);
+    let planner = Recording { inner: OfflineExplorePlanner::new(), results: Arc::default(), instant: false };
+    let (out, records) = run_with(&mut robot, 15.0, planner).await;
+    let tiers: Vec<_> = events(&records, "watchdog").map(|(r, e)| (r.t_s, e["tier"].clone())).collect();
+    assert!(tiers.is_empty(), "a planner that answers keeps the watchdog quiet: {tiers:?}");
+    assert_eq!(out.worst_tier, WatchdogTier::Continue);
+    assert!(out.stats.planner_calls >= 1);
+}
