@@ -121,6 +121,34 @@ impl EpisodeStats {
     }
 }
 
+/// What every loop runs with besides its robot: the clock it reads time
+/// from, the step log it writes one line per step to, and the observer it
+/// reports to. The three loops share one shape: `XLoop::new(config, …)`
+/// validates the configuration and returns `Result<Self, NavError>`, and
+/// `run(&mut self, robot, &mut RunContext)` drives one episode.
+pub struct RunContext<'a, R: ?Sized> {
+    /// The run's clock (simulated time in the simulator, the robot's clock
+    /// on hardware).
+    pub clock: &'a dyn nav_core::time::Clock,
+    /// The step log.
+    pub log: &'a mut StepLog,
+    /// Ground truth for the log, progress and the run identity.
+    pub observer: Observer<'a, R>,
+}
+
+impl<'a, R: ?Sized> RunContext<'a, R> {
+    /// A context with an observer that reports nothing.
+    pub fn new(clock: &'a dyn nav_core::time::Clock, log: &'a mut StepLog) -> Self {
+        Self { clock, log, observer: Observer::new() }
+    }
+
+    /// Replaces the observer.
+    pub fn with_observer(mut self, observer: Observer<'a, R>) -> Self {
+        self.observer = observer;
+        self
+    }
+}
+
 /// What a loop reports outward while it runs: ground truth for the log
 /// (simulators), progress for a progress bar, and the run identity for
 /// step 0.
