@@ -11,7 +11,6 @@
 //! ```
 
 use crate::error::SafetyError;
-use crate::geofence::ZoneKind;
 use nav_core::drive::DriveKind;
 use serde::{Deserialize, Serialize};
 
@@ -225,6 +224,19 @@ impl Default for NetworkConfig {
     fn default() -> Self {
         Self { window: 20, elevated_latency_s: 3.0, degraded_after_s: 10.0, offline_after_s: 30.0 }
     }
+}
+
+/// What a geofence zone does.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
+pub enum ZoneKind {
+    /// The robot must not enter.
+    Keepout,
+    /// The robot may enter at most at this speed.
+    Slowdown {
+        /// Speed limit inside the zone, m/s.
+        max_speed_mps: f64,
+    },
 }
 
 /// A zone as written in a config file.

@@ -9,7 +9,7 @@
 //! scaled with their apparent size, so a real VLM can read what it sees.
 //! Depth is the perpendicular (optical-axis) distance per pixel.
 
-use super::scene::{Fan, NO_HIT, Scene};
+use crate::arena::scene::{Fan, NO_HIT, Scene};
 use crate::arena::semantics::ObjectStyle;
 use nav_core::geometry::Point2;
 use nav_core::raster::{Rgb, RgbFrame};

@@ -1,7 +1,7 @@
 //! Motion with swept collision detection.
 //!
 //! Every translation is checked as a swept disc against all geometry
-//! ([`Scene::sweep`](super::scene::Scene::sweep)), so no speed or step
+//! ([`Scene::sweep`](crate::arena::scene::Scene::sweep)), so no speed or step
 //! size can tunnel through a wall. A blocked motion stops at contact
 //! (minus a 0.1 mm skin), ends the command and counts one collision.
 //! Discrete turns happen in place (a disc cannot collide by turning);
