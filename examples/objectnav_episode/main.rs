@@ -165,7 +165,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         if truncated { "; last line truncated" } else { "" }
     );
     let decisions: Vec<_> = records.iter().filter_map(|r| r.planner.as_ref().map(|p| (r, p))).collect();
-    println!("the model was asked at {} steps; the first decisions (pose after that step, odometry frame):", decisions.len());
+    println!(
+        "the model was asked at {} steps; the first decisions (pose after that step, odometry frame):",
+        decisions.len()
+    );
     for (r, p) in decisions.iter().take(5) {
         let pose = r.pose; // odometry frame: the start pose is (0, 0, 0°)
         println!(
