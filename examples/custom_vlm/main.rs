@@ -181,7 +181,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 r.fallback.as_deref().unwrap_or("none")
             );
             for raw in &r.raw {
-                println!("  raw reply (kept in the step log): {:?}", raw.replace('\n', " "));
+                println!("  raw reply (kept in the step log): {}", raw.replace('\n', " "));
             }
         }
 
