@@ -12,6 +12,7 @@
 
 use crate::error::SafetyError;
 use crate::geofence::ZoneKind;
+use nav_core::drive::DriveKind;
 use serde::{Deserialize, Serialize};
 
 /// All parameters of the safety layer.
@@ -24,7 +25,11 @@ pub struct SafetyConfig {
     pub clearance: ClearanceConfig,
     /// Time-to-collision tiers.
     pub ttc: TtcConfig,
-    /// Drive kinematics.
+    /// Drive kinematics of the base. Not read from configuration files:
+    /// it is a property of the robot, which reports it in its HAL
+    /// capabilities (the explore loop copies it from there); code that
+    /// uses the safety layer on its own sets it directly.
+    #[serde(skip)]
     pub drive: DriveKind,
     /// LiDAR freshness.
     pub sensors: SensorConfig,
@@ -147,26 +152,6 @@ pub struct TtcConfig {
 impl Default for TtcConfig {
     fn default() -> Self {
         Self { full_s: 5.0, medium_s: 2.0, slow_s: 1.2, stop_s: 0.5 }
-    }
-}
-
-/// Drive kinematics of the base.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "kind", rename_all = "snake_case")]
-pub enum DriveKind {
-    /// Car-like steering (the ROSMASTER A1): no turning in place; |ω| is
-    /// limited to |v| / `min_turn_radius_m`.
-    Ackermann {
-        /// Tightest turning radius, m.
-        min_turn_radius_m: f64,
-    },
-    /// Differential drive: may spin in place.
-    Differential,
-}
-
-impl Default for DriveKind {
-    fn default() -> Self {
-        DriveKind::Ackermann { min_turn_radius_m: 0.3 }
     }
 }
 
