@@ -113,7 +113,13 @@ impl NavConfig {
         if self.grounding.files.is_empty() {
             return Ok(None);
         }
-        let format = crate::cmd::grounding::parse_format(self.grounding.format.as_deref().unwrap_or("txt"))?;
+        let format = self
+            .grounding
+            .format
+            .as_deref()
+            .unwrap_or("txt")
+            .parse::<nav_memory::grounding::MergeFormat>()
+            .map_err(|e| usage(format!("[grounding] format: {e}")))?;
         let merged =
             nav_memory::grounding::merge_files(&self.grounding.files, format).map_err(|e| usage(e.to_string()))?;
         for w in &merged.warnings {

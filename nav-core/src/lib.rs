@@ -53,6 +53,8 @@
 pub mod action;
 pub mod astar;
 pub mod candidates;
+pub mod discovery;
+pub mod drive;
 pub mod error;
 pub mod frontier;
 pub mod geometry;

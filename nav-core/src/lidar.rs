@@ -17,6 +17,39 @@ use serde::{Deserialize, Serialize};
 use std::f64::consts::{PI, TAU};
 use std::fmt::Write as _;
 
+/// A LiDAR scan with its acquisition time: what a HAL returns and what the
+/// safety layer judges freshness by.
+///
+/// ```
+/// use nav_core::lidar::{LaserScan, StampedScan};
+/// let s = StampedScan { scan: LaserScan::full_circle(8, 0.05, 12.0, 3.0), stamp_s: 10.0 };
+/// assert_eq!(s.age_s(10.25), 0.25);
+/// assert_eq!(s.age_s(9.0), 0.0, "a stamp from the future is not negative age");
+/// ```
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StampedScan {
+    /// The scan (ROS `LaserScan` semantics, angles CCW from the front).
+    pub scan: LaserScan,
+    /// Acquisition time, seconds on the robot's clock.
+    pub stamp_s: f64,
+}
+
+impl StampedScan {
+    /// Seconds between the acquisition and `now_s` (0 when the stamp is
+    /// ahead of `now_s`; infinite when either is not finite).
+    pub fn age_s(&self, now_s: f64) -> f64 {
+        scan_age_s(self.stamp_s, now_s)
+    }
+}
+
+/// Seconds between a scan stamped `stamp_s` and `now_s`: 0 for a stamp
+/// ahead of `now_s`, infinite (never fresh) when the difference is not
+/// finite (a NaN or infinite stamp).
+pub fn scan_age_s(stamp_s: f64, now_s: f64) -> f64 {
+    let age = now_s - stamp_s;
+    if age.is_finite() { age.max(0.0) } else { f64::INFINITY }
+}
+
 /// A planar laser scan with ROS `LaserScan` semantics.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct LaserScan {

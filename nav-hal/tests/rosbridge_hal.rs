@@ -7,10 +7,11 @@
 #[path = "support/rosbridge.rs"]
 mod support;
 
+use nav_core::drive::DriveKind;
 use nav_core::lidar::{LidarConfig, LidarSummary};
 use nav_core::time::Clock;
 use nav_hal::HalError;
-use nav_hal::hal::{Actuators, DriveKind, Sensors, VelocityCommand};
+use nav_hal::hal::{Actuators, Sensors, VelocityCommand};
 use nav_hal::rosbridge::testing::PeerConfig;
 use nav_hal::rosbridge::{RosbridgeConfig, RosbridgeHal};
 use serde_json::json;

@@ -78,8 +78,9 @@ mod common;
 
 #[test]
 fn exploration_prompt_stays_near_200_tokens() {
+    use nav_core::discovery::Significance;
     use nav_core::geometry::Point2;
-    use nav_memory::{ActionRecord, ExplorationMemory, Frontier, Significance};
+    use nav_memory::{ActionRecord, ExplorationMemory, Frontier};
     let mut m = ExplorationMemory::new(0.0);
     let empty = tokens(&m.to_prompt_text());
     for (i, room) in

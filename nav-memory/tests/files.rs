@@ -3,14 +3,14 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use nav_core::action::Action;
+use nav_core::discovery::Significance;
 use nav_core::geometry::Point2;
 use nav_memory::grounding::{
     CategoryFeedback, EpisodeGrounding, FinalGrounding, GroundingStore, MergeFormat, PART_SEPARATOR, SaveFormat,
     StepStatus, load_grounding_file, merge_files,
 };
 use nav_memory::{
-    ActionRecord, ExplorationMemory, Frontier, MemoryConfig, MemoryError, SceneObservation, Significance,
-    SpatialMemory, StepFlags,
+    ActionRecord, ExplorationMemory, Frontier, MemoryConfig, MemoryError, SceneObservation, SpatialMemory, StepFlags,
 };
 use std::path::{Path, PathBuf};
 

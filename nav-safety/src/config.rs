@@ -11,7 +11,7 @@
 //! ```
 
 use crate::error::SafetyError;
-use crate::geofence::ZoneKind;
+use nav_core::drive::DriveKind;
 use serde::{Deserialize, Serialize};
 
 /// All parameters of the safety layer.
@@ -24,7 +24,11 @@ pub struct SafetyConfig {
     pub clearance: ClearanceConfig,
     /// Time-to-collision tiers.
     pub ttc: TtcConfig,
-    /// Drive kinematics.
+    /// Drive kinematics of the base. Not read from configuration files:
+    /// it is a property of the robot, which reports it in its HAL
+    /// capabilities (the explore loop copies it from there); code that
+    /// uses the safety layer on its own sets it directly.
+    #[serde(skip)]
     pub drive: DriveKind,
     /// LiDAR freshness.
     pub sensors: SensorConfig,
@@ -150,26 +154,6 @@ impl Default for TtcConfig {
     }
 }
 
-/// Drive kinematics of the base.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "kind", rename_all = "snake_case")]
-pub enum DriveKind {
-    /// Car-like steering (the ROSMASTER A1): no turning in place; |ω| is
-    /// limited to |v| / `min_turn_radius_m`.
-    Ackermann {
-        /// Tightest turning radius, m.
-        min_turn_radius_m: f64,
-    },
-    /// Differential drive: may spin in place.
-    Differential,
-}
-
-impl Default for DriveKind {
-    fn default() -> Self {
-        DriveKind::Ackermann { min_turn_radius_m: 0.3 }
-    }
-}
-
 /// LiDAR freshness.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -240,6 +224,19 @@ impl Default for NetworkConfig {
     fn default() -> Self {
         Self { window: 20, elevated_latency_s: 3.0, degraded_after_s: 10.0, offline_after_s: 30.0 }
     }
+}
+
+/// What a geofence zone does.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
+pub enum ZoneKind {
+    /// The robot must not enter.
+    Keepout,
+    /// The robot may enter at most at this speed.
+    Slowdown {
+        /// Speed limit inside the zone, m/s.
+        max_speed_mps: f64,
+    },
 }
 
 /// A zone as written in a config file.

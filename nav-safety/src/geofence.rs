@@ -24,22 +24,11 @@
 //! ```
 
 use crate::config::GeofenceConfig;
+/// Zone kinds are configuration data; they live with the rest of it in [`crate::config`].
+pub use crate::config::ZoneKind;
 use crate::error::SafetyError;
 use nav_core::geometry::{Point2, Pose2, point_in_polygon, polygon_area};
 use serde::{Deserialize, Serialize};
-
-/// What a zone does.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
-pub enum ZoneKind {
-    /// The robot must not enter.
-    Keepout,
-    /// The robot may enter at most at this speed.
-    Slowdown {
-        /// Speed limit inside the zone, m/s.
-        max_speed_mps: f64,
-    },
-}
 
 /// A named zone.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

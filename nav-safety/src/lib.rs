@@ -77,7 +77,7 @@ pub mod watchdog;
 
 pub use arbiter::{StopArbiter, StopSource};
 pub use blocked::{ActionKey, Allowance, BlockedActionMemory};
-pub use config::{DriveKind, SafetyConfig};
+pub use config::SafetyConfig;
 pub use error::{SafetyError, ToolError};
 pub use executor::{
     ExecutionOutcome, Feedback, FrontierGoal, MotionReport, NavGoalTarget, ObserveTarget, PathCheck, ReportTarget,

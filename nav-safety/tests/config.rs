@@ -2,7 +2,8 @@
 //! left out, rejects unknown fields, and validates value orderings.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use nav_safety::config::{DriveKind, SafetyConfig};
+use nav_core::drive::DriveKind;
+use nav_safety::config::SafetyConfig;
 use nav_safety::geofence::ZoneKind;
 use nav_safety::{SafetyError, SafetyExecutor};
 
@@ -26,7 +27,7 @@ fn defaults_are_the_spec_values() {
     );
     assert_eq!((c.ttc.full_s, c.ttc.medium_s, c.ttc.slow_s, c.ttc.stop_s), (5.0, 2.0, 1.2, 0.5));
     assert_eq!(c.sensors.max_scan_age_s, 5.0);
-    assert_eq!(c.drive, DriveKind::Ackermann { min_turn_radius_m: 0.3 });
+    assert_eq!(c.drive, DriveKind::Differential, "the robot reports its kinematics; the default is the permissive one");
     c.validate().unwrap();
     // The default survives a TOML round trip.
     let text = toml::to_string(&c).unwrap();
@@ -39,9 +40,6 @@ fn partial_toml_with_zones() {
         [speeds]
         fast_mps = 0.15
         max_linear_mps = 0.15
-
-        [drive]
-        kind = "differential"
 
         [watchdog]
         local_nav_s = 120.0
@@ -59,7 +57,6 @@ fn partial_toml_with_zones() {
     let c: SafetyConfig = toml::from_str(text).unwrap();
     assert_eq!(c.speeds.fast_mps, 0.15);
     assert_eq!(c.speeds.slow_mps, 0.08, "unset fields keep their defaults");
-    assert_eq!(c.drive, DriveKind::Differential);
     assert_eq!(c.watchdog.local_nav_s, 120.0);
     assert_eq!(c.geofence.zones[1].kind, ZoneKind::Slowdown { max_speed_mps: 0.05 });
     let ex = SafetyExecutor::new(c).unwrap();

@@ -1,6 +1,6 @@
 //! `nav grounding merge FILES… [--format txt|json|both]` (seed 004).
 
-use crate::exit::{CmdResult, Exit, usage};
+use crate::exit::{CmdResult, usage};
 use clap::Subcommand;
 use nav_memory::grounding::{MergeFormat, merge_files};
 use std::path::PathBuf;
@@ -19,21 +19,13 @@ pub enum GroundingCommand {
     },
 }
 
-/// Parses a merge format name.
-pub fn parse_format(s: &str) -> Result<MergeFormat, Exit> {
-    match s {
-        "txt" => Ok(MergeFormat::Txt),
-        "json" => Ok(MergeFormat::Json),
-        "both" => Ok(MergeFormat::Both),
-        other => Err(usage(format!("--format {other:?}: expected txt, json or both"))),
-    }
-}
-
 /// Runs the command.
 pub fn run(cmd: GroundingCommand) -> CmdResult {
     match cmd {
         GroundingCommand::Merge { files, format } => {
-            let merged = merge_files(&files, parse_format(&format)?).map_err(|e| usage(e.to_string()))?;
+            let merged =
+                merge_files(&files, format.parse::<MergeFormat>().map_err(|e| usage(format!("--format: {e}")))?)
+                    .map_err(|e| usage(e.to_string()))?;
             for w in &merged.warnings {
                 eprintln!("nav: warning: {w}");
             }

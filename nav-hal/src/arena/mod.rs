@@ -27,7 +27,9 @@
 //! house.
 
 mod builtin;
+pub(crate) mod geodesic;
 pub mod procedural;
+pub(crate) mod scene;
 pub mod semantics;
 mod validate;
 

@@ -15,12 +15,12 @@
 
 pub use super::semantics::ROOM_OBJECTS;
 
+use super::geodesic::ConfigGrid;
+use super::scene::Scene;
 use super::semantics::{ObjectSpec, objects_for_room};
 use super::{
     Arena, ArenaObject, Criteria, DEFAULT_OBJECT_SUCCESS_M, DEFAULT_ROBOT_RADIUS_M, Goal, Obstacle, Room, Start,
 };
-use crate::sim::geodesic::ConfigGrid;
-use crate::sim::scene::Scene;
 use nav_core::geometry::Point2;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;

@@ -1,9 +1,9 @@
 //! Geometric validation of arenas; every error names the field at fault.
 
+use super::geodesic::ConfigGrid;
+use super::scene::Scene;
 use super::{Arena, Feature, Goal, invalid};
 use crate::HalError;
-use crate::sim::geodesic::ConfigGrid;
-use crate::sim::scene::Scene;
 use nav_core::geometry::{Point2, polygon_area};
 
 /// Grid cell used for the reachability check, metres.

@@ -5,11 +5,12 @@ use super::{BridgeHal, RgbEncoding};
 use crate::HalError;
 use crate::depth_scan::ScanBuilder;
 use crate::hal::{
-    Actuators, CameraFrame, Capabilities, DepthFrame, Detection, DriveKind, Odometry, Panorama, PanoramaView, Sensors,
+    Actuators, CameraFrame, Capabilities, DepthFrame, Detection, Odometry, Panorama, PanoramaView, Sensors,
     StampedScan, StepOutcome,
 };
 use async_trait::async_trait;
 use nav_core::action::Action;
+use nav_core::drive::DriveKind;
 use nav_core::geometry::{Point2, Pose2, normalize_angle};
 use nav_core::lidar::LaserScan;
 use serde_json::{Map, json};

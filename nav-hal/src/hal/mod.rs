@@ -14,9 +14,12 @@
 
 mod types;
 
+/// The HAL's scans are nav-core's [`StampedScan`](nav_core::lidar::StampedScan) (one definition,
+/// shared with the safety layer); re-exported here because every `Sensors::scan` caller needs it.
+pub use nav_core::lidar::StampedScan;
 pub use types::{
-    CameraFrame, Capabilities, DepthFrame, Detection, DriveKind, MotionOutcome, Odometry, Panorama, PanoramaView,
-    StampedScan, StepOutcome, VelocityCommand,
+    CameraFrame, Capabilities, DepthFrame, Detection, MotionOutcome, Odometry, Panorama, PanoramaView, StepOutcome,
+    VelocityCommand,
 };
 
 use crate::HalError;

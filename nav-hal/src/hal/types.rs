@@ -1,8 +1,8 @@
 //! Plain data exchanged across the HAL traits.
 
 use nav_core::action::StepConfig;
+use nav_core::drive::DriveKind;
 use nav_core::geometry::Pose2;
-use nav_core::lidar::LaserScan;
 use nav_core::raster::RgbFrame;
 use serde::{Deserialize, Serialize};
 
@@ -21,15 +21,6 @@ pub struct Odometry {
     /// True when `pose` is exact (a noise-free simulator), false for a real
     /// estimate that drifts.
     pub ground_truth: bool,
-}
-
-/// A LiDAR scan with its time stamp.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct StampedScan {
-    /// The scan (ROS `LaserScan` semantics, angles CCW from the front).
-    pub scan: LaserScan,
-    /// Acquisition time, seconds.
-    pub stamp_s: f64,
 }
 
 /// An RGB camera image with its field of view.
@@ -168,22 +159,6 @@ pub struct Detection {
     pub bbox: Option<[u32; 4]>,
     /// Always true for simulator detections.
     pub ground_truth: bool,
-}
-
-/// How the robot steers under velocity commands.
-#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
-#[serde(tag = "kind", rename_all = "snake_case")]
-#[non_exhaustive]
-pub enum DriveKind {
-    /// Unicycle / differential drive: any (v, ω), turning in place allowed.
-    #[default]
-    Differential,
-    /// Car-like steering (ROSMASTER A1): `|ω| ≤ |v| / min_turn_radius_m`,
-    /// no turning in place.
-    Ackermann {
-        /// Smallest turning radius, metres.
-        min_turn_radius_m: f64,
-    },
 }
 
 /// What a robot offers, so a planner can check before it asks.

@@ -13,7 +13,6 @@ impl MapPicture {
     /// The picture as an SVG document.
     pub fn to_svg(&self) -> String {
         let (w, h) = self.size();
-        let s = self.scale();
         let mut o = String::new();
         let _ = writeln!(
             o,
@@ -30,6 +29,16 @@ impl MapPicture {
             by1 - by0,
             hex(Rgb([244, 244, 240]))
         );
+        self.svg_rooms(&mut o);
+        self.svg_walls_and_objects(&mut o);
+        self.svg_track(&mut o);
+        self.svg_start_scale_title(&mut o);
+        o.push_str("</svg>\n");
+        o
+    }
+
+    /// Room polygons (tinted, with a tooltip) and their names.
+    fn svg_rooms(&self, o: &mut String) {
         for room in &self.arena.rooms {
             let pts: Vec<String> = room
                 .points()
@@ -55,6 +64,11 @@ impl MapPicture {
                 xml_escape(&room.name)
             );
         }
+    }
+
+    /// Walls, obstacles, labelled objects (the goal ringed) and a point goal.
+    fn svg_walls_and_objects(&self, o: &mut String) {
+        let s = self.scale();
         for (seg, _) in self.arena.all_segments() {
             let (ax, ay) = self.px(seg.a);
             let (bx, by) = self.px(seg.b);
@@ -124,6 +138,11 @@ impl MapPicture {
                 gy - 8.0
             );
         }
+    }
+
+    /// The trajectory, the robot at its end, anchors and the planner target.
+    fn svg_track(&self, o: &mut String) {
+        let s = self.scale();
         if self.trajectory.len() >= 2 {
             let pts: Vec<String> = self
                 .trajectory
@@ -164,6 +183,12 @@ impl MapPicture {
                 writeln!(o, r#"<circle cx="{gx:.1}" cy="{gy:.1}" r="7" fill="none" stroke="{t}" stroke-width="2"/>"#);
             let _ = writeln!(o, r#"<circle cx="{gx:.1}" cy="{gy:.1}" r="2.5" fill="{t}"/>"#);
         }
+    }
+
+    /// The start pose, the 1 m scale bar and the title.
+    fn svg_start_scale_title(&self, o: &mut String) {
+        let s = self.scale();
+        let (_, h) = self.size();
         let start = self.arena.start.pose();
         let (sx, sy) = self.px(start.position());
         let (tx, ty) = self.px(start.transform_point(Point2::new(DEFAULT_ROBOT_RADIUS_M * 2.2, 0.0)));
@@ -192,7 +217,5 @@ impl MapPicture {
                 xml_escape(title)
             );
         }
-        o.push_str("</svg>\n");
-        o
     }
 }

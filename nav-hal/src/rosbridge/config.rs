@@ -2,7 +2,7 @@
 //! safety-relevant limits (staleness, speed caps, reconnect backoff).
 
 use crate::HalError;
-use crate::hal::DriveKind;
+use nav_core::drive::DriveKind;
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
 

@@ -9,11 +9,22 @@
 //! scaled with their apparent size, so a real VLM can read what it sees.
 //! Depth is the perpendicular (optical-axis) distance per pixel.
 
-use super::scene::{Fan, NO_HIT, Scene};
+use crate::arena::scene::{Fan, NO_HIT, Scene};
 use crate::arena::semantics::ObjectStyle;
-use nav_core::geometry::Point2;
+use nav_core::geometry::{Point2, Pose2};
 use nav_core::raster::{Rgb, RgbFrame};
 use serde::{Deserialize, Serialize};
+
+/// How the scene's objects look in a rendered view: the colour style of
+/// each object and the label drawn on it (none for unlabelled objects),
+/// both in the scene's object order.
+#[derive(Debug, Clone, Copy)]
+pub struct ObjectLook<'a> {
+    /// One style per object.
+    pub styles: &'a [ObjectStyle],
+    /// One optional label per object.
+    pub labels: &'a [Option<String>],
+}
 
 /// Camera parameters.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -144,7 +155,7 @@ impl CameraModel {
         let range = self.config.max_depth_m / self.col_cos.iter().copied().fold(1.0, f64::min).max(1e-3);
         let mut ray_t = vec![f64::INFINITY; w];
         let mut ray_id = vec![NO_HIT; w];
-        scene.cast_fan(origin, yaw, &self.fan, range, false, &mut ray_t, &mut ray_id);
+        scene.cast_fan(Pose2::new(origin.x, origin.y, yaw), &self.fan, range, false, &mut ray_t, &mut ray_id);
         let wall_t: Vec<f64> = ray_t.iter().rev().copied().collect();
         let wall_id: Vec<u32> = ray_id.iter().rev().copied().collect();
         let mut circles = Vec::new();
@@ -229,20 +240,20 @@ impl CameraModel {
         out
     }
 
-    /// Renders the view. `wall_colour(hit_point_in_front, segment id)`
-    /// gives the base colour of a wall column.
-    #[allow(clippy::too_many_arguments)]
+    /// Renders the view from `from` (position and viewing direction).
+    /// `wall_colour(hit_point_in_front)` gives the base colour of a wall
+    /// column; `objects` how objects look.
     pub fn render(
         &self,
         scene: &Scene,
         layout: &ViewLayout,
-        origin: Point2,
-        yaw: f64,
+        from: Pose2,
         wall_colour: &dyn Fn(Point2) -> Rgb,
-        styles: &[ObjectStyle],
-        labels: &[Option<String>],
+        objects: ObjectLook<'_>,
         want_depth: bool,
     ) -> (RgbFrame, Option<Vec<f32>>) {
+        let (origin, yaw) = (from.position(), from.yaw);
+        let ObjectLook { styles, labels } = objects;
         let (w, h) = (self.config.width, self.config.height);
         let mut frame = RgbFrame::new(w, h, Rgb::BLACK);
         let mut depth = want_depth.then(|| vec![0f32; w * h]);

@@ -8,7 +8,7 @@
 //! wedges of at most 1°, each as far as its shortest ray, capped at the
 //! coverage range) as seen.
 
-use super::scene::{Scene, seg_distance};
+use crate::arena::scene::{Scene, seg_distance};
 use nav_core::geometry::{Point2, normalize_angle};
 use std::f64::consts::{PI, TAU};
 

@@ -14,11 +14,9 @@
 
 mod camera;
 pub(crate) mod coverage;
-pub(crate) mod geodesic;
 mod hal_impl;
 mod lidar;
 mod motion;
-pub(crate) mod scene;
 mod sensors;
 
 pub use camera::CameraConfig;
@@ -26,19 +24,20 @@ pub use hal_impl::SimHal;
 pub use lidar::SimLidarConfig;
 
 use crate::HalError;
+use crate::arena::geodesic::ConfigGrid;
+use crate::arena::scene::{Fan, Scene};
 use crate::arena::semantics::{NEUTRAL_WALL, ObjectStyle, object_style, room_colour};
 use crate::arena::{Arena, Feature, Goal};
-use crate::hal::{Capabilities, DriveKind};
+use crate::hal::Capabilities;
 use camera::CameraModel;
 use coverage::Coverage;
-use geodesic::ConfigGrid;
 use nav_core::action::StepConfig;
+use nav_core::drive::DriveKind;
 use nav_core::geometry::{Point2, Pose2};
 use nav_core::raster::Rgb;
 use nav_core::time::ManualClock;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
-use scene::{Fan, Scene};
 use serde::{Deserialize, Serialize};
 use std::sync::{Arc, OnceLock};
 

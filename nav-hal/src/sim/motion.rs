@@ -1,7 +1,7 @@
 //! Motion with swept collision detection.
 //!
 //! Every translation is checked as a swept disc against all geometry
-//! ([`Scene::sweep`](super::scene::Scene::sweep)), so no speed or step
+//! ([`Scene::sweep`](crate::arena::scene::Scene::sweep)), so no speed or step
 //! size can tunnel through a wall. A blocked motion stops at contact
 //! (minus a 0.1 mm skin), ends the command and counts one collision.
 //! Discrete turns happen in place (a disc cannot collide by turning);
@@ -11,8 +11,9 @@
 
 use super::{CONTACT_SKIN_M, SimWorld};
 use crate::HalError;
-use crate::hal::{DriveKind, MotionOutcome, StepOutcome, VelocityCommand};
+use crate::hal::{MotionOutcome, StepOutcome, VelocityCommand};
 use nav_core::action::{Action, step_pose};
+use nav_core::drive::DriveKind;
 use nav_core::geometry::{Point2, Pose2, normalize_angle};
 use rand::Rng;
 
@@ -191,12 +192,8 @@ impl SimWorld {
     /// Applies the speed limits and the steering model.
     fn limit(&self, v: f64, w: f64) -> (f64, f64) {
         let v = v.clamp(-self.config.max_linear_mps, self.config.max_linear_mps);
-        let mut w = w.clamp(-self.config.max_angular_rps, self.config.max_angular_rps);
-        if let DriveKind::Ackermann { min_turn_radius_m } = self.config.drive {
-            let max_w = v.abs() / min_turn_radius_m;
-            w = w.clamp(-max_w, max_w);
-        }
-        (v, w)
+        let w = w.clamp(-self.config.max_angular_rps, self.config.max_angular_rps);
+        (v, self.config.drive.limit_yaw_rate(v, w))
     }
 
     /// One substep of a unicycle: moves along the chord of the arc,

@@ -3,10 +3,11 @@
 //! coverage.
 
 use super::SimWorld;
+use super::camera::ObjectLook;
 use super::motion::gaussian;
 use crate::HalError;
 use crate::hal::{CameraFrame, DepthFrame, Detection, Odometry, Panorama, PanoramaView, StampedScan};
-use nav_core::geometry::{Point2, normalize_angle};
+use nav_core::geometry::{Point2, Pose2, normalize_angle};
 use nav_core::lidar::LaserScan;
 use nav_core::time::Clock;
 
@@ -31,8 +32,7 @@ impl SimWorld {
         let n = cfg.beams;
         let origin = self.pose.position();
         self.scene.cast_fan(
-            origin,
-            self.pose.yaw,
+            self.pose,
             &self.lidar_fan,
             f64::from(cfg.range_max),
             true,
@@ -104,8 +104,9 @@ impl SimWorld {
         let range = self.config.coverage_range_m.min(self.config.camera.max_depth_m);
         self.coverage.integrate(origin, yaw, &self.camera.fan.angles, &layout.nearest_by_ray(), range);
         let wall_colour = |p: Point2| self.wall_colour_at(p);
-        let (frame, depth) =
-            self.camera.render(&self.scene, &layout, origin, yaw, &wall_colour, &self.styles, &self.labels, want_depth);
+        let look = ObjectLook { styles: &self.styles, labels: &self.labels };
+        let from = Pose2::new(origin.x, origin.y, yaw);
+        let (frame, depth) = self.camera.render(&self.scene, &layout, from, &wall_colour, look, want_depth);
         let stamp_s = self.clock.now_s();
         let cfg = self.config.camera;
         let depth = depth.map(|depth_m| DepthFrame { width: cfg.width, height: cfg.height, depth_m, stamp_s });

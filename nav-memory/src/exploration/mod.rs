@@ -17,66 +17,13 @@
 use crate::error::MemoryError;
 use crate::snapshot;
 use crate::text::{clip_chars, normalize_label};
+use nav_core::discovery::Significance;
 use nav_core::geometry::Point2;
 use serde::{Deserialize, Serialize};
 use std::collections::VecDeque;
-use std::fmt;
 use std::path::Path;
-use std::str::FromStr;
 
 mod prompt;
-
-/// How important a `report_discovery` is (the seed-001 tool's enum).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Significance {
-    /// A recognizable landmark (added to the current room's objects).
-    Landmark,
-    /// A new room: creates it (or re-enters it) and makes it current.
-    Room,
-    /// An obstacle worth remembering (added to the current room's objects).
-    Obstacle,
-    /// Anything else of interest (added to the current room's objects).
-    PointOfInterest,
-}
-
-impl Significance {
-    /// The snake_case name of the tool schema.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Significance::Landmark => "landmark",
-            Significance::Room => "room",
-            Significance::Obstacle => "obstacle",
-            Significance::PointOfInterest => "point_of_interest",
-        }
-    }
-}
-
-impl fmt::Display for Significance {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-impl FromStr for Significance {
-    type Err = MemoryError;
-    /// Parses the tool's values, case-insensitively, with spaces or dashes
-    /// for underscores (`"Point of interest"` works).
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        let key: String = s.trim().to_lowercase().chars().map(|c| if c == ' ' || c == '-' { '_' } else { c }).collect();
-        match key.as_str() {
-            "landmark" => Ok(Self::Landmark),
-            "room" => Ok(Self::Room),
-            "obstacle" => Ok(Self::Obstacle),
-            "point_of_interest" | "poi" => Ok(Self::PointOfInterest),
-            _ => Err(MemoryError::UnknownKeyword {
-                kind: "significance",
-                value: s.to_string(),
-                expected: "landmark, room, obstacle, point_of_interest",
-            }),
-        }
-    }
-}
 
 /// A room the VLM named.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -171,8 +118,9 @@ pub struct Discovery {
 /// The exploration state of one session (seed 001 `ExplorationState`).
 ///
 /// ```
+/// use nav_core::discovery::Significance;
 /// use nav_core::geometry::Point2;
-/// use nav_memory::{ActionRecord, ExplorationMemory, Significance};
+/// use nav_memory::{ActionRecord, ExplorationMemory};
 /// let mut m = ExplorationMemory::new(0.0);
 /// m.record_discovery("Kitchen", "fridge and counter", Significance::Room, Point2::new(2.0, 1.0));
 /// m.update_after_action(ActionRecord::new("move_toward", "forward", "success, +0.36m", Point2::new(2.3, 1.0)));
@@ -491,13 +439,6 @@ mod tests {
         let text = m.to_prompt_text();
         assert!(text.contains("Recent: [5] rotate(3) → success\n"), "{text}");
         assert!(text.contains("          [1] rotate(7) → success\n"), "{text}");
-    }
-
-    #[test]
-    fn significance_parses_tool_values() {
-        assert_eq!("room".parse::<Significance>().unwrap(), Significance::Room);
-        assert_eq!("Point of interest".parse::<Significance>().unwrap(), Significance::PointOfInterest);
-        assert!("treasure".parse::<Significance>().unwrap_err().to_string().contains("landmark, room"));
     }
 
     #[test]

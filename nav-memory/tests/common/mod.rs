@@ -1,8 +1,9 @@
 //! Scenarios shared by the test files.
 #![allow(dead_code)]
 
+use nav_core::discovery::Significance;
 use nav_core::geometry::Point2;
-use nav_memory::{ActionRecord, ExplorationMemory, Frontier, Significance};
+use nav_memory::{ActionRecord, ExplorationMemory, Frontier};
 
 /// A typical house exploration: three rooms, seven discoveries, three
 /// frontiers, a dead end and the five seed-003 example decisions.

@@ -5,12 +5,12 @@
 //! tests all go through [`run_episode`].
 
 use crate::navigator::candidates_loop::{
-    CandidatesEnd, CandidatesLoopConfig, WorldModelMode, rasterize_arena, run_candidates,
+    CandidatesEnd, CandidatesLoop, CandidatesLoopConfig, CandidatesTask, WorldModelMode, rasterize_arena,
 };
 use crate::navigator::explore_loop::{ExploreLoop, ExploreLoopConfig, ExploreSignals, frontier_list, memory_frontiers};
-use crate::navigator::objectnav_loop::{ObjectNavEnd, ObjectNavLoopConfig, run_objectnav};
+use crate::navigator::objectnav_loop::{ObjectNavEnd, ObjectNavLoop, ObjectNavLoopConfig, ObjectNavParts};
 use crate::navigator::policy::{HeadingPolicy, HeadingPolicyConfig};
-use crate::navigator::{EpisodeStats, NavError, Observer, StepLog};
+use crate::navigator::{EpisodeStats, NavError, Observer, RunContext, StepLog};
 use crate::offline::OfflineSceneAnalyzer;
 use crate::offline::{
     FrontierPlanner, OfflineCandidatePlanner, OfflineExplorePlanner, OfflineObjectNavConfig, OfflineObjectNavPlanner,
@@ -326,6 +326,17 @@ pub fn seeded_arena(arena: &Arena, seed: u64, robot_radius: f64) -> Result<Arena
     Ok(a)
 }
 
+/// What a protocol's loop left for judging.
+struct LoopResult {
+    stats: EpisodeStats,
+    /// How the loop ended (`stopped`, `step_limit`, …).
+    end: String,
+    /// The goal verdict, when the protocol decides it (ObjectNav, point goals).
+    success: Option<bool>,
+    /// Whether the loop's own criteria judge exploration (coverage).
+    explores: bool,
+}
+
 /// Runs one episode (see the module docs). `log` receives the step log;
 /// `progress(step)` is called after every step.
 pub async fn run_episode(
@@ -341,26 +352,9 @@ pub async fn run_episode(
     let clock = world.clock();
     let mut hal = SimHal::new(world);
     let max_steps = spec.max_steps.unwrap_or(arena.criteria.max_steps);
-    let target = match &arena.goal {
-        Some(Goal::Object { label }) => Some(label.clone()),
-        _ => None,
-    };
-    let point_goal = match &arena.goal {
-        Some(Goal::Point { x, y }) => Some(Point2::new(*x, *y)),
-        _ => None,
-    };
-    let planner_name = match (spec.planner, &spec.vlm) {
-        (PlannerChoice::Vlm, Some(v)) => {
-            let i = v.describe();
-            format!("vlm:{}/{}", i.provider, i.model)
-        }
-        (p, _) => p.as_str().to_string(),
-    };
-    if spec.planner == PlannerChoice::Vlm && spec.vlm.is_none() {
-        return Err(EpisodeError::Spec("--planner vlm needs a model (--vlm PROVIDER)".into()));
-    }
+    let planner_name = planner_name(spec)?;
     let gt = |h: &SimHal| h.world().ground_truth_pose();
-    let mut observer: Observer<'_, SimHal> = Observer::new()
+    let observer: Observer<'_, SimHal> = Observer::new()
         .with_ground_truth(&gt)
         .with_progress(progress)
         .with_info("arena", serde_json::json!(arena.name))
@@ -369,126 +363,168 @@ pub async fn run_episode(
         .with_info("planner", serde_json::json!(planner_name))
         .with_info("seed", serde_json::json!(spec.seed))
         .with_info("arena_json", serde_json::to_value(&arena).unwrap_or_default());
-
-    let (stats, end, success, explored_by_criteria): (EpisodeStats, String, Option<bool>, bool) = match spec.protocol {
-        ProtocolKind::Objectnav => {
-            let Some(target) = target.clone() else {
-                return Err(EpisodeError::Spec(format!(
-                    "arena {:?} has no object goal; objectnav needs {{\"goal\": {{\"object\": LABEL}}}}",
-                    arena.name
-                )));
-            };
-            let mut planner: Box<dyn ObjectNavPlanner> = match spec.planner {
-                PlannerChoice::Offline => Box::new(
-                    OfflineObjectNavPlanner::new(OfflineObjectNavConfig {
-                        memory: spec.memory,
-                        ..OfflineObjectNavConfig::default()
-                    })
-                    .map_err(|e| EpisodeError::Spec(e.to_string()))?,
-                ),
-                PlannerChoice::Frontier => {
-                    Box::new(FrontierPlanner::new(Default::default()).map_err(|e| EpisodeError::Spec(e.to_string()))?)
-                }
-                PlannerChoice::Vlm => Box::new(VlmObjectNavPlanner::new(
-                    spec.vlm.clone().ok_or_else(|| EpisodeError::Spec("no model".into()))?,
-                    ObjectNavPromptConfig {
-                        text_only: spec.text_only,
-                        grounding: spec.grounding.clone(),
-                        ..ObjectNavPromptConfig::default()
-                    },
-                )),
-            };
-            let mut scene: Box<dyn SceneAnalyzer> = match (&spec.planner, &spec.vlm, spec.text_only) {
-                (PlannerChoice::Vlm, Some(v), false) => Box::new(VlmSceneAnalyzer::new(v.clone(), 8.0)),
-                _ => Box::new(OfflineSceneAnalyzer::new()),
-            };
-            let mut policy = HeadingPolicy::new(HeadingPolicyConfig {
-                success_distance_m: arena.success_distance_m(),
-                stop_distance_m: (arena.success_distance_m() - 0.2).max(0.3),
-                ..HeadingPolicyConfig::default()
-            });
-            let cfg = ObjectNavLoopConfig { max_steps, memory: spec.memory, ..spec.objectnav.clone() };
-            let out = run_objectnav(
-                &mut hal,
-                &target,
-                planner.as_mut(),
-                &mut policy,
-                scene.as_mut(),
-                &cfg,
-                clock.as_ref(),
-                log,
-                &mut observer,
-            )
-            .await?;
-            let success = out.end == ObjectNavEnd::Stopped && hal.world().is_success(hal.world().ground_truth_pose());
-            (out.stats, format!("{:?}", out.end).to_lowercase(), Some(success), false)
-        }
-        ProtocolKind::Candidates => {
-            let mut planner: Box<dyn CandidatePlanner> = match spec.planner {
-                PlannerChoice::Offline | PlannerChoice::Frontier => Box::new(OfflineCandidatePlanner::new()),
-                PlannerChoice::Vlm => Box::new(VlmCandidatePlanner::new(
-                    spec.vlm.clone().ok_or_else(|| EpisodeError::Spec("no model".into()))?,
-                    CandidatePromptConfig { text_only: spec.text_only, ..CandidatePromptConfig::default() },
-                )),
-            };
-            let cfg = CandidatesLoopConfig {
-                max_cycles: max_steps,
-                goal_tolerance_m: arena.success_distance_m(),
-                ..spec.candidates.clone()
-            };
-            let grid = match cfg.world_model {
-                WorldModelMode::GroundTruth => rasterize_arena(&arena, cfg.resolution_m),
-                WorldModelMode::Vision => {
-                    let [x0, y0, x1, y1] = arena.bounds;
-                    OccupancyGrid::covering(x0, y0, x1, y1, cfg.resolution_m)
-                }
-            }
-            .map_err(|e| EpisodeError::Spec(e.to_string()))?;
-            let goal_text = match point_goal {
-                Some(g) => format!("Reach the goal at ({:.1}, {:.1})", g.x, g.y),
-                None => match &target {
-                    Some(t) => format!("Find the {t}"),
-                    None => "Explore the whole arena".to_string(),
-                },
-            };
-            let out = run_candidates(
-                &mut hal,
-                point_goal,
-                &goal_text,
-                planner.as_mut(),
-                grid,
-                &cfg,
-                clock.as_ref(),
-                log,
-                &mut observer,
-            )
-            .await?;
-            let success = match (&arena.goal, out.end) {
-                (Some(Goal::Point { .. }), _) => Some(hal.world().is_success(hal.world().ground_truth_pose())),
-                (Some(Goal::Object { .. }), CandidatesEnd::Stopped) => {
-                    Some(hal.world().is_success(hal.world().ground_truth_pose()))
-                }
-                (Some(Goal::Object { .. }), _) => Some(false),
-                (None, _) => None,
-            };
-            (out.stats, format!("{:?}", out.end).to_lowercase(), success, arena.goal.is_none())
-        }
-        ProtocolKind::Explore => {
-            let planner: Box<dyn ExplorePlanner> = match spec.planner {
-                PlannerChoice::Offline | PlannerChoice::Frontier => Box::new(OfflineExplorePlanner::new()),
-                PlannerChoice::Vlm => Box::new(VlmExplorePlanner::new(
-                    spec.vlm.clone().ok_or_else(|| EpisodeError::Spec("no model".into()))?,
-                    ExplorePromptConfig { text_only: spec.text_only, ..ExplorePromptConfig::default() },
-                    spec.explore.safety.clone(),
-                )),
-            };
-            let cfg = ExploreLoopConfig { max_decisions: max_steps, ..spec.explore.clone() };
-            let mut lp = ExploreLoop::new(cfg, planner, ExploreSignals::default());
-            let out = lp.run(&mut hal, clock.as_ref(), log, &mut observer).await?;
-            (out.stats, format!("{:?}", out.end).to_lowercase(), None, true)
-        }
+    let mut ctx = RunContext::new(clock.as_ref(), log).with_observer(observer);
+    let run = match spec.protocol {
+        ProtocolKind::Objectnav => objectnav_episode(spec, &arena, max_steps, &mut hal, &mut ctx).await?,
+        ProtocolKind::Candidates => candidates_episode(spec, &arena, max_steps, &mut hal, &mut ctx).await?,
+        ProtocolKind::Explore => explore_episode(spec, max_steps, &mut hal, &mut ctx).await?,
     };
+    let judged = Judged { spec, arena: &arena, max_steps, planner_name, wall_ms: 0.0 };
+    let mut summary = judge(judged, &hal, run);
+    summary.wall_ms = wall.elapsed().as_secs_f64() * 1000.0;
+    Ok(summary)
+}
 
+/// `vlm:PROVIDER/MODEL` for a model, else the planner's name; an error for
+/// `--planner vlm` without a model.
+fn planner_name(spec: &EpisodeSpec) -> Result<String, EpisodeError> {
+    match (spec.planner, &spec.vlm) {
+        (PlannerChoice::Vlm, Some(v)) => {
+            let i = v.describe();
+            Ok(format!("vlm:{}/{}", i.provider, i.model))
+        }
+        (PlannerChoice::Vlm, None) => Err(EpisodeError::Spec("--planner vlm needs a model (--vlm PROVIDER)".into())),
+        (p, _) => Ok(p.as_str().to_string()),
+    }
+}
+
+fn the_model(spec: &EpisodeSpec) -> Result<Arc<dyn VisionLanguageModel>, EpisodeError> {
+    spec.vlm.clone().ok_or_else(|| EpisodeError::Spec("no model".into()))
+}
+
+async fn objectnav_episode(
+    spec: &EpisodeSpec,
+    arena: &Arena,
+    max_steps: u32,
+    hal: &mut SimHal,
+    ctx: &mut RunContext<'_, SimHal>,
+) -> Result<LoopResult, EpisodeError> {
+    let Some(Goal::Object { label: target }) = &arena.goal else {
+        return Err(EpisodeError::Spec(format!(
+            "arena {:?} has no object goal; objectnav needs {{\"goal\": {{\"object\": LABEL}}}}",
+            arena.name
+        )));
+    };
+    let planner: Box<dyn ObjectNavPlanner> = match spec.planner {
+        PlannerChoice::Offline => Box::new(
+            OfflineObjectNavPlanner::new(OfflineObjectNavConfig {
+                memory: spec.memory,
+                ..OfflineObjectNavConfig::default()
+            })
+            .map_err(|e| EpisodeError::Spec(e.to_string()))?,
+        ),
+        PlannerChoice::Frontier => {
+            Box::new(FrontierPlanner::new(Default::default()).map_err(|e| EpisodeError::Spec(e.to_string()))?)
+        }
+        PlannerChoice::Vlm => Box::new(VlmObjectNavPlanner::new(
+            the_model(spec)?,
+            ObjectNavPromptConfig {
+                text_only: spec.text_only,
+                grounding: spec.grounding.clone(),
+                ..ObjectNavPromptConfig::default()
+            },
+        )),
+    };
+    let scene: Box<dyn SceneAnalyzer> = match (&spec.planner, &spec.vlm, spec.text_only) {
+        (PlannerChoice::Vlm, Some(v), false) => Box::new(VlmSceneAnalyzer::new(v.clone(), 8.0)),
+        _ => Box::new(OfflineSceneAnalyzer::new()),
+    };
+    let policy = Box::new(HeadingPolicy::new(HeadingPolicyConfig {
+        success_distance_m: arena.success_distance_m(),
+        stop_distance_m: (arena.success_distance_m() - 0.2).max(0.3),
+        ..HeadingPolicyConfig::default()
+    }));
+    let cfg = ObjectNavLoopConfig { max_steps, memory: spec.memory, ..spec.objectnav.clone() };
+    let mut lp = ObjectNavLoop::new(cfg, target.clone(), ObjectNavParts { planner, policy, scene })?;
+    let out = lp.run(hal, ctx).await?;
+    let success = out.end == ObjectNavEnd::Stopped && hal.world().is_success(hal.world().ground_truth_pose());
+    Ok(LoopResult { stats: out.stats, end: out.end.as_str().into(), success: Some(success), explores: false })
+}
+
+async fn candidates_episode(
+    spec: &EpisodeSpec,
+    arena: &Arena,
+    max_steps: u32,
+    hal: &mut SimHal,
+    ctx: &mut RunContext<'_, SimHal>,
+) -> Result<LoopResult, EpisodeError> {
+    let planner: Box<dyn CandidatePlanner> = match spec.planner {
+        PlannerChoice::Offline | PlannerChoice::Frontier => Box::new(OfflineCandidatePlanner::new()),
+        PlannerChoice::Vlm => Box::new(VlmCandidatePlanner::new(
+            the_model(spec)?,
+            CandidatePromptConfig { text_only: spec.text_only, ..CandidatePromptConfig::default() },
+        )),
+    };
+    let cfg = CandidatesLoopConfig {
+        max_cycles: max_steps,
+        goal_tolerance_m: arena.success_distance_m(),
+        ..spec.candidates.clone()
+    };
+    let grid = match cfg.world_model {
+        WorldModelMode::GroundTruth => rasterize_arena(arena, cfg.resolution_m),
+        WorldModelMode::Vision => {
+            let [x0, y0, x1, y1] = arena.bounds;
+            OccupancyGrid::covering(x0, y0, x1, y1, cfg.resolution_m)
+        }
+    }
+    .map_err(|e| EpisodeError::Spec(e.to_string()))?;
+    let goal = match &arena.goal {
+        Some(Goal::Point { x, y }) => Some(Point2::new(*x, *y)),
+        _ => None,
+    };
+    let goal_text = match (goal, &arena.goal) {
+        (Some(g), _) => format!("Reach the goal at ({:.1}, {:.1})", g.x, g.y),
+        (None, Some(Goal::Object { label })) => format!("Find the {label}"),
+        _ => "Explore the whole arena".to_string(),
+    };
+    let mut lp = CandidatesLoop::new(cfg, planner, CandidatesTask { goal, goal_text, grid })?;
+    let out = lp.run(hal, ctx).await?;
+    let at_goal = || hal.world().is_success(hal.world().ground_truth_pose());
+    let success = match (&arena.goal, out.end) {
+        (Some(Goal::Point { .. }), _) => Some(at_goal()),
+        (Some(Goal::Object { .. }), CandidatesEnd::Stopped) => Some(at_goal()),
+        (Some(Goal::Object { .. }), _) => Some(false),
+        (None, _) => None,
+    };
+    Ok(LoopResult { stats: out.stats, end: out.end.as_str().into(), success, explores: arena.goal.is_none() })
+}
+
+async fn explore_episode(
+    spec: &EpisodeSpec,
+    max_steps: u32,
+    hal: &mut SimHal,
+    ctx: &mut RunContext<'_, SimHal>,
+) -> Result<LoopResult, EpisodeError> {
+    let planner: Box<dyn ExplorePlanner> = match spec.planner {
+        PlannerChoice::Offline | PlannerChoice::Frontier => Box::new(OfflineExplorePlanner::new()),
+        PlannerChoice::Vlm => Box::new(VlmExplorePlanner::new(
+            the_model(spec)?,
+            ExplorePromptConfig { text_only: spec.text_only, ..ExplorePromptConfig::default() },
+            spec.explore.safety.clone(),
+        )),
+    };
+    let cfg = ExploreLoopConfig { max_decisions: max_steps, ..spec.explore.clone() };
+    let mut lp = ExploreLoop::new(cfg, planner, ExploreSignals::default());
+    let out = lp.run(hal, ctx.clock, ctx.log, &mut ctx.observer).await?;
+    // the snake_case name the enum serializes to (`decision_limit`, `complete`, …)
+    let end = serde_json::to_value(out.end).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default();
+    Ok(LoopResult { stats: out.stats, end, success: None, explores: true })
+}
+
+/// The episode a loop result is judged against.
+struct Judged<'a> {
+    spec: &'a EpisodeSpec,
+    arena: &'a Arena,
+    max_steps: u32,
+    planner_name: String,
+    wall_ms: f64,
+}
+
+/// The seed-002 criteria and the SPEC §6 run summary, from the
+/// simulator's ground truth (scoring only: nothing here reaches a loop).
+fn judge(j: Judged<'_>, hal: &SimHal, run: LoopResult) -> RunSummary {
+    let (spec, arena, max_steps) = (j.spec, j.arena, j.max_steps);
+    let stats = run.stats;
     let w = hal.world();
     let coverage = w.coverage();
     let collisions = w.collisions();
@@ -497,9 +533,9 @@ pub async fn run_episode(
     // exploration without a stated coverage target is judged against the seed's 80 %
     let min_cov =
         arena.criteria.min_coverage.or((spec.protocol == ProtocolKind::Explore || arena.goal.is_none()).then_some(0.8));
-    let success = match success {
+    let success = match run.success {
         Some(s) => s,
-        None => min_cov.is_none_or(|m| coverage >= m) && explored_by_criteria,
+        None => min_cov.is_none_or(|m| coverage >= m) && run.explores,
     };
     let spl = match geodesic {
         Some(l) => nav_core::metrics::spl(success, l, path),
@@ -552,10 +588,10 @@ pub async fn run_episode(
         expected: format!("<= {max_steps}"),
     });
     let passed = criteria.iter().all(|c| c.passed);
-    Ok(RunSummary {
+    RunSummary {
         arena: arena.name.clone(),
         protocol: spec.protocol.as_str().to_string(),
-        planner: planner_name,
+        planner: j.planner_name,
         seed: spec.seed,
         success,
         spl,
@@ -570,17 +606,20 @@ pub async fn run_episode(
         prompt_tokens: stats.usage.prompt_tokens,
         completion_tokens: stats.usage.completion_tokens,
         fallbacks: stats.fallbacks,
-        wall_ms: wall.elapsed().as_secs_f64() * 1000.0,
+        wall_ms: j.wall_ms,
         memory: spec.memory,
-        target,
+        target: match &arena.goal {
+            Some(Goal::Object { label }) => Some(label.clone()),
+            _ => None,
+        },
         planner_calls: stats.planner_calls,
         cost_usd: stats.cost_usd,
         safety_overrides: stats.safety_overrides,
-        end,
+        end: run.end,
         median_overhead_ms: stats.median_overhead_ms(),
         passed,
         criteria,
-    })
+    }
 }
 
 /// The request a backend would send at the start state of `spec`'s

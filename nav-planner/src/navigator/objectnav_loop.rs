@@ -4,20 +4,23 @@
 //! discrete actions → DC record with avoid_hint → spatial memory every step
 //! (anchors; scene analysis every 20 steps with dwell) → Navigation Context
 //! for the next call. Every step is one flushed step-log line.
+//!
+//! [`ObjectNavLoop::new`] validates the configuration;
+//! [`ObjectNavLoop::run`] drives one episode over a robot.
 
-use super::log::{PlannerRecord, StepLog, StepRecord};
+use super::log::{PlannerRecord, StepRecord};
 use super::policy::{LowLevelPolicy, PolicyAction, PolicyGoal, PolicyObservation, PolicyStop};
-use super::{EpisodeStats, NavError, Observer};
+use super::{EpisodeStats, NavError, RunContext};
 use crate::protocol::objectnav::{ObjectNavObservation, ObjectNavPlanner, StepObservation};
 use crate::protocol::scene::{SceneAnalyzer, SceneInput};
 use nav_core::action::Action;
 use nav_core::geometry::Pose2;
-use nav_core::time::Clock;
 use nav_hal::HalError;
 use nav_hal::hal::{Detection, Panorama, Robot};
 use nav_memory::{MemoryConfig, MemoryEvent, SpatialMemory, StepFlags};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
+use std::collections::VecDeque;
 use std::time::Instant;
 
 /// Settings of the ObjectNav loop.
@@ -52,6 +55,26 @@ impl Default for ObjectNavLoopConfig {
     }
 }
 
+impl ObjectNavLoopConfig {
+    /// Checks the values the loop cannot run with, naming the key.
+    ///
+    /// # Errors
+    /// [`NavError::Config`] naming the first bad key (the memory settings
+    /// are checked by nav-memory, under `objectnav.memory_config`).
+    pub fn validate(&self) -> Result<(), NavError> {
+        if self.max_steps == 0 {
+            return Err(NavError::Config("objectnav.max_steps: must be at least 1".into()));
+        }
+        if !(1..=72).contains(&self.panorama_views) {
+            return Err(NavError::Config(format!(
+                "objectnav.panorama_views: must be in [1, 72] (got {})",
+                self.panorama_views
+            )));
+        }
+        self.memory_config.validate().map_err(|e| NavError::Config(format!("objectnav.memory_config: {e}")))
+    }
+}
+
 /// How an ObjectNav episode ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -60,6 +83,16 @@ pub enum ObjectNavEnd {
     Stopped,
     /// The step budget ran out.
     StepLimit,
+}
+
+impl ObjectNavEnd {
+    /// The snake_case name the run summary and the step log use.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ObjectNavEnd::Stopped => "stopped",
+            ObjectNavEnd::StepLimit => "step_limit",
+        }
+    }
 }
 
 /// The result of one ObjectNav episode.
@@ -103,201 +136,304 @@ async fn panorama_and_detections<R: Robot + ?Sized>(
     Ok((pano, dets))
 }
 
-/// Runs one ObjectNav episode for `target` until STOP or the step budget.
-#[allow(clippy::too_many_arguments)]
-pub async fn run_objectnav<R: Robot + ?Sized>(
-    robot: &mut R,
-    target: &str,
-    planner: &mut dyn ObjectNavPlanner,
-    policy: &mut dyn LowLevelPolicy,
-    scene: &mut dyn SceneAnalyzer,
-    config: &ObjectNavLoopConfig,
-    clock: &dyn Clock,
-    log: &mut StepLog,
-    observer: &mut Observer<'_, R>,
-) -> Result<ObjectNavOutcome, NavError> {
-    let t0 = clock.now_s();
-    let mut memory = SpatialMemory::new(config.memory_config.clone())?;
-    let mut stats = EpisodeStats::default();
-    let caps = robot.capabilities();
-    let mut step: u64 = 0;
-    let mut pose = robot.odometry().await.map(|o| o.pose).unwrap_or_else(|_| Pose2::origin());
+/// The parts an ObjectNav loop decides with: the planner (a VLM protocol
+/// or an offline stand-in), the low-level policy and the scene analyzer.
+pub struct ObjectNavParts {
+    /// Where to go: `{goal_flag, angle, discovered_context}`.
+    pub planner: Box<dyn ObjectNavPlanner>,
+    /// How to get there: discrete actions until STOP.
+    pub policy: Box<dyn LowLevelPolicy>,
+    /// Which place the robot is in, every place period.
+    pub scene: Box<dyn SceneAnalyzer>,
+}
 
-    let mut start = StepRecord {
-        step: 0,
-        t_s: 0.0,
-        action: "start".into(),
-        pose: memory.pose().into(),
-        gt_pose: observer.gt_pose(robot).map(Into::into),
-        place_id: Some(memory.current_place_id().0),
-        anchor_id: Some(memory.current_anchor_id().0),
-        ..StepRecord::default()
-    };
-    start.info = observer.info.clone();
-    start.info.insert("target".into(), json!(target));
-    start.info.insert("memory".into(), json!(config.memory));
-    log.write(&start)?;
+/// The seed-000 ObjectNav loop over a robot (see the module docs).
+pub struct ObjectNavLoop {
+    config: ObjectNavLoopConfig,
+    target: String,
+    parts: ObjectNavParts,
+}
 
-    let mut need_plan = true;
-    let mut replans_without_motion = 0u32;
-    let mut pending_events: Vec<Value> = Vec::new();
-    let mut pending_planner: Option<PlannerRecord> = None;
-    let mut forced: std::collections::VecDeque<Action> = std::collections::VecDeque::new();
-    let end = loop {
-        if step >= u64::from(config.max_steps) {
-            break ObjectNavEnd::StepLimit;
-        }
-        let cycle_start = Instant::now();
-        let mut vlm_time_ms = 0.0;
-        // (re-)plan
-        if need_plan && forced.is_empty() {
-            if replans_without_motion >= config.max_replans_without_motion {
-                // the planner keeps choosing a blocked direction: turn 60° ourselves to break the tie,
-                // then ask again
-                replans_without_motion = 0;
-                pending_events.push(json!({"event": "tie_break_turn"}));
-                forced.extend([Action::TurnLeft, Action::TurnLeft]);
-            } else {
-                let (pano, dets) = panorama_and_detections(robot, config.panorama_views).await?;
-                let scan = if caps.lidar { robot.scan().await.ok().map(|s| s.scan) } else { None };
-                let context = config.memory.then(|| memory.context(None));
-                let obs = ObjectNavObservation {
-                    target,
-                    pose,
-                    panorama: pano.as_ref(),
-                    detections: &dets,
-                    scan: scan.as_ref(),
-                    context: context.as_ref(),
-                };
-                let reply = planner.plan(&obs).await;
-                stats.add_call(&reply.record);
-                vlm_time_ms += reply.record.latency_ms;
-                let d = &reply.decision;
-                memory.push_dc(d.goal_flag, &d.discovered_context.goal_scene_type, &d.discovered_context.why);
-                if let Some(reason) = &reply.record.fallback {
-                    pending_events.push(json!({"event": "fallback", "reason": reason}));
-                }
-                // a call superseded before the robot moved (the policy handed back at once) stays in the log
-                if let Some(prev) = pending_planner.take() {
-                    let prev = serde_json::to_value(prev).unwrap_or(Value::Null);
-                    pending_events.push(json!({"event": "replanned", "planner": prev}));
-                }
-                pending_planner = Some(PlannerRecord {
-                    raw: reply.record.raw.clone(),
-                    parsed: serde_json::to_value(d).unwrap_or(Value::Null),
-                    fallback: reply.record.fallback.clone(),
-                    vlm_calls: reply.record.vlm_calls,
-                    prompt_tokens: reply.record.usage.prompt_tokens,
-                    completion_tokens: reply.record.usage.completion_tokens,
-                    latency_ms: reply.record.latency_ms,
-                });
-                let goal = PolicyGoal {
-                    goal_flag: d.goal_flag,
-                    angle_rad: d.angle.to_radians(),
-                    target: target.to_string(),
-                    distance_hint_m: reply.distance_hint_m,
-                };
-                policy.reset(&goal, pose);
-                need_plan = false;
-                replans_without_motion += 1;
+/// The per-episode state the steps share.
+struct RunState {
+    memory: SpatialMemory,
+    stats: EpisodeStats,
+    step: u64,
+    pose: Pose2,
+    t0: f64,
+    need_plan: bool,
+    replans_without_motion: u32,
+    pending_events: Vec<Value>,
+    pending_planner: Option<PlannerRecord>,
+    forced: VecDeque<Action>,
+    /// Model time in the current cycle, ms (excluded from the overhead).
+    vlm_time_ms: f64,
+}
+
+impl ObjectNavLoop {
+    /// A loop looking for `target` with `parts`.
+    ///
+    /// # Errors
+    /// [`NavError::Config`] when the configuration is invalid.
+    pub fn new(
+        config: ObjectNavLoopConfig,
+        target: impl Into<String>,
+        parts: ObjectNavParts,
+    ) -> Result<Self, NavError> {
+        config.validate()?;
+        Ok(Self { config, target: target.into(), parts })
+    }
+
+    /// The configuration the loop runs with.
+    pub fn config(&self) -> &ObjectNavLoopConfig {
+        &self.config
+    }
+
+    /// Runs one episode until the agent's STOP or the step budget.
+    ///
+    /// # Errors
+    /// A robot or step-log failure.
+    pub async fn run<R: Robot + ?Sized>(
+        &mut self,
+        robot: &mut R,
+        ctx: &mut RunContext<'_, R>,
+    ) -> Result<ObjectNavOutcome, NavError> {
+        let mut st = self.begin(robot, ctx).await?;
+        let end = loop {
+            if st.step >= u64::from(self.config.max_steps) {
+                break ObjectNavEnd::StepLimit;
             }
-        }
+            let cycle_start = Instant::now();
+            st.vlm_time_ms = 0.0;
+            if st.need_plan && st.forced.is_empty() {
+                self.replan(robot, &mut st).await?;
+            }
+            let Some(action) = self.decide(robot, &mut st).await? else { continue };
+            self.act(robot, ctx, &mut st, action).await?;
+            st.stats.record_overhead(cycle_start.elapsed().as_secs_f64() * 1000.0 - st.vlm_time_ms);
+            ctx.observer.step(robot, st.step);
+            if action == Action::Stop {
+                break ObjectNavEnd::Stopped;
+            }
+        };
+        Ok(ObjectNavOutcome { end, stats: st.stats, memory: st.memory })
+    }
 
-        // sense for the policy
+    async fn begin<R: Robot + ?Sized>(&self, robot: &mut R, ctx: &mut RunContext<'_, R>) -> Result<RunState, NavError> {
+        let memory = SpatialMemory::new(self.config.memory_config.clone())?;
+        let pose = robot.odometry().await.map(|o| o.pose).unwrap_or_else(|_| Pose2::origin());
+        let mut start = StepRecord {
+            step: 0,
+            t_s: 0.0,
+            action: "start".into(),
+            pose: memory.pose().into(),
+            gt_pose: ctx.observer.gt_pose(robot).map(Into::into),
+            place_id: Some(memory.current_place_id().0),
+            anchor_id: Some(memory.current_anchor_id().0),
+            ..StepRecord::default()
+        };
+        start.info = ctx.observer.info.clone();
+        start.info.insert("target".into(), json!(self.target));
+        start.info.insert("memory".into(), json!(self.config.memory));
+        ctx.log.write(&start)?;
+        Ok(RunState {
+            memory,
+            stats: EpisodeStats::default(),
+            step: 0,
+            pose,
+            t0: ctx.clock.now_s(),
+            need_plan: true,
+            replans_without_motion: 0,
+            pending_events: Vec::new(),
+            pending_planner: None,
+            forced: VecDeque::new(),
+            vlm_time_ms: 0.0,
+        })
+    }
+
+    /// Calls the planner (or, after too many calls without a step, turns
+    /// 60° on its own to break the tie) and resets the policy to the reply.
+    async fn replan<R: Robot + ?Sized>(&mut self, robot: &mut R, st: &mut RunState) -> Result<(), NavError> {
+        if st.replans_without_motion >= self.config.max_replans_without_motion {
+            // the planner keeps choosing a blocked direction: turn 60° ourselves to break the tie,
+            // then ask again
+            st.replans_without_motion = 0;
+            st.pending_events.push(json!({"event": "tie_break_turn"}));
+            st.forced.extend([Action::TurnLeft, Action::TurnLeft]);
+            return Ok(());
+        }
+        let caps = robot.capabilities();
+        let (pano, dets) = panorama_and_detections(robot, self.config.panorama_views).await?;
+        let scan = if caps.lidar { robot.scan().await.ok().map(|s| s.scan) } else { None };
+        let context = self.config.memory.then(|| st.memory.context(None));
+        let obs = ObjectNavObservation {
+            target: &self.target,
+            pose: st.pose,
+            panorama: pano.as_ref(),
+            detections: &dets,
+            scan: scan.as_ref(),
+            context: context.as_ref(),
+        };
+        let reply = self.parts.planner.plan(&obs).await;
+        st.stats.add_call(&reply.record);
+        st.vlm_time_ms += reply.record.latency_ms;
+        let d = &reply.decision;
+        st.memory.push_dc(d.goal_flag, &d.discovered_context.goal_scene_type, &d.discovered_context.why);
+        if let Some(reason) = &reply.record.fallback {
+            st.pending_events.push(json!({"event": "fallback", "reason": reason}));
+        }
+        // a call superseded before the robot moved (the policy handed back at once) stays in the log
+        if let Some(prev) = st.pending_planner.take() {
+            let prev = serde_json::to_value(prev).unwrap_or(Value::Null);
+            st.pending_events.push(json!({"event": "replanned", "planner": prev}));
+        }
+        st.pending_planner = Some(PlannerRecord {
+            raw: reply.record.raw.clone(),
+            parsed: serde_json::to_value(d).unwrap_or(Value::Null),
+            fallback: reply.record.fallback.clone(),
+            vlm_calls: reply.record.vlm_calls,
+            prompt_tokens: reply.record.usage.prompt_tokens,
+            completion_tokens: reply.record.usage.completion_tokens,
+            latency_ms: reply.record.latency_ms,
+        });
+        let goal = PolicyGoal {
+            goal_flag: d.goal_flag,
+            angle_rad: d.angle.to_radians(),
+            target: self.target.clone(),
+            distance_hint_m: reply.distance_hint_m,
+        };
+        self.parts.policy.reset(&goal, st.pose);
+        st.need_plan = false;
+        st.replans_without_motion += 1;
+        Ok(())
+    }
+
+    /// The next action: a forced tie-break turn, or the policy's; `None`
+    /// when the policy handed back to the planner.
+    async fn decide<R: Robot + ?Sized>(
+        &mut self,
+        robot: &mut R,
+        st: &mut RunState,
+    ) -> Result<Option<Action>, NavError> {
+        // sense for the policy (always, so a simulator's sensor noise draws the same way whatever follows)
+        let caps = robot.capabilities();
         let scan = if caps.lidar { robot.scan().await.ok().map(|s| s.scan) } else { None };
         let dets = if caps.detections { robot.detections().await.unwrap_or_default() } else { Vec::new() };
-        let obs = PolicyObservation { pose, scan: scan.as_ref(), forward_clearance_m: None, detections: &dets };
-        let decided = match forced.pop_front() {
-            Some(a) => {
-                if forced.is_empty() {
-                    need_plan = true;
-                }
-                PolicyAction::Step(a)
+        if let Some(a) = st.forced.pop_front() {
+            if st.forced.is_empty() {
+                st.need_plan = true;
             }
-            None if need_plan => continue,
-            None => policy.act(&obs).await,
-        };
-        let action = match decided {
-            PolicyAction::Step(a) => a,
-            PolicyAction::Done(PolicyStop::Reached) => Action::Stop,
+            return Ok(Some(a));
+        }
+        if st.need_plan {
+            return Ok(None);
+        }
+        let obs =
+            PolicyObservation { pose: st.pose, scan: scan.as_ref(), forward_clearance_m: None, detections: &dets };
+        Ok(match self.parts.policy.act(&obs).await {
+            PolicyAction::Step(a) => Some(a),
+            PolicyAction::Done(PolicyStop::Reached) => Some(Action::Stop),
             PolicyAction::Done(why) => {
-                pending_events.push(json!({"event": "policy_stop", "reason": why}));
-                need_plan = true;
-                continue;
+                st.pending_events.push(json!({"event": "policy_stop", "reason": why}));
+                st.need_plan = true;
+                None
             }
-        };
+        })
+    }
 
-        // act
+    /// Executes `action`, updates the planner's view and the spatial
+    /// memory, and writes the step's log line.
+    async fn act<R: Robot + ?Sized>(
+        &mut self,
+        robot: &mut R,
+        ctx: &mut RunContext<'_, R>,
+        st: &mut RunState,
+        action: Action,
+    ) -> Result<(), NavError> {
+        let caps = robot.capabilities();
         let outcome = robot.act(action).await?;
         if action != Action::Stop {
-            replans_without_motion = 0;
+            st.replans_without_motion = 0;
         }
-        step += 1;
-        stats.steps = step as u32;
+        st.step += 1;
+        st.stats.steps = st.step as u32;
         if let Some(p) = outcome.pose {
-            pose = p;
+            st.pose = p;
         } else if let Ok(o) = robot.odometry().await {
-            pose = o.pose;
+            st.pose = o.pose;
         }
         // what the robot senses after the action, at the pose it is now in
         let scan_after = if caps.lidar { robot.scan().await.ok().map(|s| s.scan) } else { None };
         let dets_after = if caps.detections { robot.detections().await.unwrap_or_default() } else { Vec::new() };
-        planner.observe(&StepObservation { pose, scan: scan_after.as_ref(), detections: &dets_after });
+        self.parts.planner.observe(&StepObservation {
+            pose: st.pose,
+            scan: scan_after.as_ref(),
+            detections: &dets_after,
+        });
+        let events = self.update_memory(robot, st, action, outcome.collided).await;
+        let mut ev = std::mem::take(&mut st.pending_events);
+        ev.extend(events_json(&events));
+        let planner_rec = st.pending_planner.take();
+        let record = StepRecord {
+            step: st.step,
+            t_s: ctx.clock.now_s() - st.t0,
+            action: action.as_str().to_string(),
+            pose: st.memory.pose().into(),
+            gt_pose: ctx.observer.gt_pose(robot).map(Into::into),
+            place_id: Some(st.memory.current_place_id().0),
+            anchor_id: Some(st.memory.current_anchor_id().0),
+            planner_called: planner_rec.is_some(),
+            planner: planner_rec,
+            dc_queue: st.memory.dc_queue().iter().cloned().collect(),
+            events: ev,
+            collided: outcome.collided,
+            ..StepRecord::default()
+        };
+        ctx.log.write(&record)?;
+        Ok(())
+    }
 
-        // memory: anchors every step, scene analysis every place period
-        let scene_obs = if memory.scene_due() {
+    /// Memory: anchors every step, scene analysis every place period;
+    /// ABABA / STUCK counted (and re-planned on, when configured).
+    async fn update_memory<R: Robot + ?Sized>(
+        &mut self,
+        robot: &mut R,
+        st: &mut RunState,
+        action: Action,
+        collided: bool,
+    ) -> Vec<MemoryEvent> {
+        let caps = robot.capabilities();
+        let scene_obs = if st.memory.scene_due() {
             let frame = if caps.rgb { robot.rgb().await.ok() } else { None };
             let fresh_scan = if caps.lidar { robot.scan().await.ok().map(|s| s.scan) } else { None };
             let fresh_dets = if caps.detections { robot.detections().await.unwrap_or_default() } else { Vec::new() };
-            let (o, record) = scene
+            let (o, record) = self
+                .parts
+                .scene
                 .analyze(&SceneInput { frame: frame.as_ref(), detections: &fresh_dets, scan: fresh_scan.as_ref() })
                 .await;
-            stats.add_scene_call(&record);
-            vlm_time_ms += record.latency_ms;
+            st.stats.add_scene_call(&record);
+            st.vlm_time_ms += record.latency_ms;
             o
         } else {
             None
         };
         // a blocked step did not move the robot: dead reckoning and the anchor rules skip it
-        let flags = StepFlags { collided: outcome.collided, ..StepFlags::default() };
-        let events = memory.observe_step(action, scene_obs, flags);
+        let flags = StepFlags { collided, ..StepFlags::default() };
+        let events = st.memory.observe_step(action, scene_obs, flags);
         for e in &events {
             match e {
                 MemoryEvent::Ababa { .. } => {
-                    stats.ababa += 1;
-                    need_plan |= config.replan_on_patterns;
+                    st.stats.ababa += 1;
+                    st.need_plan |= self.config.replan_on_patterns;
                 }
                 MemoryEvent::Stuck { .. } => {
-                    stats.stuck += 1;
-                    need_plan |= config.replan_on_patterns;
+                    st.stats.stuck += 1;
+                    st.need_plan |= self.config.replan_on_patterns;
                 }
                 _ => {}
             }
         }
-        let mut ev = std::mem::take(&mut pending_events);
-        ev.extend(events_json(&events));
-        let planner_rec = pending_planner.take();
-        let record = StepRecord {
-            step,
-            t_s: clock.now_s() - t0,
-            action: action.as_str().to_string(),
-            pose: memory.pose().into(),
-            gt_pose: observer.gt_pose(robot).map(Into::into),
-            place_id: Some(memory.current_place_id().0),
-            anchor_id: Some(memory.current_anchor_id().0),
-            planner_called: planner_rec.is_some(),
-            planner: planner_rec,
-            dc_queue: memory.dc_queue().iter().cloned().collect(),
-            events: ev,
-            collided: outcome.collided,
-            ..StepRecord::default()
-        };
-        log.write(&record)?;
-        stats.record_overhead(cycle_start.elapsed().as_secs_f64() * 1000.0 - vlm_time_ms);
-        observer.step(robot, step);
-        if action == Action::Stop {
-            break ObjectNavEnd::Stopped;
-        }
-    };
-    Ok(ObjectNavOutcome { end, stats, memory })
+        events
+    }
 }

@@ -12,9 +12,9 @@
 //!   it does not chatter between the two. With no room either way it
 //!   stops.
 
+use nav_core::drive::DriveKind;
 use nav_core::geometry::{Point2, Pose2, normalize_angle};
 use nav_core::lidar::{ArcStat, LaserScan, arc_distance};
-use nav_hal::hal::DriveKind;
 use nav_safety::{ContinuousGuard, VelocityTarget};
 
 /// Heading error beyond which a differential base turns in place and an

@@ -273,7 +273,7 @@ pub trait ExplorePlanner: Send {
 }
 
 /// Splits a response's tool calls into typed calls, recording invalid ones.
-fn typed_calls(calls: &[crate::vlm::ToolCall], record: &mut CallRecord) -> Vec<(String, ToolCall)> {
+fn typed_calls(calls: &[crate::vlm::RawToolCall], record: &mut CallRecord) -> Vec<(String, ToolCall)> {
     let mut out = Vec::new();
     for c in calls {
         let args = match &c.arguments {
@@ -377,7 +377,7 @@ impl<M: VisionLanguageModel> ExplorePlanner for VlmExplorePlanner<M> {
             .iter()
             .find(|c| c.id == id)
             .cloned()
-            .unwrap_or_else(|| crate::vlm::ToolCall::new(id.clone(), perception.name(), perception.to_json()));
+            .unwrap_or_else(|| crate::vlm::RawToolCall::new(id.clone(), perception.name(), perception.to_json()));
         let follow_up = request
             .turn(Turn::Assistant {
                 text: Some(resp.text.clone()).filter(|t| !t.is_empty()),

@@ -3,7 +3,7 @@
 //! - [`VisionLanguageModel`]: one async method, [`complete`], taking a
 //!   provider-neutral [`VlmRequest`] (system prompt, user [`Part`]s, follow-up
 //!   [`Turn`]s, [`ToolSpec`]s with a [`ToolChoice`], an optional
-//!   [`JsonSchemaSpec`]) and returning a [`VlmResponse`] (text, [`ToolCall`]s,
+//!   [`JsonSchemaSpec`]) and returning a [`VlmResponse`] (text, [`RawToolCall`]s,
 //!   [`Usage`], latency, cost) or a structured [`VlmError`].
 //! - Test doubles beside the trait: [`ScriptedVlm`] (queued replies, errors,
 //!   timeouts, silence; records requests) and [`FnVlm`] (a closure).
@@ -61,7 +61,7 @@ pub use openai::OpenAiBackend;
 pub use pricing::{ModelPrice, PriceTable};
 pub use redact::{REDACTED, Secret, redact};
 pub use request::{ImageDetail, JsonSchemaSpec, Part, ToolChoice, ToolSpec, Turn, VlmRequest};
-pub use response::{ToolCall, Usage, VlmResponse};
+pub use response::{RawToolCall, Usage, VlmResponse};
 pub use scripted::{FnVlm, ScriptStep, ScriptedVlm};
 
 /// The per-call deadline used when neither the request nor the config sets

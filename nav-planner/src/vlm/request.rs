@@ -5,7 +5,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use super::error::VlmError;
-use super::response::ToolCall;
+use super::response::RawToolCall;
 
 /// How much image detail the provider should spend tokens on. Only OpenAI
 /// honours it (`detail: low` is a fixed 85 tokens for a 640×480 frame,
@@ -96,11 +96,11 @@ pub enum Turn {
         /// Text the model produced, if any.
         text: Option<String>,
         /// The tool calls the model made (ids are echoed in tool results).
-        tool_calls: Vec<ToolCall>,
+        tool_calls: Vec<RawToolCall>,
     },
     /// The result of executing one tool call.
     ToolResult {
-        /// The [`ToolCall::id`] this answers.
+        /// The [`RawToolCall::id`] this answers.
         call_id: String,
         /// The tool's name (Gemini matches results by name).
         name: String,
@@ -397,7 +397,7 @@ mod tests {
             .tool_choice(ToolChoice::Only(vec!["b".into()]))
             .turn(Turn::Assistant {
                 text: None,
-                tool_calls: vec![ToolCall { id: "c1".into(), name: "a".into(), arguments: json!({}) }],
+                tool_calls: vec![RawToolCall { id: "c1".into(), name: "a".into(), arguments: json!({}) }],
             })
             .turn(Turn::ToolResult { call_id: "c1".into(), name: "a".into(), content: "{}".into() });
         assert_eq!(req.validate(), Ok(()));
@@ -434,7 +434,7 @@ mod tests {
             .image(Part::png(vec![1, 2], ImageDetail::Low))
             .tools(vec![tool("a")])
             .tool_choice(ToolChoice::Only(vec!["a".into()]))
-            .turn(Turn::Assistant { text: Some("t".into()), tool_calls: vec![ToolCall::new("c", "a", json!({}))] })
+            .turn(Turn::Assistant { text: Some("t".into()), tool_calls: vec![RawToolCall::new("c", "a", json!({}))] })
             .turn(Turn::ToolResult { call_id: "c".into(), name: "a".into(), content: "{}".into() })
             .json_schema("j", json!({"type": "object"}), false)
             .timeout(std::time::Duration::from_millis(1500));

@@ -1,10 +1,10 @@
-//! What a vision-language model answered: [`VlmResponse`], [`ToolCall`], [`Usage`].
+//! What a vision-language model answered: [`VlmResponse`], [`RawToolCall`], [`Usage`].
 
 use serde::{Deserialize, Serialize};
 
 /// One function call the model made.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ToolCall {
+pub struct RawToolCall {
     /// The provider's call id (synthesized as `call_N` where the provider
     /// has none, as Gemini often does); echoed back in tool results.
     pub id: String,
@@ -16,7 +16,7 @@ pub struct ToolCall {
     pub arguments: serde_json::Value,
 }
 
-impl ToolCall {
+impl RawToolCall {
     /// A tool call with these fields.
     pub fn new(id: impl Into<String>, name: impl Into<String>, arguments: serde_json::Value) -> Self {
         Self { id: id.into(), name: name.into(), arguments }
@@ -63,7 +63,7 @@ pub struct VlmResponse {
     /// tools). In JSON mode this is the JSON document.
     pub text: String,
     /// Tool calls in the order the model made them.
-    pub tool_calls: Vec<ToolCall>,
+    pub tool_calls: Vec<RawToolCall>,
     /// Token accounting.
     pub usage: Usage,
     /// Wall time of the whole call, retries and back-off included.
@@ -92,7 +92,7 @@ impl VlmResponse {
     }
 
     /// A reply carrying only tool calls.
-    pub fn from_tool_calls(tool_calls: Vec<ToolCall>) -> Self {
+    pub fn from_tool_calls(tool_calls: Vec<RawToolCall>) -> Self {
         Self { tool_calls, attempts: 1, ..Self::default() }
     }
 
@@ -109,7 +109,7 @@ impl VlmResponse {
     }
 
     /// The first tool call, if any.
-    pub fn first_tool_call(&self) -> Option<&ToolCall> {
+    pub fn first_tool_call(&self) -> Option<&RawToolCall> {
         self.tool_calls.first()
     }
 }

@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 
-use super::{BackendInfo, DEFAULT_TIMEOUT, ToolCall, VisionLanguageModel, VlmError, VlmRequest, VlmResponse};
+use super::{BackendInfo, DEFAULT_TIMEOUT, RawToolCall, VisionLanguageModel, VlmError, VlmRequest, VlmResponse};
 
 /// One scripted outcome of a [`ScriptedVlm`] call.
 #[derive(Debug, Clone, PartialEq)]
@@ -140,11 +140,11 @@ impl ScriptedVlm {
 
     /// Appends a reply with one tool call (id assigned when served).
     pub fn then_tool_call(self, name: impl Into<String>, arguments: serde_json::Value) -> Self {
-        self.then_tool_calls(vec![ToolCall::new("", name, arguments)])
+        self.then_tool_calls(vec![RawToolCall::new("", name, arguments)])
     }
 
     /// Appends a reply with several tool calls; empty ids are filled in.
-    pub fn then_tool_calls(self, calls: Vec<ToolCall>) -> Self {
+    pub fn then_tool_calls(self, calls: Vec<RawToolCall>) -> Self {
         self.then(ScriptStep::Reply(VlmResponse::from_tool_calls(calls)))
     }
 
@@ -368,7 +368,7 @@ mod tests {
         let vlm = ScriptedVlm::new()
             .with_model("fake-1")
             .then_text("one")
-            .then_tool_calls(vec![ToolCall::new("", "a", json!({})), ToolCall::new("keep", "b", json!({"x": 1}))])
+            .then_tool_calls(vec![RawToolCall::new("", "a", json!({})), RawToolCall::new("keep", "b", json!({"x": 1}))])
             .then_tool_call("c", json!({}));
         assert_eq!(vlm.remaining(), 3);
         let r1 = vlm.complete(req().text("first")).await.unwrap();
@@ -425,7 +425,10 @@ mod tests {
         let tool = ToolSpec::new("observe_scene", "look", json!({"type": "object", "properties": {}}));
         let follow = req()
             .tools(vec![tool])
-            .turn(Turn::Assistant { text: None, tool_calls: vec![ToolCall::new("call_0", "observe_scene", json!({}))] })
+            .turn(Turn::Assistant {
+                text: None,
+                tool_calls: vec![RawToolCall::new("call_0", "observe_scene", json!({}))],
+            })
             .turn(Turn::ToolResult { call_id: "call_0".into(), name: "observe_scene".into(), content: "{}".into() });
         assert_eq!(vlm.complete(follow).await.unwrap().text, "unused");
     }

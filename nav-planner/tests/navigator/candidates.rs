@@ -15,7 +15,7 @@ async fn candidates_reaches_the_goal_choosing_the_best_candidate() {
     let vlm = Arc::new(FnVlm::new(|r: &VlmRequest| Ok(VlmResponse::from_text(candidates_answer(r).to_string()))));
     let (summary, records) = run(&candidates_spec(vlm)).await;
     assert!(summary.success && summary.passed, "{}", summary.report());
-    assert_eq!((summary.end.as_str(), summary.collisions, summary.fallbacks), ("goalreached", 0, 0));
+    assert_eq!((summary.end.as_str(), summary.collisions, summary.fallbacks), ("goal_reached", 0, 0));
     assert_consecutive(&records);
     let last = records.last().unwrap();
     assert!(events(std::slice::from_ref(last), "goal_reached").next().is_some());
@@ -57,7 +57,7 @@ async fn candidates_garbage_replies_fall_back_to_stop_and_the_run_goes_on() {
     assert!(records[3].planner.as_ref().unwrap().fallback.as_deref().unwrap().contains("FLY"));
     assert_eq!(summary.fallbacks, 2);
     assert!(summary.success, "the run goes on after the fallbacks: {}", summary.report());
-    assert_eq!(summary.end, "goalreached");
+    assert_eq!(summary.end, "goal_reached");
     assert_consecutive(&records);
 }
 

@@ -9,9 +9,9 @@ use nav_core::action::Action;
 use nav_core::geometry::Pose2;
 use nav_hal::sim::{SimConfig, SimHal, SimWorld};
 use nav_memory::SceneObservation;
-use nav_planner::navigator::objectnav_loop::{ObjectNavLoopConfig, run_objectnav};
+use nav_planner::navigator::objectnav_loop::{ObjectNavLoop, ObjectNavLoopConfig, ObjectNavParts};
 use nav_planner::navigator::policy::{LowLevelPolicy, PolicyAction, PolicyGoal, PolicyObservation};
-use nav_planner::navigator::{Observer, StepLog, StepRecord};
+use nav_planner::navigator::{RunContext, StepLog, StepRecord};
 use nav_planner::protocol::CallRecord;
 use nav_planner::protocol::objectnav::{ObjectNavPromptConfig, VlmObjectNavPlanner};
 use nav_planner::protocol::scene::{SceneAnalyzer, SceneInput};
@@ -200,7 +200,7 @@ async fn spin(scenes: Scenes, replan_on_patterns: bool, place_period: u32) -> (u
     let world = SimWorld::builtin("house_a", SimConfig::default()).unwrap();
     let clock = world.clock();
     let mut hal = SimHal::new(world);
-    let mut planner = VlmObjectNavPlanner::new(
+    let planner = VlmObjectNavPlanner::new(
         objectnav_model(),
         ObjectNavPromptConfig { text_only: true, ..ObjectNavPromptConfig::default() },
     );
@@ -208,20 +208,9 @@ async fn spin(scenes: Scenes, replan_on_patterns: bool, place_period: u32) -> (u
     config.memory_config.place_update_period = place_period;
     config.memory_config.dwell_k = 1;
     let mut log = StepLog::memory();
-    let (mut policy, mut scenes) = (Spinner, scenes);
-    let out = run_objectnav(
-        &mut hal,
-        "tv",
-        &mut planner,
-        &mut policy,
-        &mut scenes,
-        &config,
-        clock.as_ref(),
-        &mut log,
-        &mut Observer::new(),
-    )
-    .await
-    .unwrap();
+    let parts = ObjectNavParts { planner: Box::new(planner), policy: Box::new(Spinner), scene: Box::new(scenes) };
+    let mut objectnav = ObjectNavLoop::new(config, "tv", parts).unwrap();
+    let out = objectnav.run(&mut hal, &mut RunContext::new(clock.as_ref(), &mut log)).await.unwrap();
     assert_eq!(out.stats.steps, 30);
     (out.stats.planner_calls, log.records().to_vec())
 }

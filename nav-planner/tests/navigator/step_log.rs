@@ -28,7 +28,7 @@ async fn the_step_log_has_one_parseable_line_per_step_even_when_a_run_is_cut_sho
     let mut log = StepLog::create(&path).unwrap();
     let spec = objectnav_spec(objectnav_model(), "toilet", 5);
     let summary = run_episode(&spec, &mut log, &mut |_| {}).await.unwrap();
-    assert_eq!((summary.steps, summary.end.as_str(), summary.success), (5, "steplimit", false));
+    assert_eq!((summary.steps, summary.end.as_str(), summary.success), (5, "step_limit", false));
     let (records, truncated) = read_log(&path).unwrap();
     assert!(!truncated);
     assert_eq!(records.len(), 6);

@@ -12,7 +12,7 @@ use base64::Engine as _;
 use serde_json::{Value, json};
 
 use nav_planner::vlm::{
-    BackendConfig, ImageDetail, Part, ToolCall, ToolChoice, ToolSpec, Turn, VisionLanguageModel, VlmRequest,
+    BackendConfig, ImageDetail, Part, RawToolCall, ToolChoice, ToolSpec, Turn, VisionLanguageModel, VlmRequest,
     build_backend_with_env,
 };
 
@@ -92,7 +92,7 @@ pub fn follow_up_request() -> VlmRequest {
         .tool_choice(ToolChoice::Only(vec!["move_toward".into(), "rotate".into()]))
         .turn(Turn::Assistant {
             text: Some("Checking the left side first.".into()),
-            tool_calls: vec![ToolCall::new("call_7", "check_path_clear", json!({"direction": "left"}))],
+            tool_calls: vec![RawToolCall::new("call_7", "check_path_clear", json!({"direction": "left"}))],
         })
         .turn(Turn::ToolResult {
             call_id: "call_7".into(),

@@ -20,7 +20,8 @@ use crate::config::SafetyConfig;
 use crate::error::SafetyError;
 use crate::geofence::Geofence;
 use crate::guard::{ContinuousGuard, Override, VelocityTarget};
-use crate::tools::{GoalSpec, GoalType, ObserveFocus, Significance, ToolCall};
+use crate::tools::{GoalSpec, GoalType, ObserveFocus, ToolCall};
+use nav_core::discovery::Significance;
 use nav_core::geometry::{Point2, Pose2};
 use nav_core::lidar::LaserScan;
 use serde::Serialize;
@@ -60,6 +61,11 @@ impl<'a> SafetySensors<'a> {
         Self { scan, scan_stamp_s, pose, now_s, frontiers: &[], retrace_goal: None }
     }
 
+    /// The same from a [`StampedScan`](nav_core::lidar::StampedScan).
+    pub fn from_stamped(scan: &'a nav_core::lidar::StampedScan, pose: Pose2, now_s: f64) -> Self {
+        Self::new(&scan.scan, scan.stamp_s, pose, now_s)
+    }
+
     /// Adds the frontier list.
     pub fn with_frontiers(mut self, frontiers: &'a [FrontierGoal]) -> Self {
         self.frontiers = frontiers;
@@ -74,8 +80,7 @@ impl<'a> SafetySensors<'a> {
 
     /// Age of the scan, s (NaN-safe: a non-finite stamp gives infinity).
     pub fn scan_age_s(&self) -> f64 {
-        let age = self.now_s - self.scan_stamp_s;
-        if age.is_nan() { f64::INFINITY } else { age }
+        nav_core::lidar::scan_age_s(self.scan_stamp_s, self.now_s)
     }
 }
 

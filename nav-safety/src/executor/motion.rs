@@ -17,9 +17,9 @@
 
 use super::{ExecutionOutcome, SafetyExecutor, SafetySensors, Target, refuse};
 use crate::blocked::BlockedActionMemory;
-use crate::config::DriveKind;
 use crate::guard::{Override, OverrideKind, VelocityTarget, usable_beams_in_arc};
 use crate::tools::{DEFAULT_DURATION_S, DURATION_RANGE_S, RotateDegrees, Speed};
+use nav_core::drive::DriveKind;
 use nav_core::lidar::{ArcStat, Direction, arc_distance};
 use serde_json::{Value, json};
 
@@ -171,7 +171,7 @@ fn finalize(
 ) -> ExecutionOutcome {
     let now = sensors.now_s;
     if let DriveKind::Ackermann { min_turn_radius_m } = ex.config.drive {
-        let max_w = t.linear.abs() / min_turn_radius_m;
+        let max_w = ex.config.drive.max_yaw_rate(t.linear);
         if t.angular.abs() > max_w && t.linear != 0.0 {
             let to = max_w.copysign(t.angular);
             out.adjustments.push(Override {

@@ -1,8 +1,8 @@
 use super::*;
-use crate::config::DriveKind;
 use crate::geofence::ZoneKind;
 use crate::guard::OverrideKind;
 use crate::tools::{RotateDegrees, Speed, StopReason};
+use nav_core::drive::DriveKind;
 use nav_core::lidar::{ArcStat, Direction, arc_distance};
 use proptest::prelude::*;
 use serde_json::json;
@@ -21,9 +21,12 @@ fn wall(mut s: LaserScan, from: i32, to: i32, d: f32) -> LaserScan {
     s
 }
 
+/// The ROSMASTER A1's executor: Ackermann steering with a 0.3 m turning radius.
 fn executor() -> SafetyExecutor {
-    SafetyExecutor::new(SafetyConfig::default()).unwrap()
+    SafetyExecutor::new(SafetyConfig { drive: ACKERMANN, ..SafetyConfig::default() }).unwrap()
 }
+
+const ACKERMANN: DriveKind = DriveKind::Ackermann { min_turn_radius_m: 0.3 };
 
 fn call(name: &str, args: serde_json::Value) -> ToolCall {
     ToolCall::parse(name, &args).unwrap()
@@ -322,7 +325,7 @@ proptest! {
         differential in any::<bool>(),
     ) {
         let config = SafetyConfig {
-            drive: if differential { DriveKind::Differential } else { DriveKind::default() },
+            drive: if differential { DriveKind::Differential } else { ACKERMANN },
             ..SafetyConfig::default()
         };
         let mut ex = SafetyExecutor::new(config.clone()).unwrap();

@@ -18,6 +18,7 @@ mod schema;
 pub use schema::{ToolSchema, tool_schemas};
 
 use crate::config::SpeedConfig;
+use nav_core::discovery::Significance;
 use nav_core::lidar::Direction;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
@@ -115,20 +116,6 @@ wire_enum! {
         Objects => "objects",
         /// The floor.
         FloorSurface => "floor_surface",
-    }
-}
-
-wire_enum! {
-    /// `report_discovery` significance.
-    Significance {
-        /// A landmark.
-        Landmark => "landmark",
-        /// A room (the memory opens a new room entry).
-        Room => "room",
-        /// An obstacle.
-        Obstacle => "obstacle",
-        /// Anything else of interest.
-        PointOfInterest => "point_of_interest",
     }
 }
 

@@ -23,7 +23,8 @@
 //! of `["T", "null"]` type arrays and string-only enums (so `rotate.degrees`
 //! becomes an integer with its allowed values in the description).
 
-use super::{GoalType, ObserveFocus, RotateDegrees, Significance, Speed, StopReason};
+use super::{GoalType, ObserveFocus, RotateDegrees, Speed, StopReason};
+use nav_core::discovery::Significance;
 use nav_core::lidar::Direction;
 use serde::Serialize;
 use serde_json::{Map, Value, json};

@@ -3,7 +3,7 @@
 //!
 //! [`BridgeRunner::run`] resets the bridge for each episode
 //! ([`EpisodeSpec::index`], or a seed), runs
-//! [`run_objectnav`] with the chosen planner (the offline planner by
+//! [`ObjectNavLoop`] with the chosen planner (the offline planner by
 //! default, a VLM when given one) and a low-level policy (the
 //! [`HeadingPolicy`] wrapped in [`TargetTracking`] by default, or whatever
 //! [`BridgeRunner::with_policy`] builds — PixelNav through the bridge
@@ -40,10 +40,10 @@ mod report;
 pub use report::{BridgeAggregate, BridgeEpisodeSummary, BridgeRunReport};
 
 use crate::navigator::episode::{EpisodeError, PlannerChoice};
-use crate::navigator::objectnav_loop::{ObjectNavEnd, ObjectNavLoopConfig, run_objectnav};
+use crate::navigator::objectnav_loop::{ObjectNavEnd, ObjectNavLoop, ObjectNavLoopConfig, ObjectNavParts};
 use crate::navigator::policy::{HeadingPolicy, HeadingPolicyConfig, LowLevelPolicy};
 use crate::navigator::tracking::{TargetTracking, TargetTrackingConfig};
-use crate::navigator::{NavError, Observer, StepLog};
+use crate::navigator::{NavError, Observer, RunContext, StepLog};
 use crate::offline::OfflineSceneAnalyzer;
 use crate::offline::{FrontierPlanner, OfflineObjectNavConfig, OfflineObjectNavPlanner};
 use crate::protocol::objectnav::{ObjectNavPlanner, ObjectNavPromptConfig, VlmObjectNavPlanner};
@@ -380,16 +380,18 @@ impl<'a> BridgeRunner<'a> {
             corridor_half_width_m: radius + self.config.clearance_margin_m,
             success_distance_m,
         };
-        let mut planner = self.planner(radius)?;
-        let mut scene = self.scene_analyzer();
-        let mut policy = match self.policy.as_mut() {
+        let planner = self.planner(radius)?;
+        let scene = self.scene_analyzer();
+        let policy = match self.policy.as_mut() {
             Some((_, factory)) => factory(&setup),
             None => self.default_policy(&setup),
         };
         let loop_config = ObjectNavLoopConfig { max_steps, memory: self.config.memory, ..self.objectnav.clone() };
+        let mut objectnav =
+            ObjectNavLoop::new(loop_config, info.target_object.clone(), ObjectNavParts { planner, policy, scene })?;
         let clock = MonotonicClock::new();
         let mut on_step = |step: u64| progress(BridgeProgress::Step { run_index, step });
-        let mut observer: Observer<'_, MeteredBridge<'_>> = Observer::new()
+        let observer: Observer<'_, MeteredBridge<'_>> = Observer::new()
             .with_progress(&mut on_step)
             .with_info("backend", json!(backend.name))
             .with_info("simulator", json!(format!("{} {}", backend.simulator, backend.simulator_version)))
@@ -399,18 +401,8 @@ impl<'a> BridgeRunner<'a> {
             .with_info("policy", json!(self.policy_name()))
             .with_info("robot_radius_m", json!(radius));
         let mut robot = MeteredBridge::new(hal);
-        let outcome = run_objectnav(
-            &mut robot,
-            &info.target_object,
-            planner.as_mut(),
-            policy.as_mut(),
-            scene.as_mut(),
-            &loop_config,
-            &clock,
-            log,
-            &mut observer,
-        )
-        .await;
+        let mut ctx = RunContext::new(&clock, log).with_observer(observer);
+        let outcome = objectnav.run(&mut robot, &mut ctx).await;
         let meter = robot.finish();
         let (stats, end) = match outcome {
             Ok(out) => (out.stats, if out.end == ObjectNavEnd::Stopped { "stopped" } else { "step_limit" }),

@@ -47,9 +47,8 @@ use nav_core::local_map::{LocalMap, LocalMapConfig};
 use nav_core::similarity::Thumbnail;
 use nav_core::time::Clock;
 use nav_hal::HalError;
-use nav_hal::hal::{DriveKind, Robot, VelocityCommand};
-use nav_memory::{ActionRecord, ExplorationMemory, Frontier, Significance};
-use nav_safety::DriveKind as SafetyDrive;
+use nav_hal::hal::{Robot, VelocityCommand};
+use nav_memory::{ActionRecord, ExplorationMemory, Frontier};
 use nav_safety::executor::{ExecutionOutcome, MotionReport, Target};
 use nav_safety::{
     CallDecision, CallScheduler, ContinuousGuard, EventTriggers, FrontierGoal, NetworkMonitor, SafetyConfig,
@@ -293,10 +292,8 @@ impl ExploreLoop {
         let mut cfg = self.config.clone();
         let t0 = clock.now_s();
         let caps = robot.capabilities();
-        // a car-like robot cannot do what a differential configuration would ask of it
-        if let DriveKind::Ackermann { min_turn_radius_m } = caps.drive {
-            cfg.safety.drive = SafetyDrive::Ackermann { min_turn_radius_m };
-        }
+        // the robot's own kinematics (differential or Ackermann) bound what the safety layer allows
+        cfg.safety.drive = caps.drive;
         let mut watchdog = Watchdog::new(cfg.safety.watchdog.clone());
         // exploration starts now: the tiers count from here, not from the clock's epoch
         watchdog.record_response(t0);
@@ -744,8 +741,7 @@ impl ExploreLoop {
         let d = reply.decision;
         for r in &d.reports {
             if let ToolCall::ReportDiscovery { label, notes, significance } = r {
-                let sig = significance.as_str().parse::<Significance>().unwrap_or(Significance::Landmark);
-                st.memory.record_discovery(label, notes, sig, pose.position());
+                st.memory.record_discovery(label, notes, *significance, pose.position());
                 events.push(json!({"event": "discovery", "label": label, "significance": significance.as_str()}));
             }
         }

@@ -23,7 +23,7 @@
 use serde_json::{Map, Value, json};
 
 use super::{arguments_object, base64, count, embedded_error, f32_json, json_instruction, parse_body};
-use crate::vlm::{Part, ToolCall, ToolChoice, Turn, Usage, VlmError, VlmRequest, VlmResponse};
+use crate::vlm::{Part, RawToolCall, ToolChoice, Turn, Usage, VlmError, VlmRequest, VlmResponse};
 
 /// Output limit used when neither the request nor the config sets one
 /// (Anthropic requires `max_tokens`).
@@ -177,7 +177,7 @@ pub fn decode(body: &[u8], json_tool: Option<&str>) -> Result<VlmResponse, VlmEr
                 }
                 let id = block.get("id").and_then(Value::as_str).filter(|s| !s.is_empty());
                 let id = id.map_or_else(|| format!("call_{}", tool_calls.len()), str::to_string);
-                tool_calls.push(ToolCall { id, name: name.into(), arguments: input });
+                tool_calls.push(RawToolCall { id, name: name.into(), arguments: input });
             }
             _ => {}
         }

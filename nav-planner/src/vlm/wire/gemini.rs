@@ -23,7 +23,7 @@ use serde_json::{Map, Value, json};
 
 use super::gemini_schema::{is_empty_object, to_gemini};
 use super::{arguments_object, base64, count, embedded_error, f32_json, json_instruction, parse_body};
-use crate::vlm::{Part, ToolCall, ToolChoice, Turn, Usage, VlmError, VlmRequest, VlmResponse};
+use crate::vlm::{Part, RawToolCall, ToolChoice, Turn, Usage, VlmError, VlmRequest, VlmResponse};
 
 /// Finish reasons that mean the provider blocked the output.
 pub const REFUSAL_REASONS: &[&str] =
@@ -179,7 +179,7 @@ pub fn decode(body: &[u8]) -> Result<VlmResponse, VlmError> {
             let id = call.get("id").and_then(Value::as_str).filter(|s| !s.is_empty());
             let id = id.map_or_else(|| format!("call_{}", tool_calls.len()), str::to_string);
             let arguments = call.get("args").cloned().unwrap_or_else(|| json!({}));
-            tool_calls.push(ToolCall { id, name: name.into(), arguments });
+            tool_calls.push(RawToolCall { id, name: name.into(), arguments });
         }
     }
     let usage = v.get("usageMetadata").map_or_else(Usage::default, |u| Usage {

@@ -15,7 +15,7 @@
 use serde_json::{Map, Value, json};
 
 use super::{arguments_from_text, base64, count, embedded_error, f32_json, parse_body};
-use crate::vlm::{Part, ToolCall, ToolChoice, Turn, Usage, VlmError, VlmRequest, VlmResponse};
+use crate::vlm::{Part, RawToolCall, ToolChoice, Turn, Usage, VlmError, VlmRequest, VlmResponse};
 
 /// Body options that are not part of the request itself.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -168,7 +168,7 @@ pub fn decode(body: &[u8]) -> Result<VlmResponse, VlmError> {
                 Some(other) => other.clone(),
             };
             let id = call.get("id").and_then(Value::as_str).filter(|s| !s.is_empty());
-            tool_calls.push(ToolCall {
+            tool_calls.push(RawToolCall {
                 id: id.map_or_else(|| format!("call_{i}"), str::to_string),
                 name: name.into(),
                 arguments,
@@ -248,7 +248,7 @@ mod tests {
         )
         .unwrap();
         assert_eq!(r.text, "hi");
-        assert_eq!(r.tool_calls[0], ToolCall::new("call_0", "f", json!("{bad")));
+        assert_eq!(r.tool_calls[0], RawToolCall::new("call_0", "f", json!("{bad")));
         assert_eq!(r.usage, Usage::default());
         let e = decode(br#"{"choices": [{"message": {"content": null}, "finish_reason": "content_filter"}]}"#);
         assert!(matches!(e, Err(VlmError::Refused { .. })));

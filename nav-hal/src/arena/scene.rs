@@ -9,7 +9,7 @@
 //! microseconds per 720-beam scan and is exact.
 
 use crate::arena::{Arena, Feature};
-use nav_core::geometry::{Point2, normalize_angle};
+use nav_core::geometry::{Point2, Pose2, normalize_angle};
 use std::f64::consts::{PI, TAU};
 
 /// No hit in [`Scene::cast_fan`] output.
@@ -149,21 +149,20 @@ impl Scene {
         best
     }
 
-    /// Casts every ray of `fan` (angles relative to `yaw`) from `origin`.
-    /// Writes the nearest hit distance (or `f64::INFINITY` beyond
-    /// `max_range`) and hit id per ray. Circles are skipped unless
-    /// `with_circles`.
-    #[allow(clippy::too_many_arguments)]
+    /// Casts every ray of `fan` (angles relative to `from.yaw`) from
+    /// `from`'s position. Writes the nearest hit distance (or
+    /// `f64::INFINITY` beyond `max_range`) and hit id per ray. Circles are
+    /// skipped unless `with_circles`.
     pub fn cast_fan(
         &self,
-        origin: Point2,
-        yaw: f64,
+        from: Pose2,
         fan: &Fan,
         max_range: f64,
         with_circles: bool,
         dist: &mut [f64],
         hit: &mut [u32],
     ) {
+        let (origin, yaw) = (from.position(), from.yaw);
         let n = fan.len().min(dist.len()).min(hit.len());
         dist[..n].fill(f64::INFINITY);
         hit[..n].fill(NO_HIT);

@@ -1,6 +1,6 @@
 //! Plans across a built-in grid with walls and prints the path as a map.
 //!
-//! Run: `cargo run --release -p navkit-examples --example plan_grid`
+//! Run: `cargo run -p navkit-examples --example plan_grid`
 use nav_core::prelude::*;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
