@@ -504,11 +504,9 @@ async fn explore_episode(
         )),
     };
     let cfg = ExploreLoopConfig { max_decisions: max_steps, ..spec.explore.clone() };
-    let mut lp = ExploreLoop::new(cfg, planner, ExploreSignals::default());
-    let out = lp.run(hal, ctx.clock, ctx.log, &mut ctx.observer).await?;
-    // the snake_case name the enum serializes to (`decision_limit`, `complete`, …)
-    let end = serde_json::to_value(out.end).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default();
-    Ok(LoopResult { stats: out.stats, end, success: None, explores: true })
+    let mut lp = ExploreLoop::new(cfg, planner, ExploreSignals::default())?;
+    let out = lp.run(hal, ctx).await?;
+    Ok(LoopResult { stats: out.stats, end: out.end.as_str().into(), success: None, explores: true })
 }
 
 /// The episode a loop result is judged against.

@@ -8,7 +8,7 @@ use nav_hal::hal::Sensors as _;
 use nav_hal::sim::{SimConfig, SimHal, SimWorld};
 use nav_planner::navigator::episode::{EpisodeSpec, PlannerChoice};
 use nav_planner::navigator::explore_loop::{ExploreEnd, ExploreLoop, ExploreLoopConfig, ExploreSignals, Pacing};
-use nav_planner::navigator::{Observer, StepLog, StepRecord};
+use nav_planner::navigator::{Observer, RunContext, StepLog, StepRecord};
 use nav_planner::protocol::ProtocolKind;
 use nav_planner::protocol::explore::{ExplorePromptConfig, VlmExplorePlanner};
 use nav_planner::vlm::{ScriptedVlm, VisionLanguageModel};
@@ -77,11 +77,12 @@ async fn explore_run(
         SafetyConfig::default(),
     );
     let signals = ExploreSignals::default();
-    let mut lp = ExploreLoop::new(explore_config(max_time_s), Box::new(planner), signals.clone());
+    let mut lp = ExploreLoop::new(explore_config(max_time_s), Box::new(planner), signals.clone()).unwrap();
     let mut stop = stop;
     let mut log = StepLog::memory().with_tap(move |r| stop(r, &signals));
     let gt = |h: &SimHal| h.world().ground_truth_pose();
-    let out = lp.run(&mut hal, clock.as_ref(), &mut log, &mut Observer::new().with_ground_truth(&gt)).await.unwrap();
+    let mut ctx = RunContext::new(clock.as_ref(), &mut log).with_observer(Observer::new().with_ground_truth(&gt));
+    let out = lp.run(&mut hal, &mut ctx).await.unwrap();
     (out.end, log.records().to_vec(), hal)
 }
 
