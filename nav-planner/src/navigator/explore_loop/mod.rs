@@ -1,15 +1,16 @@
 //! The explore loop (seeds 001/003): a decision task and a 20 Hz control
 //! task. The decision side asks the planner (a VLM or the offline explorer)
-//! when the [`CallScheduler`] says so (event triggers, base period, frame
-//! skipping) or when the current action has finished; the planner runs on
-//! its own task (inline when it is instant), and its newest decision wins.
-//! The control task is the only velocity publisher: every tick it takes the
+//! when the [`CallScheduler`](nav_safety::CallScheduler) says so (event
+//! triggers, base period, frame skipping) or when the current action has
+//! finished; the planner runs on its own task (inline when it is instant)
+//! with one call in flight at a time, and its newest decision wins. The
+//! control task is the only velocity publisher: every tick it takes the
 //! current target (a timed velocity, a navigation goal followed along an A*
 //! path, a stop), applies the watchdog tier (CONTINUE with exponential
-//! decay, STOP_WAIT, LOCAL_NAV → [`FrontierPlanner`], RETURN_HOME → back to
-//! the start), runs the continuous guard and the stop arbiter, and
-//! publishes one velocity command. An external pause signal (the seed's
-//! voice override) stops motion at the next tick.
+//! decay, STOP_WAIT, LOCAL_NAV → [`FrontierPlanner`](crate::offline::FrontierPlanner),
+//! RETURN_HOME → back to the start), runs the continuous guard and the stop
+//! arbiter, and publishes one velocity command. An external pause signal
+//! (the seed's voice override) stops motion at the next tick.
 //!
 //! # On a real robot
 //!
@@ -34,7 +35,6 @@
 //!   the robot's turning radius.
 //! - Once shutdown is signalled, no tick publishes anything but zero
 //!   velocity.
-
 //!
 //! # Layout
 //!
