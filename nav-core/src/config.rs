@@ -77,11 +77,7 @@ pub fn in_range(key: &str, v: f64, lo: f64, hi: f64) -> Result<(), ConfigError> 
 /// upper bound keeps grids and loops finite.
 pub fn in_range_above(key: &str, v: f64, lo: f64, hi: f64) -> Result<(), ConfigError> {
     finite(key, v)?;
-    if v > lo && v <= hi {
-        Ok(())
-    } else {
-        Err(ConfigError::new(key, format!("must be in ({lo}, {hi}] (got {v})")))
-    }
+    if v > lo && v <= hi { Ok(()) } else { Err(ConfigError::new(key, format!("must be in ({lo}, {hi}] (got {v})"))) }
 }
 
 /// A count must be at least `min`.

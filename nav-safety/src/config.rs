@@ -11,8 +11,8 @@
 //! ```
 
 use crate::error::SafetyError;
-use nav_core::config::{ConfigError, below, count_in, in_range, in_range_above};
 use crate::geofence::ZoneKind;
+use nav_core::config::{ConfigError, below, count_in, in_range, in_range_above};
 use serde::{Deserialize, Serialize};
 
 /// One day in seconds: the upper bound of the long timeouts.

@@ -39,14 +39,18 @@ pub enum WorldModelMode {
 #[serde(default, deny_unknown_fields)]
 pub struct CandidatesLoopConfig {
     /// Cycle budget (the arena's criteria).
+    /// Range: 1..=1000000.
     pub max_cycles: u32,
     /// World-model mode.
     pub world_model: WorldModelMode,
     /// Grid cell size, metres (0.1).
+    /// Range: [0.01, 10].
     pub resolution_m: f64,
     /// Inference timeout, seconds (5).
+    /// Range: (0, 3600].
     pub inference_timeout_s: f64,
     /// Goal tolerance, metres (0.3).
+    /// Range: (0, 10].
     pub goal_tolerance_m: f64,
     /// Candidate weights and limits.
     pub candidates: CandidateConfig,
@@ -61,10 +65,12 @@ pub struct CandidatesLoopConfig {
     /// A* settings.
     pub planner: PlannerConfig,
     /// Hard inflation around obstacles for planning, metres (robot radius + margin).
+    /// Range: [0, 10].
     pub inflation_m: f64,
     /// How LiDAR updates the vision-mode grid.
     pub integration: ScanIntegration,
     /// In exploration mode, stop once this coverage of the grid is known.
+    /// Range: [0, 1].
     pub explore_until_known: f64,
 }
 

@@ -284,6 +284,10 @@ pub enum EpisodeError {
     /// The spec is inconsistent (e.g. `--planner vlm` without a model).
     #[error("{0}")]
     Spec(String),
+    /// A configuration value is outside its documented range; the key is
+    /// the `nav --config` path (`explore.safety.speeds.fast_mps`).
+    #[error("config {0}")]
+    Config(#[from] nav_core::config::ConfigError),
 }
 
 /// Picks a start pose and (for ObjectNav) a target for `seed`: seed 0 keeps
@@ -326,6 +330,17 @@ pub fn seeded_arena(arena: &Arena, seed: u64, robot_radius: f64) -> Result<Arena
     Ok(a)
 }
 
+/// Checks the simulator's and the protocol's loop configuration, keys
+/// prefixed with their `nav --config` section.
+fn check_configs(spec: &EpisodeSpec) -> Result<(), nav_core::config::ConfigError> {
+    spec.sim.validate().map_err(|e| e.under("sim"))?;
+    match spec.protocol {
+        ProtocolKind::Objectnav => spec.objectnav.validate().map_err(|e| e.under("objectnav")),
+        ProtocolKind::Candidates => spec.candidates.validate().map_err(|e| e.under("candidates")),
+        ProtocolKind::Explore => spec.explore.validate().map_err(|e| e.under("explore")),
+    }
+}
+
 /// Runs one episode (see the module docs). `log` receives the step log;
 /// `progress(step)` is called after every step.
 pub async fn run_episode(
@@ -334,6 +349,7 @@ pub async fn run_episode(
     progress: &mut dyn FnMut(u64),
 ) -> Result<RunSummary, EpisodeError> {
     let wall = Instant::now();
+    check_configs(spec)?;
     let mut sim_cfg = spec.sim.clone();
     sim_cfg.noise.seed = spec.seed;
     let arena = seeded_arena(&spec.arena, spec.seed, sim_cfg.robot_radius_m)?;

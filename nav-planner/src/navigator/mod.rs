@@ -22,6 +22,7 @@
 #[cfg(feature = "sim-bridge")]
 pub mod bridge_run;
 pub mod candidates_loop;
+pub mod config_check;
 pub mod episode;
 pub mod eval;
 pub mod explore_loop;

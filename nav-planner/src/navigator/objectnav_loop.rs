@@ -25,17 +25,21 @@ use std::time::Instant;
 #[serde(default, deny_unknown_fields)]
 pub struct ObjectNavLoopConfig {
     /// Step budget (Habitat uses 500).
+    /// Range: 1..=1000000.
     pub max_steps: u32,
     /// Give the planner the Navigation Context (memory on).
     pub memory: bool,
     /// Spatial memory settings (S, k, N, r, W, place period).
+    /// Range: see `MemoryConfig`.
     pub memory_config: MemoryConfig,
     /// Panorama views (PixelNav: 12 × 30°).
+    /// Range: 1..=360.
     pub panorama_views: usize,
     /// Also re-plan when the memory reports STUCK or ABABA.
     pub replan_on_patterns: bool,
     /// Planner calls in a row without a step before the loop turns left
     /// on its own to break the tie.
+    /// Range: 0..=1000.
     pub max_replans_without_motion: u32,
 }
 
