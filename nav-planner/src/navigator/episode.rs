@@ -685,7 +685,7 @@ pub async fn initial_request(spec: &EpisodeSpec) -> Result<crate::vlm::VlmReques
         ProtocolKind::Explore => {
             let snap = explore_snapshot_of(&mut hal, spec, pose, scan).await?;
             let cfg = ExplorePromptConfig { text_only: spec.text_only, ..ExplorePromptConfig::default() };
-            Ok(explore::build_request(&snap, &cfg))
+            Ok(explore::build_request_for(&snap, &cfg, &spec.explore.safety.speeds))
         }
     }
 }
