@@ -13,6 +13,38 @@
 //! [rosbridge]            # nav rosmaster (docs/ROSMASTER.md)
 //! url = "ws://192.168.1.42:9090"
 //! ```
+//!
+//! # Checked ranges
+//!
+//! Every value is checked when the file is read; one outside its range is
+//! bad input (exit 2) naming the file, the table and the key, e.g.
+//! `nav: config bad.toml: [explore.safety.speeds] fast_mps: must be in (0, 5] (got -0.1)`.
+//! Each field's doc comment in the library states its range; the bounds
+//! keep grids, loops and allocations finite. The main ones:
+//!
+//! | table | keys and ranges |
+//! | --- | --- |
+//! | `[sim]` | `substep_s` [0.0001, 1]; `geodesic_cell_m`, `coverage_cell_m` [0.01, 10]; `robot_radius_m` (0, 5]; `action_time_s` [0, 3600]; speeds (0, 10]; `lidar.beams` 4..=100000; `camera.width/height` 2..=8192; `noise.*_frac` [0, 1] |
+//! | `[sim.step]`, `[objectnav.memory_config.step]` | `forward_m` (0, 10], `turn_deg` (0, 180] |
+//! | `[objectnav]` | `max_steps` 1..=1000000; `panorama_views` 1..=360; `max_replans_without_motion` 0..=1000 |
+//! | `[objectnav.memory_config]` | `anchor_forward_steps`, `dwell_k`, `dc_capacity`, `stuck_window`, `place_update_period`, `revisit_min_hints` ≥ 1; `localization_radius_m` (0, 1000] |
+//! | `[explore]` | `tick_s` [0.001, 10]; `max_time_s` (0, 1000000]; `max_decisions` 1..=1000000; `path_speed_mps` (0, 5]; `goal_tolerance_m` (0, 10]; `pacing.time_scale` (0, 1000000] |
+//! | `[explore.map]` | `size_m` (0, 1000] and ≤ 10000 cells per side; `resolution_m` [0.01, 1]; `inflation_m` [0, 10]; `unknown_cost` [1, 1000000] |
+//! | `[explore.safety.*]` | speeds (0, 5] m/s and creep < slow < medium < fast ≤ `max_linear_mps`; clearances stop < reject < full speed; TTC stop < slow < medium < full ≤ 60 s; watchdog continue < stop_wait < local_nav; `geofence.sample_step_s` [0.001, 10]; similarities [0, 1]; `triggers.min_adjacent_open` 1..=12 |
+//! | `[candidates]` | `max_cycles` 1..=1000000; `resolution_m` [0.01, 10]; `inference_timeout_s` (0, 3600]; `inflation_m` [0, 10]; `explore_until_known` [0, 1]; `candidates.w_*` [0, 1]; `candidates.max_candidates` 1..=100; `stuck.cycles` ≥ 1; `planner.waypoint_spacing` 1..=1000 |
+//!
+//! # Who decides what
+//!
+//! - Step budgets: `--max-steps` > the file's `[objectnav] max_steps`,
+//!   `[candidates] max_cycles` or `[explore] max_decisions` (for the protocol
+//!   run) > the arena's `criteria.max_steps`. `nav eval` uses the file's key
+//!   when set, else the arena's.
+//! - `nav run --memory` > `[objectnav] memory` > on; `nav run --world-model`
+//!   > `[candidates] world_model` > vision. `nav eval` chooses memory per
+//!   `--configs` entry, so it rejects `[objectnav] memory`.
+//! - Rejected because something else decides: `[sim.noise] seed` (`--seed`)
+//!   and `[candidates] goal_tolerance_m` (the arena's
+//!   `criteria.success_distance_m`).
 
 use crate::exit::{Exit, usage};
 use nav_core::config::ConfigError;
@@ -216,5 +248,33 @@ impl NavConfig {
         }
         let text = merged.render_prompt_section();
         Ok((!text.trim().is_empty()).then_some(text))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_are_valid_and_set_nothing() {
+        let c = NavConfig::default();
+        c.validate().unwrap();
+        assert_eq!(c.budget(ProtocolKind::Objectnav), None);
+    }
+
+    #[test]
+    fn budget_only_when_the_file_sets_it() {
+        let mut c: NavConfig = toml::from_str("[candidates]\nmax_cycles = 5\n").unwrap();
+        c.table = toml::from_str("[candidates]\nmax_cycles = 5\n").unwrap();
+        assert_eq!(c.budget(ProtocolKind::Candidates), Some(5));
+        assert_eq!(c.budget(ProtocolKind::Explore), None);
+        assert!(c.is_set(&["candidates", "max_cycles"]) && !c.is_set(&["candidates", "max_cycles", "x"]));
+    }
+
+    #[test]
+    fn section_and_key_splits_at_the_last_dot() {
+        let e = ConfigError::new("explore.safety.speeds.fast_mps", "must be > 0 (got -0.1)");
+        assert_eq!(section_and_key(&e), "[explore.safety.speeds] fast_mps: must be > 0 (got -0.1)");
+        assert_eq!(section_and_key(&ConfigError::new("habitat", "bad")), "[habitat] bad");
     }
 }
