@@ -84,20 +84,28 @@ pub enum Pacing {
 #[serde(default, deny_unknown_fields)]
 pub struct ExploreLoopConfig {
     /// Control period, seconds (0.05 = 20 Hz).
+    /// Range: [0.001, 10].
     pub tick_s: f64,
     /// Time budget, seconds of loop time.
+    /// Range: (0, 1000000].
     pub max_time_s: f64,
     /// Decision budget (planner calls).
+    /// Range: 1..=1000000.
     pub max_decisions: u32,
     /// The safety layer (speeds, clearances, watchdog tiers, triggers…).
+    /// Range: see `SafetyConfig`.
     pub safety: SafetyConfig,
     /// The map used for frontiers, navigation goals and the fallbacks.
+    /// Range: see `LocalMapConfig`.
     pub map: LocalMapConfig,
     /// Speed when following a path, m/s (medium).
+    /// Range: (0, 5].
     pub path_speed_mps: f64,
     /// A navigation goal is reached within this distance, metres.
+    /// Range: (0, 10].
     pub goal_tolerance_m: f64,
     /// Pacing (simulated by default).
+    /// Range: `time_scale` (0, 1000000].
     pub pacing: Pacing,
     /// End the run when the planner reports exploration complete.
     pub stop_when_complete: bool,
