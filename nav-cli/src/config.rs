@@ -39,8 +39,9 @@
 //!   `[candidates] max_cycles` or `[explore] max_decisions` (for the protocol
 //!   run) > the arena's `criteria.max_steps`. `nav eval` uses the file's key
 //!   when set, else the arena's.
-//! - `nav run --memory` > `[objectnav] memory` > on; `nav run --world-model`
-//!   > `[candidates] world_model` > vision. `nav eval` chooses memory per
+//! - `nav run --memory` wins over `[objectnav] memory`, which wins over the
+//!   default (on); `nav run --world-model` wins over `[candidates]
+//!   world_model`, which wins over vision. `nav eval` chooses memory per
 //!   `--configs` entry, so it rejects `[objectnav] memory`.
 //! - Rejected because something else decides: `[sim.noise] seed` (`--seed`)
 //!   and `[candidates] goal_tolerance_m` (the arena's
