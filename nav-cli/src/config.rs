@@ -24,7 +24,7 @@
 //!
 //! | table | keys and ranges |
 //! | --- | --- |
-//! | `[sim]` | `substep_s` [0.0001, 1]; `geodesic_cell_m`, `coverage_cell_m` [0.01, 10]; `robot_radius_m` (0, 5]; `action_time_s` [0, 3600]; speeds (0, 10]; `lidar.beams` 4..=100000; `camera.width/height` 2..=8192; `noise.*_frac` [0, 1] |
+//! | `[sim]` | `substep_s` [0.0001, 1]; `geodesic_cell_m`, `coverage_cell_m` [0.01, 10]; `robot_radius_m` (0, 5]; `action_time_s` [0, 3600]; `max_linear_mps` (0, 100]; `max_angular_rps` (0, 20]; `lidar.beams` 4..=100000; `camera.width/height` 2..=8192; `noise.*_frac` [0, 1] |
 //! | `[sim.step]`, `[objectnav.memory_config.step]` | `forward_m` (0, 10], `turn_deg` (0, 180] |
 //! | `[objectnav]` | `max_steps` 1..=1000000; `panorama_views` 1..=360; `max_replans_without_motion` 0..=1000 |
 //! | `[objectnav.memory_config]` | `anchor_forward_steps`, `dwell_k`, `dc_capacity`, `stuck_window`, `place_update_period`, `revisit_min_hints` ≥ 1; `localization_radius_m` (0, 1000] |
@@ -39,8 +39,9 @@
 //!   `[candidates] max_cycles` or `[explore] max_decisions` (for the protocol
 //!   run) > the arena's `criteria.max_steps`. `nav eval` uses the file's key
 //!   when set, else the arena's.
-//! - `nav run --memory` > `[objectnav] memory` > on;
-//!   `nav run --world-model` > `[candidates] world_model` > vision. `nav eval` chooses memory per
+//! - `nav run --memory` wins over `[objectnav] memory`, which wins over the
+//!   default (on); `nav run --world-model` wins over `[candidates]
+//!   world_model`, which wins over vision. `nav eval` chooses memory per
 //!   `--configs` entry, so it rejects `[objectnav] memory`.
 //! - Rejected because something else decides: `[sim.noise] seed` (`--seed`)
 //!   and `[candidates] goal_tolerance_m` (the arena's

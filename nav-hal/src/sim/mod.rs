@@ -104,7 +104,7 @@ pub struct SimConfig {
     /// Range: Ackermann min_turn_radius_m (0, 10].
     pub drive: DriveKind,
     /// Speed limit of velocity commands, m/s.
-    /// Range: (0, 10].
+    /// Range: (0, 100].
     pub max_linear_mps: f64,
     /// Yaw-rate limit of velocity commands, rad/s.
     /// Range: (0, 20].
@@ -188,7 +188,7 @@ impl SimConfig {
         if let DriveKind::Ackermann { min_turn_radius_m } = self.drive {
             in_range_above("drive.min_turn_radius_m", min_turn_radius_m, 0.0, 10.0)?;
         }
-        in_range_above("max_linear_mps", self.max_linear_mps, 0.0, 10.0)?;
+        in_range_above("max_linear_mps", self.max_linear_mps, 0.0, 100.0)?;
         in_range_above("max_angular_rps", self.max_angular_rps, 0.0, 20.0)?;
         in_range("substep_s", self.substep_s, 1e-4, 1.0)?;
         in_range_above("move_speed_mps", self.move_speed_mps, 0.0, 10.0)?;
