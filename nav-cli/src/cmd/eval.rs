@@ -1,7 +1,7 @@
 //! `nav eval`: many episodes in parallel, a progress bar, and a table.
 
 use crate::config::NavConfig;
-use crate::exit::{CmdResult, Exit, internal, usage};
+use crate::exit::{CmdResult, Exit, episode_error, internal, usage};
 use clap::Args;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use nav_hal::arena::Arena;
@@ -71,6 +71,20 @@ fn parse_config(s: &str) -> Result<(ProtocolKind, PlannerChoice, bool), Exit> {
 }
 
 fn specs(args: &EvalArgs, config: &NavConfig) -> Result<Vec<EpisodeSpec>, Exit> {
+    if config.is_set(&["objectnav", "memory"]) {
+        return Err(usage(
+            "config: [objectnav] memory: nav eval runs memory on and off per configuration \
+             (--configs PROTOCOL:PLANNER:on|off); remove the key",
+        ));
+    }
+    let mut out = suite(args, config)?;
+    for s in &mut out {
+        s.max_steps = config.budget(s.protocol);
+    }
+    Ok(out)
+}
+
+fn suite(args: &EvalArgs, config: &NavConfig) -> Result<Vec<EpisodeSpec>, Exit> {
     let base = EvalConfig {
         sim: config.sim.clone(),
         objectnav: config.objectnav.clone(),
@@ -112,7 +126,7 @@ pub fn run(args: EvalArgs) -> CmdResult {
     };
     let started = Instant::now();
     let queue: Arc<Mutex<VecDeque<(usize, EpisodeSpec)>>> = Arc::new(Mutex::new(all.into_iter().enumerate().collect()));
-    let (tx, rx) = mpsc::channel::<(usize, Result<RunSummary, String>)>();
+    let (tx, rx) = mpsc::channel::<(usize, Result<RunSummary, Exit>)>();
     let mut handles = Vec::new();
     for _ in 0..jobs.min(n.max(1)) {
         let q = Arc::clone(&queue);
@@ -121,7 +135,7 @@ pub fn run(args: EvalArgs) -> CmdResult {
             let rt = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
                 Ok(rt) => rt,
                 Err(e) => {
-                    let _ = tx.send((usize::MAX, Err(e.to_string())));
+                    let _ = tx.send((usize::MAX, Err(internal(e))));
                     return;
                 }
             };
@@ -129,7 +143,10 @@ pub fn run(args: EvalArgs) -> CmdResult {
                 let next = q.lock().ok().and_then(|mut q| q.pop_front());
                 let Some((i, spec)) = next else { break };
                 let mut log = StepLog::null();
-                let r = rt.block_on(run_episode(&spec, &mut log, &mut |_| {})).map_err(|e| format!("{spec:?}: {e}"));
+                let r = rt.block_on(run_episode(&spec, &mut log, &mut |_| {})).map_err(|e| match episode_error(e) {
+                    Exit::Usage(m) => Exit::Usage(format!("{spec:?}: {m}")),
+                    Exit::Internal(m) => Exit::Internal(format!("{spec:?}: {m}")),
+                });
                 if tx.send((i, r)).is_err() {
                     break;
                 }
@@ -152,7 +169,15 @@ pub fn run(args: EvalArgs) -> CmdResult {
     }
     bar.finish_and_clear();
     if !errors.is_empty() {
-        return Err(internal(format!("{} episode(s) failed to run: {}", errors.len(), errors.join("; "))));
+        let all_usage = errors.iter().all(|e| matches!(e, Exit::Usage(_)));
+        let text: Vec<&str> = errors
+            .iter()
+            .map(|e| match e {
+                Exit::Usage(m) | Exit::Internal(m) => m.as_str(),
+            })
+            .collect();
+        let msg = format!("{} episode(s) failed to run: {}", errors.len(), text.join("; "));
+        return Err(if all_usage { usage(msg) } else { internal(msg) });
     }
     let summaries: Vec<RunSummary> = results.into_iter().flatten().collect();
     let report = EvalReport::new(summaries, started.elapsed().as_secs_f64(), jobs);

@@ -202,6 +202,7 @@ async fn session(args: &RosmasterArgs, setup: Setup, log: StepLog) -> CmdResult 
     let mut log = log.with_tap(progress.tap());
     let nav_error = |e| match e {
         NavError::Config(m) => usage(m),
+        e @ NavError::InvalidConfig(_) => usage(e.to_string()),
         other => internal(other),
     };
     let mut lp = ExploreLoop::new(setup.explore.clone(), setup.planner(), signals.clone()).map_err(nav_error)?;

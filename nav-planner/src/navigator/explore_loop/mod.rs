@@ -62,11 +62,11 @@ mod state;
 use super::{EpisodeStats, NavError, RunContext};
 use crate::protocol::explore::{ExploreFrontier, ExplorePlanner};
 use decision::Decider;
-use nav_core::geometry::{Point2, Pose2};
+use nav_core::geometry::Pose2;
 use nav_core::local_map::{LocalMap, LocalMapConfig};
 use nav_hal::hal::Robot;
 use nav_memory::{ExplorationMemory, Frontier};
-use nav_safety::{SafetyConfig, SafetyExecutor, WatchdogTier};
+use nav_safety::{SafetyConfig, WatchdogTier};
 use run::Run;
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
@@ -94,20 +94,28 @@ pub enum Pacing {
 #[serde(default, deny_unknown_fields)]
 pub struct ExploreLoopConfig {
     /// Control period, seconds (0.05 = 20 Hz).
+    /// Range: [0.001, 10].
     pub tick_s: f64,
     /// Time budget, seconds of loop time.
+    /// Range: (0, 1000000].
     pub max_time_s: f64,
     /// Decision budget (planner calls).
+    /// Range: 1..=1000000.
     pub max_decisions: u32,
     /// The safety layer (speeds, clearances, watchdog tiers, triggers…).
+    /// Range: see `SafetyConfig`.
     pub safety: SafetyConfig,
     /// The map used for frontiers, navigation goals and the fallbacks.
+    /// Range: see `LocalMapConfig`.
     pub map: LocalMapConfig,
     /// Speed when following a path, m/s (medium).
+    /// Range: (0, 5].
     pub path_speed_mps: f64,
     /// A navigation goal is reached within this distance, metres.
+    /// Range: (0, 10].
     pub goal_tolerance_m: f64,
     /// Pacing (simulated by default).
+    /// Range: `time_scale` (0, 1000000].
     pub pacing: Pacing,
     /// End the run when the planner reports exploration complete.
     pub stop_when_complete: bool,
@@ -198,23 +206,22 @@ pub struct ExploreLoop {
 }
 
 impl ExploreLoop {
-    /// A loop around `planner`, with the configuration checked up front:
-    /// the safety layer (its values, orderings and geofence zones) and the
-    /// local map. Non-instant planners (VLMs) run on a tokio task, so this
+    /// A loop around `planner`, with the configuration checked up front
+    /// ([`ExploreLoopConfig::validate`]: every range, the safety layer, the
+    /// local map). Non-instant planners (VLMs) run on a tokio task, so this
     /// must be called inside a tokio runtime.
     ///
     /// # Errors
     ///
-    /// [`NavError::Config`] naming the invalid field, or when a model
-    /// planner is built outside a tokio runtime.
+    /// [`NavError::InvalidConfig`] naming the key out of range;
+    /// [`NavError::Config`] when a model planner is built outside a tokio
+    /// runtime.
     pub fn new(
         config: ExploreLoopConfig,
         planner: Box<dyn ExplorePlanner>,
         signals: ExploreSignals,
     ) -> Result<Self, NavError> {
-        let invalid = |e: &dyn std::fmt::Display| NavError::Config(e.to_string());
-        SafetyExecutor::new(config.safety.clone()).map_err(|e| invalid(&e))?;
-        LocalMap::new(config.map.clone(), Point2::default()).map_err(|e| invalid(&e))?;
+        config.validate()?;
         let planner_name = planner.name();
         let decider = Decider::new(planner)?;
         Ok(Self { config, decider, planner_name, signals })
