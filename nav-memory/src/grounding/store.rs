@@ -1,11 +1,12 @@
 //! Recording one episode's feedback and writing the grounding files.
 //!
-//! Layout under a log root (seed 004, with the episode directory simplified
-//! to `episode_<id>`):
+//! Layout under a log root (seed 004; the episode directory is
+//! `episode_<id>` or, with [`GroundingStore::with_run_label`], the seed's
+//! `episode_<id>_<timestamp>_<script>`):
 //!
 //! ```text
-//! <root>/episode_<id>/grounding_episode_<id>.json   (and/or .txt)
-//! <root>/grounding/grounding_latest.json            (and/or .txt)
+//! <root>/episode_<id>[_<label>]/grounding_episode_<id>.json   (and/or .txt)
+//! <root>/grounding/grounding_latest.json                      (and/or .txt)
 //! ```
 //!
 //! The `.txt` form is the prompt-ready Markdown of that one file (what
@@ -158,12 +159,51 @@ pub fn load_grounding_file(path: impl AsRef<Path>) -> Result<GroundingFile, Memo
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct GroundingStore {
     root: PathBuf,
+    label: Option<String>,
 }
 
 impl GroundingStore {
     /// A store writing under `root` (the experiment's log directory).
     pub fn new(root: impl Into<PathBuf>) -> Self {
-        Self { root: root.into() }
+        Self { root: root.into(), label: None }
+    }
+
+    /// Names episode directories `episode_<id>_<label>` (the seed's
+    /// `<timestamp>_<script>`, e.g. `20260127_101500_nav`).
+    pub fn with_run_label(mut self, label: impl Into<String>) -> Self {
+        self.label = Some(label.into());
+        self
+    }
+
+    /// The directory of episode `episode_id`'s files.
+    pub fn episode_dir(&self, episode_id: u64) -> PathBuf {
+        match &self.label {
+            Some(l) => self.root.join(format!("episode_{episode_id}_{l}")),
+            None => self.root.join(format!("episode_{episode_id}")),
+        }
+    }
+
+    /// The episode number after the highest `episode_<N>` or
+    /// `episode_<N>_…` directory under the root (1 when there is none or
+    /// the root does not exist).
+    pub fn next_episode_id(&self) -> u64 {
+        let Ok(entries) = std::fs::read_dir(&self.root) else { return 1 };
+        entries
+            .filter_map(Result::ok)
+            .filter(|e| e.path().is_dir())
+            .filter_map(|e| {
+                let name = e.file_name().to_string_lossy().into_owned();
+                let rest = name.strip_prefix("episode_")?;
+                rest.split('_').next()?.parse::<u64>().ok()
+            })
+            .max()
+            .map_or(1, |m| m.saturating_add(1))
+    }
+
+    /// The existing global latest file, preferring `.json` over `.txt` (both
+    /// hold the same grounding when the save format is `both`).
+    pub fn existing_latest(&self) -> Option<PathBuf> {
+        ["json", "txt"].into_iter().map(|ext| self.latest_path(ext)).find(|p| p.is_file())
     }
 
     /// The log root.
@@ -171,9 +211,9 @@ impl GroundingStore {
         &self.root
     }
 
-    /// `<root>/episode_<id>/grounding_episode_<id>.<ext>`.
+    /// `<episode dir>/grounding_episode_<id>.<ext>`.
     pub fn episode_path(&self, episode_id: u64, ext: &str) -> PathBuf {
-        self.root.join(format!("episode_{episode_id}")).join(format!("grounding_episode_{episode_id}.{ext}"))
+        self.episode_dir(episode_id).join(format!("grounding_episode_{episode_id}.{ext}"))
     }
 
     /// `<root>/grounding/grounding_latest.<ext>`.

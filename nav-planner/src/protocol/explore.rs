@@ -178,6 +178,10 @@ pub struct ExplorePromptConfig {
     pub timeout_s: f64,
     /// LiDAR summary thresholds.
     pub lidar: LidarConfig,
+    /// Grounding knowledge (seed 004) inserted into the system prompt.
+    pub grounding: Option<String>,
+    /// The seed's verbalized-entropy variant of the system prompt.
+    pub verbalized_entropy: bool,
 }
 
 impl Default for ExplorePromptConfig {
@@ -189,6 +193,8 @@ impl Default for ExplorePromptConfig {
             max_tokens: 400,
             timeout_s: 8.0,
             lidar: LidarConfig::default(),
+            grounding: None,
+            verbalized_entropy: false,
         }
     }
 }
@@ -201,7 +207,13 @@ call observe_scene if you need to look.";
 /// Builds the first request of a cycle: system prompt, the seven tools with
 /// `tool_choice = required`, the annotated image and the context block.
 pub fn build_request(snap: &ExploreSnapshot, cfg: &ExplorePromptConfig) -> VlmRequest {
-    let req = VlmRequest::new(EXPLORE_SYSTEM)
+    let req = VlmRequest::new(super::grounding::system_prompt(
+        EXPLORE_SYSTEM,
+        &super::grounding::SystemPromptOptions {
+            grounding: cfg.grounding.clone(),
+            verbalized_entropy: cfg.verbalized_entropy,
+        },
+    ))
         .cache_system(true)
         .tools(tool_specs())
         .tool_choice(ToolChoice::Required)
