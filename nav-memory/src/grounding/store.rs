@@ -99,6 +99,11 @@ impl EpisodeGrounding {
         Self { file: GroundingFile { expr_info: ExprInfo { episode_id }, ..GroundingFile::default() } }
     }
 
+    /// Continues a saved record (e.g. to regenerate its final grounding).
+    pub fn from_file(file: GroundingFile) -> Self {
+        Self { file }
+    }
+
     /// Records one step's feedback: appended to `grounding_per_step` and,
     /// per non-empty category, to the stacked lists as `[ StepN - Status ] :
     /// text`.
@@ -224,13 +229,31 @@ impl GroundingStore {
     /// Writes the episode files and the global latest files in `format`,
     /// atomically; returns the paths written.
     pub fn save(&self, file: &GroundingFile, format: SaveFormat) -> Result<Vec<PathBuf>, MemoryError> {
+        self.save_episode(file, format, true)
+    }
+
+    /// Writes the episode files in `format` and, when `update_latest`, the
+    /// global latest files too, atomically; returns the paths written.
+    pub fn save_episode(
+        &self,
+        file: &GroundingFile,
+        format: SaveFormat,
+        update_latest: bool,
+    ) -> Result<Vec<PathBuf>, MemoryError> {
         let id = file.expr_info.episode_id;
         let mut written = Vec::new();
+        let targets = |ext: &str| {
+            let mut v = vec![self.episode_path(id, ext)];
+            if update_latest {
+                v.push(self.latest_path(ext));
+            }
+            v
+        };
         if format.json() {
             let mut json = serde_json::to_vec_pretty(file)
                 .map_err(|source| MemoryError::Serialize { what: "grounding file", source })?;
             json.push(b'\n');
-            for path in [self.episode_path(id, "json"), self.latest_path("json")] {
+            for path in targets("json") {
                 write_atomic(&path, &json)?;
                 written.push(path);
             }
@@ -238,7 +261,7 @@ impl GroundingStore {
         if format.txt() {
             let mut txt = render_txt(file);
             txt.push('\n');
-            for path in [self.episode_path(id, "txt"), self.latest_path("txt")] {
+            for path in targets("txt") {
                 write_atomic(&path, txt.as_bytes())?;
                 written.push(path);
             }
