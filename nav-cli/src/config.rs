@@ -49,7 +49,11 @@ impl GroundingSection {
 
     /// The save format (exit 2 naming the key on a bad value).
     pub fn save_format(&self) -> Result<nav_memory::grounding::SaveFormat, Exit> {
-        self.save_format.as_deref().unwrap_or("both").parse().map_err(|e| usage(format!("[grounding] save_format: {e}")))
+        self.save_format
+            .as_deref()
+            .unwrap_or("both")
+            .parse()
+            .map_err(|e| usage(format!("[grounding] save_format: {e}")))
     }
 }
 

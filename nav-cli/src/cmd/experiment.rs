@@ -298,8 +298,10 @@ mod tests {
     fn file_feedback_is_applied_when_the_step_is_reached() {
         let mut src = FeedbackSource::File {
             entries: vec![
-                serde_json::from_str(r#"{"step_id": 2, "status": "Failure", "feedback": {"spatial": "kitchen is green"}}"#)
-                    .unwrap(),
+                serde_json::from_str(
+                    r#"{"step_id": 2, "status": "Failure", "feedback": {"spatial": "kitchen is green"}}"#,
+                )
+                .unwrap(),
                 serde_json::from_str(r#"{"step_id": 9, "status": "WiP", "feedback": {"general": null}}"#).unwrap(),
             ],
             next: 0,

@@ -6,7 +6,7 @@ use nav_memory::grounding::{FinalGrounding, GroundingCategory, GroundingRequest}
 
 /// Summarizes an episode's stacked feedback without a model: per category,
 /// the feedback texts (the part after `] : `) in first-seen order, repeats
-/// dropped, each ending with a period, joined with spaces. Empty categories
+/// dropped, each capitalized and ending with a period, joined with spaces. Empty categories
 /// stay empty; the same request always gives the same grounding.
 ///
 /// ```
@@ -16,7 +16,7 @@ use nav_memory::grounding::{FinalGrounding, GroundingCategory, GroundingRequest}
 /// let fb = CategoryFeedback::default().with(GroundingCategory::Spatial, "kitchen is green");
 /// ep.append_step_feedback(3, "find the fridge", StepStatus::Success, fb);
 /// let g = summarize_feedback(&ep.request(), Some("2026-01-27T10:00:00Z".into()));
-/// assert_eq!(g.spatial_grounding.content, "kitchen is green.");
+/// assert_eq!(g.spatial_grounding.content, "Kitchen is green.");
 /// ```
 pub fn summarize_feedback(req: &GroundingRequest, timestamp: Option<String>) -> FinalGrounding {
     let mut out = FinalGrounding { generation_timestamp: timestamp, ..FinalGrounding::default() };
@@ -24,7 +24,9 @@ pub fn summarize_feedback(req: &GroundingRequest, timestamp: Option<String>) -> 
         let mut seen: Vec<String> = Vec::new();
         for entry in req.stacked.get(c) {
             let text = entry.split_once("] : ").map_or(entry.as_str(), |(_, t)| t).trim();
-            let sentence = if text.ends_with(['.', '!', '?']) { text.to_string() } else { format!("{text}.") };
+            let mut chars = text.chars();
+            let capitalized: String = chars.next().map(|c| c.to_uppercase().chain(chars).collect()).unwrap_or_default();
+            let sentence = if capitalized.ends_with(['.', '!', '?']) { capitalized } else { format!("{capitalized}.") };
             if !text.is_empty() && !seen.contains(&sentence) {
                 seen.push(sentence);
             }
@@ -49,7 +51,7 @@ mod tests {
         ep.append_step_feedback(4, "", StepStatus::WiP, fb);
         let a = summarize_feedback(&ep.request(), None);
         assert_eq!(a, summarize_feedback(&ep.request(), None));
-        assert_eq!(a.procedural_grounding.content, "open doors slowly.");
+        assert_eq!(a.procedural_grounding.content, "Open doors slowly.");
         assert_eq!(a.general_grounding_rules.content, "Ask when unsure!");
         assert!(a.spatial_grounding.content.is_empty());
     }

@@ -602,10 +602,10 @@ pub fn build_request(f: &CandidateFrame<'_>, cfg: &CandidatePromptConfig) -> Vlm
             verbalized_entropy: cfg.verbalized_entropy,
         },
     ))
-        .cache_system(true)
-        .temperature(cfg.temperature)
-        .max_tokens(cfg.max_tokens)
-        .timeout(Duration::from_secs_f64(cfg.timeout_s.max(0.1)));
+    .cache_system(true)
+    .temperature(cfg.temperature)
+    .max_tokens(cfg.max_tokens)
+    .timeout(Duration::from_secs_f64(cfg.timeout_s.max(0.1)));
     if !cfg.text_only {
         if f.map_image {
             let map = render_world_model(f.grid, f.pose, f.goal, f.candidates, cfg.map_size_px);

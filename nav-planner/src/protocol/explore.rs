@@ -214,12 +214,12 @@ pub fn build_request(snap: &ExploreSnapshot, cfg: &ExplorePromptConfig) -> VlmRe
             verbalized_entropy: cfg.verbalized_entropy,
         },
     ))
-        .cache_system(true)
-        .tools(tool_specs())
-        .tool_choice(ToolChoice::Required)
-        .temperature(cfg.temperature)
-        .max_tokens(cfg.max_tokens)
-        .timeout(Duration::from_secs_f64(cfg.timeout_s.max(0.1)));
+    .cache_system(true)
+    .tools(tool_specs())
+    .tool_choice(ToolChoice::Required)
+    .temperature(cfg.temperature)
+    .max_tokens(cfg.max_tokens)
+    .timeout(Duration::from_secs_f64(cfg.timeout_s.max(0.1)));
     let jpeg = if cfg.text_only || snap.text_only { None } else { snap.annotated_jpeg() };
     match jpeg {
         Some(jpeg) => req.image(Part::jpeg(jpeg, cfg.image_detail)).text(snap.context_text(&cfg.lidar)),

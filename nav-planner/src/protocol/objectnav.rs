@@ -202,10 +202,8 @@ pub fn objectnav_schema() -> Value {
 
 /// The system prompt, with grounding knowledge appended when present.
 pub fn system_prompt(grounding: Option<&str>) -> String {
-    let options = super::grounding::SystemPromptOptions {
-        grounding: grounding.map(str::to_string),
-        verbalized_entropy: false,
-    };
+    let options =
+        super::grounding::SystemPromptOptions { grounding: grounding.map(str::to_string), verbalized_entropy: false };
     super::grounding::system_prompt(OBJECTNAV_SYSTEM, &options)
 }
 
