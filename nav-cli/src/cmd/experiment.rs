@@ -17,7 +17,7 @@ use nav_memory::grounding::{
 use nav_planner::vlm::VisionLanguageModel;
 use std::io::{BufRead, IsTerminal};
 use std::path::{Path, PathBuf};
-use std::sync::mpsc::{Receiver, TryRecvError};
+use std::sync::mpsc::Receiver;
 
 /// Options shared by `nav run` and `nav prompt`: the experiment whose
 /// grounding goes into the system prompt.
@@ -124,12 +124,11 @@ impl FeedbackSource {
                     *next += 1;
                 }
             }
-            Self::Stdin(rx) => loop {
-                match rx.try_recv() {
-                    Ok(line) => apply_typed(&line, step_id, instruction, record),
-                    Err(TryRecvError::Empty | TryRecvError::Disconnected) => break,
+            Self::Stdin(rx) => {
+                while let Ok(line) = rx.try_recv() {
+                    apply_typed(&line, step_id, instruction, record);
                 }
-            },
+            }
         }
     }
 
