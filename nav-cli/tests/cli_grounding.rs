@@ -130,6 +130,52 @@ fn two_episodes_feedback_then_grounding_in_the_next_system_prompt() {
     // without an experiment the prompt is the default one
     let plain = ok(&nav_in(dir, &["prompt"]));
     assert!(!plain.contains("Grounding knowledge"));
+    // the verbalized-entropy variant comes after the grounding
+    let p = ok(&nav_in(dir, &["prompt", "--experiment", "demo", "--verbalized-entropy"]));
+    let body: serde_json::Value = serde_json::from_str(&p).unwrap();
+    let system = body["system"].as_str().unwrap();
+    assert!(system.contains(&format!("{section}\n\n### Verbalized uncertainty\n")), "{system}");
+
+    // nav grounding generate rewrites a saved episode's final grounding (offline summary here)
+    let ep1_json = ep1.join("grounding_episode_1.json");
+    let printed = ok(&nav_in(dir, &["grounding", "generate", ep1_json.to_str().unwrap()]));
+    let printed: serde_json::Value = serde_json::from_str(&printed).unwrap();
+    assert_eq!(printed["spatial_grounding"]["content"], "Kitchen is green.");
+    let rewritten: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&ep1_json).unwrap()).unwrap();
+    assert_eq!(rewritten["final_grounding"], printed);
+    assert_eq!(rewritten["stacked_grounding"], saved["stacked_grounding"]);
+    let o = nav_in(dir, &["grounding", "generate", "feedback.jsonl"]);
+    assert_eq!(o.status.code(), Some(2), "not a grounding file");
+}
+
+#[test]
+fn config_files_are_relative_to_the_config_file_and_bad_ones_are_skipped() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let conf = dir.join("conf");
+    std::fs::create_dir(&conf).unwrap();
+    std::fs::write(conf.join("rules.txt"), "Never enter the garage.\n").unwrap();
+    std::fs::write(conf.join("latin1.txt"), b"caf\xe9 on the left\n").unwrap();
+    std::fs::write(
+        conf.join("nav.toml"),
+        "[grounding]\nfiles = [\"rules.txt\", \"latin1.txt\"]\nformat = \"txt\"\nsave_format = \"json\"\n",
+    )
+    .unwrap();
+    let o = nav_in(dir, &["prompt", "--protocol", "explore", "--config", "conf/nav.toml"]);
+    let body: serde_json::Value = serde_json::from_str(&ok(&o)).unwrap();
+    assert!(body["system"].as_str().unwrap().ends_with("earlier episodes\nNever enter the garage."));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("latin1.txt") && err.contains("not UTF-8"), "{err}");
+    // save_format = "json": only the JSON files
+    std::fs::write(dir.join("fb.jsonl"), FEEDBACK).unwrap();
+    ok(&nav_in(dir, &["run", "--experiment", "j", "--config", "conf/nav.toml", "--feedback", "fb.jsonl"]));
+    let written = files(&dir.join("logs/j"));
+    assert_eq!(written.len(), 2, "{written:?}");
+    assert!(written.iter().all(|f| f.ends_with(".json")), "{written:?}");
+    std::fs::write(conf.join("bad.toml"), "[grounding]\nsave_format = \"yaml\"\n").unwrap();
+    let o = nav_in(dir, &["run", "--experiment", "j", "--config", "conf/bad.toml"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("save_format"));
 }
 
 #[test]

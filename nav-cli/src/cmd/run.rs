@@ -149,6 +149,10 @@ pub fn run(args: RunArgs) -> CmdResult {
     };
     let rt = runtime()?;
     let store = args.experiment.store()?;
+    if store.is_some() {
+        // a bad save format fails before the episode, not after it
+        config.grounding.save_format()?;
+    }
     let episode_id = args.episode.unwrap_or_else(|| store.as_ref().map_or(1, GroundingStore::next_episode_id));
     let mut record = EpisodeGrounding::new(episode_id);
     let mut feedback = FeedbackSource::open(args.feedback.as_deref())?;
