@@ -66,14 +66,38 @@ fn hal_config_error(section: &str, e: nav_hal::HalError) -> ConfigError {
     }
 }
 
-/// Grounding files to merge into system prompts.
+/// Grounding knowledge (seed 004, docs/GROUNDING.md): files to merge into
+/// every system prompt and how grounding files are written.
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct GroundingSection {
-    /// Files (JSON and/or TXT) to merge.
+    /// Files (JSON and/or TXT) to merge (the seed's `GROUNDING_FILE_PATH`);
+    /// relative paths are relative to the config file's directory.
     pub files: Vec<PathBuf>,
-    /// `txt`, `json` or `both`.
+    /// Merge format (the seed's `GROUNDING_MERGE_FORMAT`): `txt`, `json` or
+    /// `both`; default `txt`.
     pub format: Option<String>,
+    /// Which files an episode writes (the seed's `GROUNDING_SAVE_FORMAT`):
+    /// `json`, `txt` or `both`; default `both`.
+    pub save_format: Option<String>,
+    /// The verbalized-entropy variant of the system prompt.
+    pub verbalized_entropy: bool,
+}
+
+impl GroundingSection {
+    /// The merge format (exit 2 naming the key on a bad value).
+    pub fn merge_format(&self) -> Result<nav_memory::grounding::MergeFormat, Exit> {
+        self.format.as_deref().unwrap_or("txt").parse().map_err(|e| usage(format!("[grounding] format: {e}")))
+    }
+
+    /// The save format (exit 2 naming the key on a bad value).
+    pub fn save_format(&self) -> Result<nav_memory::grounding::SaveFormat, Exit> {
+        self.save_format
+            .as_deref()
+            .unwrap_or("both")
+            .parse()
+            .map_err(|e| usage(format!("[grounding] save_format: {e}")))
+    }
 }
 
 /// The whole file.
@@ -114,6 +138,12 @@ impl NavConfig {
         let mut config: Self = toml::from_str(&text).map_err(|e| usage(format!("config {}: {e}", path.display())))?;
         config.table = toml::from_str(&text).map_err(|e| usage(format!("config {}: {e}", path.display())))?;
         config.validate().map_err(|e| usage(format!("config {}: {}", path.display(), section_and_key(&e))))?;
+        // [grounding] files are relative to the config file's directory
+        if let Some(dir) = path.parent() {
+            for f in &mut config.grounding.files {
+                *f = dir.join(&*f);
+            }
+        }
         Ok(config)
     }
 
@@ -232,13 +262,7 @@ impl NavConfig {
         if self.grounding.files.is_empty() {
             return Ok(None);
         }
-        let format = self
-            .grounding
-            .format
-            .as_deref()
-            .unwrap_or("txt")
-            .parse::<nav_memory::grounding::MergeFormat>()
-            .map_err(|e| usage(format!("[grounding] format: {e}")))?;
+        let format = self.grounding.merge_format()?;
         let merged =
             nav_memory::grounding::merge_files(&self.grounding.files, format).map_err(|e| usage(e.to_string()))?;
         for w in &merged.warnings {

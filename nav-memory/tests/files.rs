@@ -216,7 +216,7 @@ fn merge_files_skips_corrupt_json_with_a_warning() {
     assert!(section.ends_with(&format!("{PART_SEPARATOR}Never enter the garage.")), "{section}");
     assert!(section.starts_with("#### User Preference"));
 
-    // A file that cannot be read is an error, not a warning.
+    // A file that does not exist is an error, not a warning.
     let err = merge_files(&[dir.path().join("missing.txt")], MergeFormat::Txt).unwrap_err();
     assert!(err.to_string().contains("missing.txt"), "{err}");
     // A JSON file of another kind is no grounding.

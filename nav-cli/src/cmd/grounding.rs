@@ -1,8 +1,10 @@
-//! `nav grounding merge FILES… [--format txt|json|both]` (seed 004).
+//! `nav grounding merge FILES… [--format txt|json|both]` and `nav grounding
+//! generate EPISODE_JSON [--vlm …]` (seed 004, docs/GROUNDING.md).
 
-use crate::exit::{CmdResult, usage};
+use crate::config::NavConfig;
+use crate::exit::{CmdResult, internal, runtime, usage};
 use clap::Subcommand;
-use nav_memory::grounding::{MergeFormat, merge_files};
+use nav_memory::grounding::{GroundingRequest, MergeFormat, load_grounding_file, merge_files, render_txt};
 use std::path::PathBuf;
 
 /// Grounding subcommands.
@@ -16,6 +18,18 @@ pub enum GroundingCommand {
         /// txt (markdown), json (the merged JSON) or both.
         #[arg(long, default_value = "txt")]
         format: String,
+    },
+    /// Regenerate final_grounding of a saved episode from its stacked feedback, rewrite the file
+    /// (and its .txt sibling, if present) and print the new final_grounding. With --vlm (or a
+    /// [vlm] section in --config) the model writes it; otherwise the offline summary.
+    Generate {
+        /// A saved grounding_episode_<N>.json.
+        episode_json: PathBuf,
+        #[command(flatten)]
+        backend: super::VlmArgs,
+        /// Configuration file (TOML).
+        #[arg(long, value_name = "FILE")]
+        config: Option<PathBuf>,
     },
 }
 
@@ -32,5 +46,26 @@ pub fn run(cmd: GroundingCommand) -> CmdResult {
             println!("{}", merged.render_prompt_section());
             Ok(0)
         }
+        GroundingCommand::Generate { episode_json, backend, config } => generate(&episode_json, &backend, config),
     }
+}
+
+fn generate(path: &std::path::Path, backend: &super::VlmArgs, config: Option<PathBuf>) -> CmdResult {
+    let config = NavConfig::load_opt(config.as_deref())?;
+    let mut file = load_grounding_file(path).map_err(|e| usage(e.to_string()))?;
+    let vlm = if backend.vlm.is_some() || config.vlm.is_some() { Some(backend.build(&config)?) } else { None };
+    let req = GroundingRequest { episode_id: file.expr_info.episode_id, stacked: file.stacked_grounding.clone() };
+    let rt = runtime()?;
+    let (timestamp, _) = super::experiment::utc_now();
+    let final_grounding = super::experiment::final_grounding(&rt, vlm.as_deref(), &req, timestamp);
+    file.final_grounding = Some(final_grounding);
+    let mut json = serde_json::to_vec_pretty(&file).map_err(internal)?;
+    json.push(b'\n');
+    nav_memory::write_atomic(path, &json).map_err(internal)?;
+    let txt = path.with_extension("txt");
+    if txt.is_file() {
+        nav_memory::write_atomic(&txt, format!("{}\n", render_txt(&file)).as_bytes()).map_err(internal)?;
+    }
+    println!("{}", serde_json::to_string_pretty(&file.final_grounding).map_err(internal)?);
+    Ok(0)
 }

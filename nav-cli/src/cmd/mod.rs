@@ -1,6 +1,7 @@
 //! One module per subcommand.
 
 pub mod eval;
+pub mod experiment;
 pub mod grounding;
 #[cfg(feature = "habitat")]
 pub mod habitat;

@@ -43,6 +43,8 @@ pub struct PromptArgs {
     /// Configuration file (TOML).
     #[arg(long, value_name = "FILE")]
     config: Option<PathBuf>,
+    #[command(flatten)]
+    experiment: super::experiment::ExperimentArgs,
 }
 
 /// Replaces base64 image payloads in a wire body with a short summary.
@@ -106,7 +108,8 @@ pub fn run(args: PromptArgs) -> CmdResult {
     spec.seed = args.seed;
     spec.text_only = args.text_only;
     spec.sim = config.sim.clone();
-    spec.grounding = config.grounding_text()?;
+    spec.grounding = args.experiment.grounding_text(&config)?;
+    spec.verbalized_entropy = args.experiment.verbalized_entropy(&config);
     let rt = runtime()?;
     let req = rt.block_on(initial_request(&spec)).map_err(|e| usage(e.to_string()))?;
     let mut body = match args.vlm.as_deref() {

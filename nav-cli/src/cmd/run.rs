@@ -1,9 +1,11 @@
 //! `nav run`: one episode in the built-in simulator.
 
+use crate::cmd::experiment::{EpisodeEnd, FeedbackSource, task_instruction};
 use crate::config::NavConfig;
 use crate::exit::{CmdResult, Exit, episode_error, internal, runtime, usage};
 use clap::{Args, ValueEnum};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use nav_memory::grounding::{EpisodeGrounding, GroundingStore};
 use nav_planner::navigator::candidates_loop::WorldModelMode;
 use nav_planner::navigator::episode::{EpisodeSpec, PlannerChoice, run_episode};
 use nav_planner::navigator::{StepLog, read_log};
@@ -73,6 +75,15 @@ pub struct RunArgs {
     /// Configuration file (TOML).
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
+    #[command(flatten)]
+    pub experiment: super::experiment::ExperimentArgs,
+    /// Episode number for --experiment (default: one after the highest saved episode).
+    #[arg(long, value_name = "N")]
+    pub episode: Option<u64>,
+    /// Per-step feedback for --experiment: a JSON-lines file of grounding_per_step entries, or - to type
+    /// `feedback : spatial: kitchen is green` lines on standard input while the run goes.
+    #[arg(long, value_name = "FILE|-")]
+    pub feedback: Option<PathBuf>,
 }
 
 /// The candidates protocol's world model.
@@ -104,7 +115,11 @@ pub fn build_spec(args: &RunArgs, config: &NavConfig) -> Result<EpisodeSpec, Exi
             WorldModelArg::GroundTruth => WorldModelMode::GroundTruth,
         };
     }
-    spec.grounding = config.grounding_text()?;
+    if args.experiment.experiment.is_none() && (args.feedback.is_some() || args.episode.is_some()) {
+        return Err(usage("--feedback and --episode need --experiment NAME"));
+    }
+    spec.grounding = args.experiment.grounding_text(config)?;
+    spec.verbalized_entropy = args.experiment.verbalized_entropy(config);
     if args.planner == PlannerChoice::Vlm {
         spec.vlm = Some(args.backend.build(config)?);
     } else if args.backend.vlm.is_some() {
@@ -139,9 +154,31 @@ pub fn run(args: RunArgs) -> CmdResult {
         None => StepLog::null(),
     };
     let rt = runtime()?;
-    let mut progress = |step: u64| bar.set_position(step.min(max));
+    let store = args.experiment.store()?;
+    if store.is_some() {
+        // a bad save format fails before the episode, not after it
+        config.grounding.save_format()?;
+    }
+    let episode_id = args.episode.unwrap_or_else(|| store.as_ref().map_or(1, GroundingStore::next_episode_id));
+    let mut record = EpisodeGrounding::new(episode_id);
+    let mut feedback = FeedbackSource::open(args.feedback.as_deref())?;
+    let instruction = task_instruction(&spec.arena);
+    let mut last_step = 0;
+    let mut progress = |step: u64| {
+        bar.set_position(step.min(max));
+        last_step = step;
+        feedback.poll(step, &instruction, &mut record);
+    };
     let summary = rt.block_on(run_episode(&spec, &mut log, &mut progress)).map_err(episode_error)?;
     bar.finish_and_clear();
+    let grounding_files = match store {
+        Some(store) => {
+            feedback.finish(last_step, &instruction, &mut record);
+            let end = EpisodeEnd { store, record, vlm: spec.vlm.as_deref(), config: &config };
+            end.save(&rt)?
+        }
+        None => Vec::new(),
+    };
     if let Some(path) = &args.plot {
         let records = match &args.log {
             Some(p) => read_log(p).map_err(internal)?.0,
@@ -170,6 +207,9 @@ pub fn run(args: RunArgs) -> CmdResult {
         }
         if let Some(p) = &args.log {
             println!("  step log: {}", p.display());
+        }
+        for p in &grounding_files {
+            println!("  grounding: {}", p.display());
         }
     }
     Ok(if summary.passed { 0 } else { 1 })

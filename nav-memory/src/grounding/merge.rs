@@ -13,7 +13,9 @@
 //! - A JSON file that does not parse, or parses without any grounding in
 //!   it, is skipped with a warning naming it (returned in
 //!   [`MergedGrounding::warnings`] and logged with `tracing::warn!`); so is
-//!   an empty TXT file. An unreadable file is an error.
+//!   an empty TXT file, and so is a file that exists but cannot be read
+//!   (not UTF-8, no permission, a directory). A file that does not exist
+//!   is an error naming it (most likely a typo in the file list).
 //!
 //! [`MergeFormat`] (the seed's `GROUNDING_MERGE_FORMAT`) chooses how the
 //! merged JSON part appears: `txt` = the Markdown rendering (the seed's
@@ -23,6 +25,7 @@
 use super::types::{FinalGrounding, GroundingCategory, GroundingFile, StackedGrounding};
 use crate::error::MemoryError;
 use serde::{Deserialize, Serialize};
+use std::collections::HashSet;
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
@@ -127,20 +130,23 @@ impl MergedDocument {
 /// Pure and idempotent on duplicates: merging a list with itself, or with
 /// repeated files, gives the same result as merging it once.
 pub fn merge_documents<'a>(files: impl IntoIterator<Item = &'a GroundingFile>) -> MergedDocument {
+    // hash sets beside the lists keep the merge linear in the number of entries
     let mut stacked = StackedGrounding::default();
-    let mut contents: [Vec<String>; 4] = Default::default();
+    let mut seen_entries: [HashSet<&'a str>; 4] = Default::default();
+    let mut contents: [Vec<&'a str>; 4] = Default::default();
+    let mut seen_contents: [HashSet<&'a str>; 4] = Default::default();
     for file in files {
         for (i, c) in GroundingCategory::ALL.into_iter().enumerate() {
             let list = stacked.get_mut(c);
             for e in file.stacked_grounding.get(c) {
-                if !list.contains(e) {
+                if seen_entries[i].insert(e.as_str()) {
                     list.push(e.clone());
                 }
             }
             if let Some(fg) = &file.final_grounding {
                 let text = fg.content(c).trim();
-                if !text.is_empty() && !contents[i].iter().any(|t| t == text) {
-                    contents[i].push(text.to_string());
+                if !text.is_empty() && seen_contents[i].insert(text) {
+                    contents[i].push(text);
                 }
             }
         }
@@ -261,8 +267,9 @@ impl MergedGrounding {
 
 /// Reads and merges grounding files (see the module docs). `.json` files
 /// (case-insensitive) are grounding documents, anything else is text.
-/// Unreadable files are an error naming the file; corrupt JSON and empty
-/// text files are skipped and reported in [`MergedGrounding::warnings`]
+/// A missing file is an error naming it; unreadable files (not UTF-8, no
+/// permission…), corrupt JSON and empty text files are skipped and
+/// reported in [`MergedGrounding::warnings`]
 /// (logged here only at debug level, so the caller decides how to show them
 /// and each is shown once).
 pub fn merge_files(paths: &[PathBuf], format: MergeFormat) -> Result<MergedGrounding, MemoryError> {
@@ -274,7 +281,22 @@ pub fn merge_files(paths: &[PathBuf], format: MergeFormat) -> Result<MergedGroun
         warnings.push(GroundingWarning { path: path.to_path_buf(), message });
     };
     for path in paths {
-        let text = crate::snapshot::read_text(path)?;
+        let text = match std::fs::read(path) {
+            Ok(bytes) => match String::from_utf8(bytes) {
+                Ok(text) => text,
+                Err(e) => {
+                    warn(path, format!("not UTF-8 text (invalid byte at offset {})", e.utf8_error().valid_up_to()));
+                    continue;
+                }
+            },
+            Err(source) if source.kind() == std::io::ErrorKind::NotFound => {
+                return Err(MemoryError::Io { op: "reading", path: path.clone(), source });
+            }
+            Err(e) => {
+                warn(path, format!("unreadable: {e}"));
+                continue;
+            }
+        };
         if is_json_path(path) {
             match serde_json::from_str::<GroundingFile>(&text) {
                 Ok(file) if is_contentless(&file) => {
@@ -357,6 +379,35 @@ mod tests {
         assert!(md.starts_with("#### Spatial\n- The green room"), "{md}");
         assert!(md.contains("\n\n#### Procedural\n- Open doors slowly."), "{md}");
         assert!(!md.contains("### User Preference"));
+    }
+
+    #[test]
+    fn large_merge_is_fast_and_deduplicated() {
+        // 200k stacked entries (half repeats) used to take many seconds
+        let mut a = GroundingFile::default();
+        a.stacked_grounding.spatial = (0..100_000).map(|i| format!("[ Step{i} - Success ] : room {i}")).collect();
+        let b = a.clone();
+        let t = std::time::Instant::now();
+        let m = merge_documents([&a, &b]);
+        assert_eq!(m.stacked_grounding.spatial.len(), 100_000);
+        assert!(t.elapsed().as_secs_f64() < 5.0, "{:?}", t.elapsed());
+    }
+
+    #[test]
+    fn non_utf8_and_directories_are_skipped_with_a_warning() {
+        let dir = tempfile::tempdir().unwrap();
+        let bad = dir.path().join("latin1.txt");
+        std::fs::write(&bad, b"caf\xe9 is left\n").unwrap();
+        let good = dir.path().join("note.txt");
+        std::fs::write(&good, "Never enter the garage.").unwrap();
+        let sub = dir.path().join("sub.json");
+        std::fs::create_dir(&sub).unwrap();
+        let m = merge_files(&[bad.clone(), sub.clone(), good], MergeFormat::Txt).unwrap();
+        assert_eq!(m.render_prompt_section(), "Never enter the garage.");
+        assert_eq!(m.warnings.len(), 2, "{:?}", m.warnings);
+        assert_eq!(m.warnings[0].path, bad);
+        assert!(m.warnings[0].message.contains("not UTF-8"), "{}", m.warnings[0]);
+        assert_eq!(m.warnings[1].path, sub);
     }
 
     #[test]

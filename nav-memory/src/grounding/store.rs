@@ -1,11 +1,12 @@
 //! Recording one episode's feedback and writing the grounding files.
 //!
-//! Layout under a log root (seed 004, with the episode directory simplified
-//! to `episode_<id>`):
+//! Layout under a log root (seed 004; the episode directory is
+//! `episode_<id>` or, with [`GroundingStore::with_run_label`], the seed's
+//! `episode_<id>_<timestamp>_<script>`):
 //!
 //! ```text
-//! <root>/episode_<id>/grounding_episode_<id>.json   (and/or .txt)
-//! <root>/grounding/grounding_latest.json            (and/or .txt)
+//! <root>/episode_<id>[_<label>]/grounding_episode_<id>.json   (and/or .txt)
+//! <root>/grounding/grounding_latest.json                      (and/or .txt)
 //! ```
 //!
 //! The `.txt` form is the prompt-ready Markdown of that one file (what
@@ -98,6 +99,11 @@ impl EpisodeGrounding {
         Self { file: GroundingFile { expr_info: ExprInfo { episode_id }, ..GroundingFile::default() } }
     }
 
+    /// Continues a saved record (e.g. to regenerate its final grounding).
+    pub fn from_file(file: GroundingFile) -> Self {
+        Self { file }
+    }
+
     /// Records one step's feedback: appended to `grounding_per_step` and,
     /// per non-empty category, to the stacked lists as `[ StepN - Status ] :
     /// text`.
@@ -158,12 +164,51 @@ pub fn load_grounding_file(path: impl AsRef<Path>) -> Result<GroundingFile, Memo
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct GroundingStore {
     root: PathBuf,
+    label: Option<String>,
 }
 
 impl GroundingStore {
     /// A store writing under `root` (the experiment's log directory).
     pub fn new(root: impl Into<PathBuf>) -> Self {
-        Self { root: root.into() }
+        Self { root: root.into(), label: None }
+    }
+
+    /// Names episode directories `episode_<id>_<label>` (the seed's
+    /// `<timestamp>_<script>`, e.g. `20260127_101500_nav`).
+    pub fn with_run_label(mut self, label: impl Into<String>) -> Self {
+        self.label = Some(label.into());
+        self
+    }
+
+    /// The directory of episode `episode_id`'s files.
+    pub fn episode_dir(&self, episode_id: u64) -> PathBuf {
+        match &self.label {
+            Some(l) => self.root.join(format!("episode_{episode_id}_{l}")),
+            None => self.root.join(format!("episode_{episode_id}")),
+        }
+    }
+
+    /// The episode number after the highest `episode_<N>` or
+    /// `episode_<N>_…` directory under the root (1 when there is none or
+    /// the root does not exist).
+    pub fn next_episode_id(&self) -> u64 {
+        let Ok(entries) = std::fs::read_dir(&self.root) else { return 1 };
+        entries
+            .filter_map(Result::ok)
+            .filter(|e| e.path().is_dir())
+            .filter_map(|e| {
+                let name = e.file_name().to_string_lossy().into_owned();
+                let rest = name.strip_prefix("episode_")?;
+                rest.split('_').next()?.parse::<u64>().ok()
+            })
+            .max()
+            .map_or(1, |m| m.saturating_add(1))
+    }
+
+    /// The existing global latest file, preferring `.json` over `.txt` (both
+    /// hold the same grounding when the save format is `both`).
+    pub fn existing_latest(&self) -> Option<PathBuf> {
+        ["json", "txt"].into_iter().map(|ext| self.latest_path(ext)).find(|p| p.is_file())
     }
 
     /// The log root.
@@ -171,9 +216,9 @@ impl GroundingStore {
         &self.root
     }
 
-    /// `<root>/episode_<id>/grounding_episode_<id>.<ext>`.
+    /// `<episode dir>/grounding_episode_<id>.<ext>`.
     pub fn episode_path(&self, episode_id: u64, ext: &str) -> PathBuf {
-        self.root.join(format!("episode_{episode_id}")).join(format!("grounding_episode_{episode_id}.{ext}"))
+        self.episode_dir(episode_id).join(format!("grounding_episode_{episode_id}.{ext}"))
     }
 
     /// `<root>/grounding/grounding_latest.<ext>`.
@@ -184,13 +229,31 @@ impl GroundingStore {
     /// Writes the episode files and the global latest files in `format`,
     /// atomically; returns the paths written.
     pub fn save(&self, file: &GroundingFile, format: SaveFormat) -> Result<Vec<PathBuf>, MemoryError> {
+        self.save_episode(file, format, true)
+    }
+
+    /// Writes the episode files in `format` and, when `update_latest`, the
+    /// global latest files too, atomically; returns the paths written.
+    pub fn save_episode(
+        &self,
+        file: &GroundingFile,
+        format: SaveFormat,
+        update_latest: bool,
+    ) -> Result<Vec<PathBuf>, MemoryError> {
         let id = file.expr_info.episode_id;
         let mut written = Vec::new();
+        let targets = |ext: &str| {
+            let mut v = vec![self.episode_path(id, ext)];
+            if update_latest {
+                v.push(self.latest_path(ext));
+            }
+            v
+        };
         if format.json() {
             let mut json = serde_json::to_vec_pretty(file)
                 .map_err(|source| MemoryError::Serialize { what: "grounding file", source })?;
             json.push(b'\n');
-            for path in [self.episode_path(id, "json"), self.latest_path("json")] {
+            for path in targets("json") {
                 write_atomic(&path, &json)?;
                 written.push(path);
             }
@@ -198,7 +261,7 @@ impl GroundingStore {
         if format.txt() {
             let mut txt = render_txt(file);
             txt.push('\n');
-            for path in [self.episode_path(id, "txt"), self.latest_path("txt")] {
+            for path in targets("txt") {
                 write_atomic(&path, txt.as_bytes())?;
                 written.push(path);
             }

@@ -91,8 +91,11 @@ pub struct EpisodeSpec {
     pub text_only: bool,
     /// The model, for `PlannerChoice::Vlm`.
     pub vlm: Option<Arc<dyn VisionLanguageModel>>,
-    /// Grounding knowledge for the system prompt.
+    /// Grounding knowledge (seed 004, merged and rendered) for the system
+    /// prompt of every protocol.
     pub grounding: Option<String>,
+    /// The seed's verbalized-entropy variant of the system prompt.
+    pub verbalized_entropy: bool,
     /// Simulator settings.
     pub sim: SimConfig,
     /// ObjectNav loop settings.
@@ -129,6 +132,7 @@ impl EpisodeSpec {
             text_only: false,
             vlm: None,
             grounding: None,
+            verbalized_entropy: false,
             sim: SimConfig::default(),
             objectnav: ObjectNavLoopConfig::default(),
             explore: ExploreLoopConfig::default(),
@@ -379,6 +383,11 @@ pub async fn run_episode(
         .with_info("planner", serde_json::json!(planner_name))
         .with_info("seed", serde_json::json!(spec.seed))
         .with_info("arena_json", serde_json::to_value(&arena).unwrap_or_default());
+    // the grounding section every protocol's system prompt carries (seed 004)
+    let observer = match &spec.grounding {
+        Some(g) => observer.with_info("grounding", serde_json::json!(g)),
+        None => observer,
+    };
     let mut ctx = RunContext::new(clock.as_ref(), log).with_observer(observer);
     let run = match spec.protocol {
         ProtocolKind::Objectnav => objectnav_episode(spec, &arena, max_steps, &mut hal, &mut ctx).await?,
@@ -437,6 +446,7 @@ async fn objectnav_episode(
             ObjectNavPromptConfig {
                 text_only: spec.text_only,
                 grounding: spec.grounding.clone(),
+                verbalized_entropy: spec.verbalized_entropy,
                 ..ObjectNavPromptConfig::default()
             },
         )),
@@ -468,7 +478,12 @@ async fn candidates_episode(
         PlannerChoice::Offline | PlannerChoice::Frontier => Box::new(OfflineCandidatePlanner::new()),
         PlannerChoice::Vlm => Box::new(VlmCandidatePlanner::new(
             the_model(spec)?,
-            CandidatePromptConfig { text_only: spec.text_only, ..CandidatePromptConfig::default() },
+            CandidatePromptConfig {
+                text_only: spec.text_only,
+                grounding: spec.grounding.clone(),
+                verbalized_entropy: spec.verbalized_entropy,
+                ..CandidatePromptConfig::default()
+            },
         )),
     };
     let cfg = CandidatesLoopConfig {
@@ -515,7 +530,12 @@ async fn explore_episode(
         PlannerChoice::Offline | PlannerChoice::Frontier => Box::new(OfflineExplorePlanner::new()),
         PlannerChoice::Vlm => Box::new(VlmExplorePlanner::new(
             the_model(spec)?,
-            ExplorePromptConfig { text_only: spec.text_only, ..ExplorePromptConfig::default() },
+            ExplorePromptConfig {
+                text_only: spec.text_only,
+                grounding: spec.grounding.clone(),
+                verbalized_entropy: spec.verbalized_entropy,
+                ..ExplorePromptConfig::default()
+            },
             spec.explore.safety.clone(),
         )),
     };
@@ -670,6 +690,7 @@ pub async fn initial_request(spec: &EpisodeSpec) -> Result<crate::vlm::VlmReques
             let cfg = ObjectNavPromptConfig {
                 text_only: spec.text_only,
                 grounding: spec.grounding.clone(),
+                verbalized_entropy: spec.verbalized_entropy,
                 ..ObjectNavPromptConfig::default()
             };
             Ok(objectnav::build_request(&obs, &cfg))
@@ -716,12 +737,22 @@ pub async fn initial_request(spec: &EpisodeSpec) -> Result<crate::vlm::VlmReques
                 camera: camera.as_ref(),
                 map_image: spec.candidates.map_image,
             };
-            let cfg = CandidatePromptConfig { text_only: spec.text_only, ..CandidatePromptConfig::default() };
+            let cfg = CandidatePromptConfig {
+                text_only: spec.text_only,
+                grounding: spec.grounding.clone(),
+                verbalized_entropy: spec.verbalized_entropy,
+                ..CandidatePromptConfig::default()
+            };
             Ok(candidates::build_request(&frame, &cfg))
         }
         ProtocolKind::Explore => {
             let snap = explore_snapshot_of(&mut hal, spec, pose, scan).await?;
-            let cfg = ExplorePromptConfig { text_only: spec.text_only, ..ExplorePromptConfig::default() };
+            let cfg = ExplorePromptConfig {
+                text_only: spec.text_only,
+                grounding: spec.grounding.clone(),
+                verbalized_entropy: spec.verbalized_entropy,
+                ..ExplorePromptConfig::default()
+            };
             Ok(explore::build_request_for(&snap, &cfg, &spec.explore.safety.speeds))
         }
     }

@@ -5,10 +5,12 @@
 //! exploration: the baseline of the evaluation and the watchdog's local
 //! fallback. They use the simulator's ground-truth detections in place of a
 //! VLM's eyes and [`prior::SemanticPrior`] in place of its common sense.
+//! [`summarize_feedback`] stands in for the final-grounding call (seed 004).
 
 pub mod candidates_standin;
 pub mod explore_standin;
 pub mod frontier;
+pub mod grounding_standin;
 pub mod objectnav_standin;
 pub mod prior;
 pub mod scene_standin;
@@ -16,6 +18,7 @@ pub mod scene_standin;
 pub use candidates_standin::OfflineCandidatePlanner;
 pub use explore_standin::OfflineExplorePlanner;
 pub use frontier::FrontierPlanner;
+pub use grounding_standin::summarize_feedback;
 pub use objectnav_standin::{OfflineObjectNavConfig, OfflineObjectNavPlanner};
 pub use prior::SemanticPrior;
 pub use scene_standin::OfflineSceneAnalyzer;

@@ -571,6 +571,10 @@ pub struct CandidatePromptConfig {
     pub timeout_s: f64,
     /// Map image size, pixels.
     pub map_size_px: usize,
+    /// Grounding knowledge (seed 004) inserted into the system prompt.
+    pub grounding: Option<String>,
+    /// The seed's verbalized-entropy variant of the system prompt.
+    pub verbalized_entropy: bool,
 }
 
 impl Default for CandidatePromptConfig {
@@ -582,6 +586,8 @@ impl Default for CandidatePromptConfig {
             temperature: 0.3,
             timeout_s: 15.0,
             map_size_px: 400,
+            grounding: None,
+            verbalized_entropy: false,
         }
     }
 }
@@ -589,11 +595,17 @@ impl Default for CandidatePromptConfig {
 /// Builds the request for one candidates cycle: map image and camera frame
 /// (each with the seed's caption), then the frame text.
 pub fn build_request(f: &CandidateFrame<'_>, cfg: &CandidatePromptConfig) -> VlmRequest {
-    let mut req = VlmRequest::new(CANDIDATES_SYSTEM)
-        .cache_system(true)
-        .temperature(cfg.temperature)
-        .max_tokens(cfg.max_tokens)
-        .timeout(Duration::from_secs_f64(cfg.timeout_s.max(0.1)));
+    let mut req = VlmRequest::new(super::grounding::system_prompt(
+        CANDIDATES_SYSTEM,
+        &super::grounding::SystemPromptOptions {
+            grounding: cfg.grounding.clone(),
+            verbalized_entropy: cfg.verbalized_entropy,
+        },
+    ))
+    .cache_system(true)
+    .temperature(cfg.temperature)
+    .max_tokens(cfg.max_tokens)
+    .timeout(Duration::from_secs_f64(cfg.timeout_s.max(0.1)));
     if !cfg.text_only {
         if f.map_image {
             let map = render_world_model(f.grid, f.pose, f.goal, f.candidates, cfg.map_size_px);

@@ -189,6 +189,10 @@ pub struct ExplorePromptConfig {
     pub timeout_s: f64,
     /// LiDAR summary thresholds.
     pub lidar: LidarConfig,
+    /// Grounding knowledge (seed 004) inserted into the system prompt.
+    pub grounding: Option<String>,
+    /// The seed's verbalized-entropy variant of the system prompt.
+    pub verbalized_entropy: bool,
 }
 
 impl Default for ExplorePromptConfig {
@@ -200,6 +204,8 @@ impl Default for ExplorePromptConfig {
             max_tokens: 400,
             timeout_s: 8.0,
             lidar: LidarConfig::default(),
+            grounding: None,
+            verbalized_entropy: false,
         }
     }
 }
@@ -219,13 +225,19 @@ pub fn build_request(snap: &ExploreSnapshot, cfg: &ExplorePromptConfig) -> VlmRe
 /// [`build_request`] telling the model the speed tiers in `speeds` (the
 /// executor's), in the system prompt and the `move_toward` schema.
 pub fn build_request_for(snap: &ExploreSnapshot, cfg: &ExplorePromptConfig, speeds: &SpeedConfig) -> VlmRequest {
-    let req = VlmRequest::new(explore_system(speeds))
-        .cache_system(true)
-        .tools(tool_specs_for(speeds))
-        .tool_choice(ToolChoice::Required)
-        .temperature(cfg.temperature)
-        .max_tokens(cfg.max_tokens)
-        .timeout(Duration::from_secs_f64(cfg.timeout_s.max(0.1)));
+    let req = VlmRequest::new(super::grounding::system_prompt(
+        &explore_system(speeds),
+        &super::grounding::SystemPromptOptions {
+            grounding: cfg.grounding.clone(),
+            verbalized_entropy: cfg.verbalized_entropy,
+        },
+    ))
+    .cache_system(true)
+    .tools(tool_specs_for(speeds))
+    .tool_choice(ToolChoice::Required)
+    .temperature(cfg.temperature)
+    .max_tokens(cfg.max_tokens)
+    .timeout(Duration::from_secs_f64(cfg.timeout_s.max(0.1)));
     let jpeg = if cfg.text_only || snap.text_only { None } else { snap.annotated_jpeg() };
     match jpeg {
         Some(jpeg) => req.image(Part::jpeg(jpeg, cfg.image_detail)).text(snap.context_text(&cfg.lidar)),

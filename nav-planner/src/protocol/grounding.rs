@@ -74,6 +74,54 @@ pub async fn generate_final_grounding<M: VisionLanguageModel + ?Sized>(
     Ok((g, record))
 }
 
+/// The header of the grounding section in every protocol's system prompt.
+pub const GROUNDING_HEADER: &str = "### Grounding knowledge from earlier episodes";
+
+/// The seed's verbalized-entropy variant: appended to a system prompt when
+/// [`SystemPromptOptions::verbalized_entropy`] is on.
+pub const VERBALIZED_ENTROPY_NOTE: &str = "### Verbalized uncertainty
+Before you commit to a decision, state in one short sentence how uncertain you are \
+(low, medium or high) and why, inside the free-text field of your answer (the `why` or \
+reasoning field). Prefer the grounding knowledge above when it applies; when it \
+contradicts what you see, trust what you see and say so.";
+
+/// What is added to a protocol's fixed system prompt (seed 004: the
+/// grounding section; the verbalized-entropy variant).
+#[derive(Debug, Clone, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct SystemPromptOptions {
+    /// Grounding knowledge (seed 004), already merged and rendered.
+    pub grounding: Option<String>,
+    /// Append the verbalized-entropy instructions.
+    pub verbalized_entropy: bool,
+}
+
+/// `base` with the grounding section (under [`GROUNDING_HEADER`]) and the
+/// verbalized-entropy note appended as configured. With no grounding (or
+/// blank grounding) and the variant off, `base` exactly: default prompts
+/// stay byte-identical.
+///
+/// ```
+/// use nav_planner::protocol::grounding::{SystemPromptOptions, system_prompt};
+/// assert_eq!(system_prompt("SYS", &SystemPromptOptions::default()), "SYS");
+/// let o = SystemPromptOptions { grounding: Some("#### Spatial\n- kitchen".into()), verbalized_entropy: false };
+/// assert!(system_prompt("SYS", &o).ends_with("earlier episodes\n#### Spatial\n- kitchen"));
+/// ```
+pub fn system_prompt(base: &str, options: &SystemPromptOptions) -> String {
+    let mut s = base.to_string();
+    if let Some(g) = options.grounding.as_deref().filter(|g| !g.trim().is_empty()) {
+        s.push_str("\n\n");
+        s.push_str(GROUNDING_HEADER);
+        s.push('\n');
+        s.push_str(g);
+    }
+    if options.verbalized_entropy {
+        s.push_str("\n\n");
+        s.push_str(VERBALIZED_ENTROPY_NOTE);
+    }
+    s
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -157,6 +157,8 @@ pub struct ObjectNavPromptConfig {
     pub json_schema: bool,
     /// Grounding knowledge (seed 004) inserted into the system prompt.
     pub grounding: Option<String>,
+    /// The seed's verbalized-entropy variant of the system prompt.
+    pub verbalized_entropy: bool,
 }
 
 impl Default for ObjectNavPromptConfig {
@@ -171,6 +173,7 @@ impl Default for ObjectNavPromptConfig {
             timeout_s: 8.0,
             json_schema: true,
             grounding: None,
+            verbalized_entropy: false,
         }
     }
 }
@@ -199,10 +202,9 @@ pub fn objectnav_schema() -> Value {
 
 /// The system prompt, with grounding knowledge appended when present.
 pub fn system_prompt(grounding: Option<&str>) -> String {
-    match grounding.filter(|g| !g.trim().is_empty()) {
-        Some(g) => format!("{OBJECTNAV_SYSTEM}\n\n### Grounding knowledge from earlier episodes\n{g}"),
-        None => OBJECTNAV_SYSTEM.to_string(),
-    }
+    let options =
+        super::grounding::SystemPromptOptions { grounding: grounding.map(str::to_string), verbalized_entropy: false };
+    super::grounding::system_prompt(OBJECTNAV_SYSTEM, &options)
 }
 
 /// The per-cycle user text: target, Navigation Context and (text-only) a
@@ -261,7 +263,11 @@ pub fn describe_panorama(obs: &ObjectNavObservation<'_>) -> String {
 
 /// Builds the request a backend sends for one objectnav decision.
 pub fn build_request(obs: &ObjectNavObservation<'_>, cfg: &ObjectNavPromptConfig) -> VlmRequest {
-    let mut req = VlmRequest::new(system_prompt(cfg.grounding.as_deref()))
+    let options = super::grounding::SystemPromptOptions {
+        grounding: cfg.grounding.clone(),
+        verbalized_entropy: cfg.verbalized_entropy,
+    };
+    let mut req = VlmRequest::new(super::grounding::system_prompt(OBJECTNAV_SYSTEM, &options))
         .cache_system(true)
         .temperature(cfg.temperature)
         .max_tokens(cfg.max_tokens)

@@ -1,0 +1,316 @@
+//! Grounding knowledge across episodes (seed 004) for `nav run` and `nav
+//! prompt`: `--experiment NAME` picks the log directory `DIR/NAME/`, whose
+//! `grounding/grounding_latest` (with the config's `[grounding] files`)
+//! goes into every protocol's system prompt; `--feedback FILE|-` collects
+//! per-step feedback while the run goes; at the end of the episode the
+//! final grounding is generated and the seed's files are written.
+//! docs/GROUNDING.md describes the flow.
+
+use crate::config::NavConfig;
+use crate::exit::{Exit, internal, usage};
+use clap::Args;
+use nav_hal::arena::{Arena, Goal};
+use nav_memory::grounding::{
+    CategoryFeedback, EpisodeGrounding, FinalGrounding, GroundingRequest, GroundingStore, StepFeedback, StepStatus,
+    merge_files,
+};
+use nav_planner::vlm::VisionLanguageModel;
+use std::io::{BufRead, IsTerminal};
+use std::path::{Path, PathBuf};
+use std::sync::mpsc::Receiver;
+
+/// Options shared by `nav run` and `nav prompt`: the experiment whose
+/// grounding goes into the system prompt.
+#[derive(Args, Debug, Default, Clone)]
+pub struct ExperimentArgs {
+    /// Experiment name: grounding files live under DIR/NAME/ (seed 004); the
+    /// latest grounding goes into the system prompt.
+    #[arg(long, value_name = "NAME")]
+    pub experiment: Option<String>,
+    /// Log root of --experiment.
+    #[arg(long, value_name = "DIR", default_value = "logs")]
+    pub logs_dir: PathBuf,
+    /// The seed's verbalized-entropy variant of the system prompt.
+    #[arg(long)]
+    pub verbalized_entropy: bool,
+}
+
+impl ExperimentArgs {
+    /// The grounding store of `DIR/NAME/`, if an experiment is named (exit 2
+    /// for a name that is not a plain directory name).
+    pub fn store(&self) -> Result<Option<GroundingStore>, Exit> {
+        let Some(name) = &self.experiment else { return Ok(None) };
+        let plain = Path::new(name).components().count() == 1
+            && !matches!(name.as_str(), "" | "." | "..")
+            && !name.contains(['/', '\\']);
+        if !plain {
+            return Err(usage(format!("--experiment {name:?}: expected a plain directory name")));
+        }
+        Ok(Some(GroundingStore::new(self.logs_dir.join(name))))
+    }
+
+    /// The system prompt's grounding section: the config's `[grounding]
+    /// files` plus the experiment's latest grounding, merged and rendered
+    /// by the seed's rules in the config's merge format. Skipped inputs are
+    /// warned about on stderr.
+    pub fn grounding_text(&self, config: &NavConfig) -> Result<Option<String>, Exit> {
+        let mut files = config.grounding.files.clone();
+        if let Some(latest) = self.store()?.and_then(|s| s.existing_latest()) {
+            files.push(latest);
+        }
+        if files.is_empty() {
+            return Ok(None);
+        }
+        let merged = merge_files(&files, config.grounding.merge_format()?).map_err(|e| usage(e.to_string()))?;
+        for w in &merged.warnings {
+            eprintln!("nav: warning: {w}");
+        }
+        let text = merged.render_prompt_section();
+        Ok((!text.trim().is_empty()).then_some(text))
+    }
+
+    /// Whether the verbalized-entropy variant is on (flag or config).
+    pub fn verbalized_entropy(&self, config: &NavConfig) -> bool {
+        self.verbalized_entropy || config.grounding.verbalized_entropy
+    }
+}
+
+/// Where per-step feedback comes from while a run goes.
+pub enum FeedbackSource {
+    /// No feedback.
+    None,
+    /// A JSON-lines file, sorted by step; `next` is the first not yet applied.
+    File {
+        /// The entries.
+        entries: Vec<StepFeedback>,
+        /// Index of the next entry to apply.
+        next: usize,
+    },
+    /// Lines typed on standard input (`feedback : spatial: kitchen is green`).
+    Stdin(Receiver<String>),
+}
+
+impl FeedbackSource {
+    /// `--feedback FILE` (read and checked now: exit 2 naming the file and
+    /// line) or `--feedback -` (standard input, read by a thread).
+    pub fn open(arg: Option<&Path>) -> Result<Self, Exit> {
+        match arg {
+            None => Ok(Self::None),
+            Some(p) if p == Path::new("-") => {
+                let (tx, rx) = std::sync::mpsc::channel();
+                std::thread::spawn(move || {
+                    for line in std::io::stdin().lock().lines() {
+                        let Ok(line) = line else { break };
+                        if tx.send(line).is_err() {
+                            break;
+                        }
+                    }
+                });
+                Ok(Self::Stdin(rx))
+            }
+            Some(p) => Ok(Self::File { entries: read_feedback_file(p)?, next: 0 }),
+        }
+    }
+
+    /// Stacks the feedback the run has reached by `step` into `record`.
+    /// Bad interactive lines are reported on stderr and skipped.
+    pub fn poll(&mut self, step: u64, instruction: &str, record: &mut EpisodeGrounding) {
+        let step_id = u32::try_from(step.max(1)).unwrap_or(u32::MAX);
+        match self {
+            Self::None => {}
+            Self::File { entries, next } => {
+                while let Some(e) = entries.get(*next).filter(|e| u64::from(e.step_id) <= step) {
+                    record.append_step_feedback(e.step_id, &e.instruction, e.status, e.feedback.clone());
+                    *next += 1;
+                }
+            }
+            Self::Stdin(rx) => {
+                while let Ok(line) = rx.try_recv() {
+                    apply_typed(&line, step_id, instruction, record);
+                }
+            }
+        }
+    }
+
+    /// At the end of the episode: file entries for steps the run never
+    /// reached are stacked at their own step ids (with a note), and piped
+    /// (non-terminal) standard input is read to its end.
+    pub fn finish(&mut self, last_step: u64, instruction: &str, record: &mut EpisodeGrounding) {
+        let step_id = u32::try_from(last_step.max(1)).unwrap_or(u32::MAX);
+        match self {
+            Self::None => {}
+            Self::File { entries, next } => {
+                let rest = &entries[(*next).min(entries.len())..];
+                if !rest.is_empty() {
+                    eprintln!(
+                        "nav: note: {} feedback entries are for steps after the last step ({last_step}); stacked at the end",
+                        rest.len()
+                    );
+                }
+                for e in rest {
+                    record.append_step_feedback(e.step_id, &e.instruction, e.status, e.feedback.clone());
+                }
+                *next = entries.len();
+            }
+            Self::Stdin(rx) => {
+                let piped = !std::io::stdin().is_terminal();
+                loop {
+                    let line = if piped { rx.recv().ok() } else { rx.try_recv().ok() };
+                    let Some(line) = line else { break };
+                    apply_typed(&line, step_id, instruction, record);
+                }
+            }
+        }
+    }
+}
+
+fn apply_typed(line: &str, step_id: u32, instruction: &str, record: &mut EpisodeGrounding) {
+    if line.trim().is_empty() {
+        return;
+    }
+    match CategoryFeedback::parse(line) {
+        Ok(fb) => {
+            record.append_step_feedback(step_id, instruction, StepStatus::WiP, fb);
+            eprintln!("nav: feedback recorded at step {step_id}");
+        }
+        Err(e) => eprintln!("nav: warning: feedback ignored: {e}"),
+    }
+}
+
+/// Reads `--feedback FILE`: one `grounding_per_step` entry per line (blank
+/// lines allowed), sorted by step (stable). Exit 2 naming the file and line.
+pub fn read_feedback_file(path: &Path) -> Result<Vec<StepFeedback>, Exit> {
+    let text = std::fs::read_to_string(path).map_err(|e| usage(format!("--feedback {}: {e}", path.display())))?;
+    let mut entries = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        let entry: StepFeedback = serde_json::from_str(line).map_err(|e| {
+            usage(format!(
+                "--feedback {} line {}: {e} (expected {{\"step_id\": N, \"instruction\": \"...\", \"status\": \"Success|Failure|WiP\", \"feedback\": {{\"spatial\": \"...\"}}}})",
+                path.display(),
+                i + 1
+            ))
+        })?;
+        entries.push(entry);
+    }
+    entries.sort_by_key(|e| e.step_id);
+    Ok(entries)
+}
+
+/// The user's instruction recorded with typed feedback: the episode's task.
+pub fn task_instruction(arena: &Arena) -> String {
+    match &arena.goal {
+        Some(Goal::Object { label }) => format!("Find the {label}"),
+        Some(Goal::Point { x, y }) => format!("Reach the goal at ({x:.1}, {y:.1})"),
+        None => "Explore the whole arena".to_string(),
+    }
+}
+
+/// The final grounding of `req`: from the model when one is given (on a
+/// failed call or reply: a warning and the offline summary), else the
+/// offline planner's deterministic summary.
+pub fn final_grounding(
+    rt: &tokio::runtime::Runtime,
+    vlm: Option<&dyn VisionLanguageModel>,
+    req: &GroundingRequest,
+    timestamp: String,
+) -> FinalGrounding {
+    if let Some(vlm) = vlm {
+        let call = nav_planner::protocol::grounding::generate_final_grounding(vlm, req, Some(timestamp.clone()));
+        match rt.block_on(call) {
+            Ok((g, _)) => return g,
+            Err(e) => eprintln!("nav: warning: grounding generation failed ({e}); using the offline summary"),
+        }
+    }
+    nav_planner::offline::summarize_feedback(req, Some(timestamp))
+}
+
+/// The current UTC time as `(ISO 8601, directory label)`, e.g.
+/// `("2026-01-27T10:15:00Z", "20260127_101500")`.
+pub fn utc_now() -> (String, String) {
+    let secs = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
+    utc_parts(secs)
+}
+
+fn utc_parts(secs: u64) -> (String, String) {
+    let days = i64::try_from(secs / 86_400).unwrap_or(0);
+    let rem = secs % 86_400;
+    let (h, m, s) = (rem / 3600, rem % 3600 / 60, rem % 60);
+    // civil-from-days (H. Hinnant)
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let mo = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(mo <= 2);
+    (format!("{y:04}-{mo:02}-{d:02}T{h:02}:{m:02}:{s:02}Z"), format!("{y:04}{mo:02}{d:02}_{h:02}{m:02}{s:02}"))
+}
+
+/// The end of an experiment episode: the final grounding and the seed's
+/// files (`grounding_latest` is only replaced when this episode had
+/// feedback, so an episode without feedback never erases what earlier ones
+/// learned).
+pub struct EpisodeEnd<'a> {
+    /// The experiment's store.
+    pub store: GroundingStore,
+    /// The episode's record so far.
+    pub record: EpisodeGrounding,
+    /// The model, with `--planner vlm`.
+    pub vlm: Option<&'a dyn VisionLanguageModel>,
+    /// The config (save format).
+    pub config: &'a NavConfig,
+}
+
+impl EpisodeEnd<'_> {
+    /// Generates and writes; returns the files written (exit 3 when a file
+    /// cannot be written).
+    pub fn save(self, rt: &tokio::runtime::Runtime) -> Result<Vec<PathBuf>, Exit> {
+        let (iso, label) = utc_now();
+        let store = self.store.with_run_label(format!("{label}_nav"));
+        let mut record = self.record;
+        let req = record.request();
+        let had_feedback = !req.is_empty();
+        record.set_final(final_grounding(rt, self.vlm, &req, iso));
+        let format = self.config.grounding.save_format()?;
+        store.save_episode(record.file(), format, had_feedback).map_err(internal)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn utc_formatting() {
+        assert_eq!(utc_parts(0).0, "1970-01-01T00:00:00Z");
+        let (iso, label) = utc_parts(1_769_508_900);
+        assert_eq!(iso, "2026-01-27T10:15:00Z");
+        assert_eq!(label, "20260127_101500");
+    }
+
+    #[test]
+    fn file_feedback_is_applied_when_the_step_is_reached() {
+        let mut src = FeedbackSource::File {
+            entries: vec![
+                serde_json::from_str(
+                    r#"{"step_id": 2, "status": "Failure", "feedback": {"spatial": "kitchen is green"}}"#,
+                )
+                .unwrap(),
+                serde_json::from_str(r#"{"step_id": 9, "status": "WiP", "feedback": {"general": null}}"#).unwrap(),
+            ],
+            next: 0,
+        };
+        let mut rec = EpisodeGrounding::new(1);
+        src.poll(1, "", &mut rec);
+        assert!(rec.stacked().is_empty());
+        src.poll(2, "", &mut rec);
+        assert_eq!(rec.stacked().spatial, ["[ Step2 - Failure ] : kitchen is green"]);
+        src.finish(5, "", &mut rec);
+        assert_eq!(rec.file().grounding_per_step.len(), 2);
+    }
+}
