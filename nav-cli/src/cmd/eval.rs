@@ -1,7 +1,7 @@
 //! `nav eval`: many episodes in parallel, a progress bar, and a table.
 
 use crate::config::NavConfig;
-use crate::exit::{CmdResult, Exit, internal, usage};
+use crate::exit::{CmdResult, Exit, internal, print, usage};
 use clap::Args;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use nav_hal::arena::Arena;
@@ -161,9 +161,9 @@ pub fn run(args: EvalArgs) -> CmdResult {
         std::fs::write(p, &md).map_err(|e| usage(format!("{}: {e}", p.display())))?;
     }
     if args.json {
-        println!("{}", serde_json::to_string(&report).map_err(internal)?);
+        print(&serde_json::to_string(&report).map_err(internal)?)?;
     } else {
-        println!("{md}");
+        print(&md)?;
     }
     Ok(0)
 }

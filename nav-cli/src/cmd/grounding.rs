@@ -3,6 +3,7 @@
 use crate::exit::{CmdResult, usage};
 use clap::Subcommand;
 use nav_memory::grounding::{MergeFormat, merge_files};
+use std::io::Write;
 use std::path::PathBuf;
 
 /// Grounding subcommands.
@@ -27,9 +28,9 @@ pub fn run(cmd: GroundingCommand) -> CmdResult {
                 merge_files(&files, format.parse::<MergeFormat>().map_err(|e| usage(format!("--format: {e}")))?)
                     .map_err(|e| usage(e.to_string()))?;
             for w in &merged.warnings {
-                eprintln!("nav: warning: {w}");
+                let _ = writeln!(std::io::stderr(), "nav: warning: {w}");
             }
-            println!("{}", merged.render_prompt_section());
+            crate::exit::print(&merged.render_prompt_section())?;
             Ok(0)
         }
     }

@@ -27,7 +27,7 @@ pub fn run(args: ParseArgs) -> CmdResult {
         Some(p) => std::fs::read_to_string(p).map_err(|e| usage(format!("{}: {e}", p.display())))?,
     };
     let report = ParseReport::parse(args.protocol, &text);
-    println!("{}", serde_json::to_string(&report).map_err(internal)?);
+    crate::exit::print(&serde_json::to_string(&report).map_err(internal)?)?;
     Ok(0)
 }
 

@@ -211,7 +211,7 @@ async fn session(args: &RosmasterArgs, setup: Setup, log: StepLog) -> CmdResult 
         NavError::Config(m) => usage(m),
         other => internal(other),
     })?;
-    println!("{}", summary(&outcome, lp.planner_name(), &robot, &progress, args));
+    crate::exit::print(&summary(&outcome, lp.planner_name(), &robot, &progress, args))?;
     Ok(0)
 }
 

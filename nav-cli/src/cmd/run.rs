@@ -1,7 +1,7 @@
 //! `nav run`: one episode in the built-in simulator.
 
 use crate::config::NavConfig;
-use crate::exit::{CmdResult, Exit, internal, runtime, usage};
+use crate::exit::{CmdResult, Exit, internal, print, runtime, usage};
 use clap::{Args, ValueEnum};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use nav_planner::navigator::candidates_loop::WorldModelMode;
@@ -160,15 +160,16 @@ pub fn run(args: RunArgs) -> CmdResult {
         crate::plot::draw(&arena, &records, &title, path)?;
     }
     if args.json {
-        println!("{}", serde_json::to_string(&summary).map_err(internal)?);
+        print(&serde_json::to_string(&summary).map_err(internal)?)?;
     } else {
-        println!("{}", summary.report());
+        let mut text = summary.report();
         if let Some(p) = &args.plot {
-            println!("  picture: {}", p.display());
+            text.push_str(&format!("\n  picture: {}", p.display()));
         }
         if let Some(p) = &args.log {
-            println!("  step log: {}", p.display());
+            text.push_str(&format!("\n  step log: {}", p.display()));
         }
+        print(&text)?;
     }
     Ok(if summary.passed { 0 } else { 1 })
 }

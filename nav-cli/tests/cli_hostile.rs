@@ -1,0 +1,71 @@
+//! Hostile input and hostile output (issue 20): a closed or full standard
+//! output never panics, config errors never echo a credential, every reader
+//! is bounded, `nav eval` keeps finished episodes and maps bad input to
+//! exit 2.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+fn nav(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_nav")).args(args).output().expect("nav runs")
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
+    let path = dir.join(name);
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+/// Every subcommand that prints, with arguments that make it print.
+fn printing_commands(dir: &Path) -> Vec<Vec<String>> {
+    let reply = write(dir, "reply.txt", r#"{"action": "forward"}"#);
+    let grounding = write(dir, "g.txt", "the kitchen is north\n");
+    let s = |v: &[&str]| v.iter().map(|s| (*s).to_string()).collect::<Vec<_>>();
+    vec![
+        s(&["run", "--json", "--max-steps", "3"]),
+        s(&["run", "--max-steps", "3"]),
+        s(&["eval", "--arenas", "house_a", "--seeds", "1", "--jobs", "1"]),
+        s(&["eval", "--arenas", "house_a", "--seeds", "1", "--jobs", "1", "--json"]),
+        s(&["prompt"]),
+        s(&["parse", "--protocol", "objectnav", reply.to_str().unwrap()]),
+        s(&["grounding", "merge", grounding.to_str().unwrap()]),
+    ]
+}
+
+#[test]
+fn a_full_stdout_is_exit_3_with_a_message_never_a_panic() {
+    let dir = tempfile::tempdir().unwrap();
+    for args in printing_commands(dir.path()) {
+        let full = std::fs::OpenOptions::new().write(true).open("/dev/full").unwrap();
+        let o = Command::new(env!("CARGO_BIN_EXE_nav")).args(&args).stdout(full).output().unwrap();
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(3), "{args:?}: {err}");
+        assert!(!err.contains("panicked"), "{args:?}: {err}");
+        assert!(err.contains("writing standard output"), "{args:?}: {err}");
+    }
+}
+
+#[test]
+fn a_closed_stdout_pipe_ends_quietly_with_0() {
+    let dir = tempfile::tempdir().unwrap();
+    for args in printing_commands(dir.path()) {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_nav"))
+            .args(&args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        // `nav … | true`: the reader is gone before nav writes
+        drop(child.stdout.take());
+        let o = child.wait_with_output().unwrap();
+        let err = stderr(&o);
+        assert!(!err.contains("panicked"), "{args:?}: {err}");
+        assert_eq!(o.status.code(), Some(0), "{args:?}: {err}");
+        assert!(err.is_empty(), "{args:?}: quiet, like other Unix tools: {err}");
+    }
+}
