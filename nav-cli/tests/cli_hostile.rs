@@ -69,3 +69,32 @@ fn a_closed_stdout_pipe_ends_quietly_with_0() {
         assert!(err.is_empty(), "{args:?}: quiet, like other Unix tools: {err}");
     }
 }
+
+/// A config file holding `key` in several broken ways; none of the errors
+/// may print it, through `nav run` or `nav eval`.
+#[test]
+fn config_errors_never_print_the_api_key() {
+    let dir = tempfile::tempdir().unwrap();
+    let keys = ["sk-proj-Abc123SECRETsecret456", "sk-ant-api03-XyZ789secretVALUE", "AIzaSyD3adB33fSecretValue12345", "Qm9vZ2xlU2VjcmV0VG9rZW4xMjM0NTY3ODkw"];
+    for key in keys {
+        let cases = [
+            format!("[vlm]\nprovider = \"openai\"\napi_kee = \"{key}\"\n"),
+            format!("[vlm]\nprovider = \"openai\"\napi_key = \"{key}\n"),
+            format!("[sim]\napi_key = \"{key}\"\n"),
+            format!("[vlm]\nprovider = \"openai\"\napi_key = [\"{key}\"]\n"),
+            format!("[vlm]\nprovider = \"{key}\"\n"),
+        ];
+        for (i, text) in cases.iter().enumerate() {
+            let cfg = write(dir.path(), &format!("c{i}.toml"), text);
+            for cmd in ["run", "eval"] {
+                let o = nav(&[cmd, "--config", cfg.to_str().unwrap()]);
+                let err = stderr(&o);
+                assert_eq!(o.status.code(), Some(2), "{cmd} {text}: {err}");
+                assert!(err.contains("c") && err.contains("line"), "names the file and line: {err}");
+                assert!(!err.contains(key), "{cmd} {text}: the key leaked: {err}");
+                let tail = &key[key.len() - 8..];
+                assert!(!err.contains(tail), "{cmd} {text}: part of the key leaked: {err}");
+            }
+        }
+    }
+}
