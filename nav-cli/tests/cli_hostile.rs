@@ -98,3 +98,66 @@ fn config_errors_never_print_the_api_key() {
         }
     }
 }
+
+#[test]
+fn eval_with_a_protocol_the_arena_cannot_host_is_bad_input() {
+    let o = nav(&["eval", "--arenas", "simple", "--seeds", "2"]);
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(!err.contains("EpisodeSpec {"), "no debug dump: {err}");
+    assert!(err.contains("builtin:simple objectnav offline") && err.contains("no object goal"), "{err}");
+}
+
+#[test]
+fn the_unknown_arena_message_lists_the_built_in_arenas_once() {
+    for args in [&["run", "--arena", "nope"][..], &["prompt", "--arena", "nope"], &["eval", "--arenas", "nope"]] {
+        let o = nav(args);
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(2), "{err}");
+        assert_eq!(err.matches("house_a").count(), 1, "{args:?}: {err}");
+    }
+}
+
+fn jsonl_lines(path: &Path) -> Vec<serde_json::Value> {
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    assert!(text.is_empty() || text.ends_with('\n'), "whole lines only: {text:?}");
+    text.lines().map(|l| serde_json::from_str(l).expect("each line is one summary")).collect()
+}
+
+#[test]
+fn eval_jsonl_keeps_every_finished_episode() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("episodes.jsonl");
+    let o = nav(&["eval", "--arenas", "house_a,simple", "--configs", "candidates:offline", "--seeds", "2", "--jsonl", path.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let lines = jsonl_lines(&path);
+    assert_eq!(lines.len(), 4);
+    assert!(lines.iter().all(|l| l["arena"].is_string()), "{lines:?}");
+    // a full device: exit 3 naming the file, no panic
+    let o = nav(&["eval", "--arenas", "simple", "--configs", "candidates:offline", "--jsonl", "/dev/full"]);
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(3), "{err}");
+    assert!(err.contains("/dev/full") && !err.contains("panicked"), "{err}");
+}
+
+#[test]
+fn sigint_during_eval_keeps_the_finished_episodes() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("episodes.jsonl");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_nav"))
+        .args(["eval", "--arenas", "house_a", "--seeds", "400", "--jobs", "1", "--jsonl", path.to_str().unwrap()])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    while jsonl_lines(&path).len() < 2 && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let kill = Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap();
+    assert!(kill.success());
+    let status = child.wait().unwrap();
+    assert!(!status.success(), "interrupted before 400 episodes finished");
+    let lines = jsonl_lines(&path);
+    assert!(lines.len() >= 2, "the finished episodes survive the signal: {}", lines.len());
+}

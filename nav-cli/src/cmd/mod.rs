@@ -12,7 +12,8 @@ pub mod rosmaster;
 pub mod run;
 
 use crate::config::NavConfig;
-use crate::exit::{Exit, usage};
+use crate::exit::{Exit, internal, usage};
+use nav_planner::navigator::episode::EpisodeError;
 use clap::Args;
 use nav_hal::arena::Arena;
 use nav_planner::protocol::ProtocolKind;
@@ -45,6 +46,18 @@ impl VlmArgs {
     }
 }
 
+/// An episode that could not run, as `nav run` and `nav eval` exit: an
+/// inconsistent spec (a protocol the arena cannot host) or an arena the
+/// simulator rejects is bad input (exit 2); a loop failure is internal
+/// (exit 3).
+pub fn episode_error(e: EpisodeError) -> Exit {
+    match e {
+        EpisodeError::Spec(m) => usage(m),
+        EpisodeError::Hal(h) => usage(h.to_string()),
+        other => internal(other),
+    }
+}
+
 /// The built-in arena a protocol runs on when none is given.
 pub fn default_arena(protocol: ProtocolKind) -> &'static str {
     match protocol {
@@ -62,9 +75,8 @@ pub fn load_arena(name: Option<&str>, file: Option<&Path>, protocol: ProtocolKin
         (_, Some(path)) => Arena::load(path).map(|a| (a, path.display().to_string())).map_err(|e| usage(e.to_string())),
         (name, None) => {
             let name = name.unwrap_or(default_arena(protocol));
-            Arena::builtin(name).map(|a| (a, format!("builtin:{name}"))).map_err(|e| {
-                usage(format!("{e} (built-in arenas: {}, proc_<seed>)", Arena::builtin_names().join(", ")))
-            })
+            // the error lists the built-in arenas itself
+            Arena::builtin(name).map(|a| (a, format!("builtin:{name}"))).map_err(|e| usage(e.to_string()))
         }
     }
 }

@@ -134,11 +134,7 @@ pub fn run(args: RunArgs) -> CmdResult {
     };
     let rt = runtime()?;
     let mut progress = |step: u64| bar.set_position(step.min(max));
-    let summary = rt.block_on(run_episode(&spec, &mut log, &mut progress)).map_err(|e| match e {
-        nav_planner::navigator::episode::EpisodeError::Spec(m) => usage(m),
-        nav_planner::navigator::episode::EpisodeError::Hal(h) => usage(h.to_string()),
-        other => internal(other),
-    })?;
+    let summary = rt.block_on(run_episode(&spec, &mut log, &mut progress)).map_err(super::episode_error)?;
     bar.finish_and_clear();
     if let Some(path) = &args.plot {
         let records = match &args.log {
