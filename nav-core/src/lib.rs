@@ -18,6 +18,8 @@
 //! - [`predict`]: the seed-002 predictive world model (wall, corridor, open
 //!   space and boundary guesses, verified against later observations).
 //! - [`similarity`], [`stuck`], [`metrics`], [`raster`], [`time`].
+//! - [`bounded`]: size-limited reads over a caller's reader (no file is
+//!   opened here).
 //!
 //! ```
 //! use nav_core::prelude::*;
@@ -52,6 +54,7 @@
 
 pub mod action;
 pub mod astar;
+pub mod bounded;
 pub mod candidates;
 pub mod discovery;
 pub mod drive;

@@ -274,7 +274,7 @@ pub fn merge_files(paths: &[PathBuf], format: MergeFormat) -> Result<MergedGroun
         warnings.push(GroundingWarning { path: path.to_path_buf(), message });
     };
     for path in paths {
-        let text = crate::snapshot::read_text(path)?;
+        let text = crate::snapshot::read_text(path, crate::snapshot::MAX_GROUNDING_BYTES)?;
         if is_json_path(path) {
             match serde_json::from_str::<GroundingFile>(&text) {
                 Ok(file) if is_contentless(&file) => {
