@@ -33,6 +33,9 @@ pub struct GroundingSection {
     pub format: Option<String>,
 }
 
+/// The largest config file `--config` reads.
+pub const MAX_CONFIG_BYTES: u64 = 1 << 20;
+
 /// A TOML error without the quoted source line (which may hold an API key:
 /// a typo'd `api_kee = "sk-…"`, an unterminated string): the line and
 /// column, and the message with every credential-named value and every
@@ -82,7 +85,9 @@ pub struct NavConfig {
 impl NavConfig {
     /// Loads a TOML file; errors name the file and the offending key.
     pub fn load(path: &Path) -> Result<Self, Exit> {
-        let text = std::fs::read_to_string(path).map_err(|e| usage(format!("config {}: {e}", path.display())))?;
+        let text = std::fs::File::open(path)
+            .and_then(|f| nav_core::bounded::read_to_string_limited(f, MAX_CONFIG_BYTES))
+            .map_err(|e| usage(format!("config {}: {e}", path.display())))?;
         toml::from_str(&text).map_err(|e| usage(format!("config {}: {}", path.display(), redacted_toml_error(&text, &e))))
     }
 

@@ -161,3 +161,54 @@ fn sigint_during_eval_keeps_the_finished_episodes() {
     let lines = jsonl_lines(&path);
     assert!(lines.len() >= 2, "the finished episodes survive the signal: {}", lines.len());
 }
+
+/// Runs `nav` with `input` on standard input (written from a thread; nav
+/// may stop reading early).
+fn nav_stdin(args: &[&str], input: Vec<u8>) -> Output {
+    use std::io::Write;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_nav"))
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let writer = std::thread::spawn(move || {
+        let _ = stdin.write_all(&input);
+    });
+    let o = child.wait_with_output().unwrap();
+    writer.join().unwrap();
+    o
+}
+
+#[test]
+fn every_reader_is_bounded_and_names_its_limit() {
+    let dir = tempfile::tempdir().unwrap();
+    let grounding = write(dir.path(), "g.txt", "ok\n");
+    let cases: Vec<(Vec<&str>, &str)> = vec![
+        (vec!["run", "--arena-file", "/dev/zero"], "16 MiB limit"),
+        (vec!["prompt", "--arena-file", "/dev/zero"], "16 MiB limit"),
+        (vec!["replay", "/dev/zero", "--plot", "x.svg"], "64 MiB limit"),
+        (vec!["run", "--config", "/dev/zero"], "1 MiB limit"),
+        (vec!["eval", "--config", "/dev/zero"], "1 MiB limit"),
+        (vec!["grounding", "merge", grounding.to_str().unwrap(), "/dev/zero"], "16 MiB limit"),
+        (vec!["parse", "--protocol", "objectnav", "/dev/zero"], "4 MiB limit"),
+    ];
+    for (args, limit) in cases {
+        let o = nav(&args);
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(limit), "{args:?}: {err}");
+    }
+    // a reply on standard input: the default limit, and --max-bytes
+    let big = vec![b' '; (4 << 20) + 10];
+    let o = nav_stdin(&["parse", "--protocol", "objectnav"], big.clone());
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("4 MiB limit") && stderr(&o).contains("--max-bytes"), "{}", stderr(&o));
+    let o = nav_stdin(&["parse", "--protocol", "objectnav", "--max-bytes", "8388608"], big);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let o = nav_stdin(&["parse", "--protocol", "objectnav", "--max-bytes", "10"], b"{\"action\": \"forward\"}".to_vec());
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("10-byte limit"), "{}", stderr(&o));
+}
