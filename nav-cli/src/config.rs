@@ -88,7 +88,8 @@ impl NavConfig {
         let text = std::fs::File::open(path)
             .and_then(|f| nav_core::bounded::read_to_string_limited(f, MAX_CONFIG_BYTES))
             .map_err(|e| usage(format!("config {}: {e}", path.display())))?;
-        toml::from_str(&text).map_err(|e| usage(format!("config {}: {}", path.display(), redacted_toml_error(&text, &e))))
+        toml::from_str(&text)
+            .map_err(|e| usage(format!("config {}: {}", path.display(), redacted_toml_error(&text, &e))))
     }
 
     /// Loads `path` if given, else the defaults.

@@ -75,7 +75,12 @@ fn a_closed_stdout_pipe_ends_quietly_with_0() {
 #[test]
 fn config_errors_never_print_the_api_key() {
     let dir = tempfile::tempdir().unwrap();
-    let keys = ["sk-proj-Abc123SECRETsecret456", "sk-ant-api03-XyZ789secretVALUE", "AIzaSyD3adB33fSecretValue12345", "Qm9vZ2xlU2VjcmV0VG9rZW4xMjM0NTY3ODkw"];
+    let keys = [
+        "sk-proj-Abc123SECRETsecret456",
+        "sk-ant-api03-XyZ789secretVALUE",
+        "AIzaSyD3adB33fSecretValue12345",
+        "Qm9vZ2xlU2VjcmV0VG9rZW4xMjM0NTY3ODkw",
+    ];
     for key in keys {
         let cases = [
             format!("[vlm]\nprovider = \"openai\"\napi_kee = \"{key}\"\n"),
@@ -128,7 +133,17 @@ fn jsonl_lines(path: &Path) -> Vec<serde_json::Value> {
 fn eval_jsonl_keeps_every_finished_episode() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("episodes.jsonl");
-    let o = nav(&["eval", "--arenas", "house_a,simple", "--configs", "candidates:offline", "--seeds", "2", "--jsonl", path.to_str().unwrap()]);
+    let o = nav(&[
+        "eval",
+        "--arenas",
+        "house_a,simple",
+        "--configs",
+        "candidates:offline",
+        "--seeds",
+        "2",
+        "--jsonl",
+        path.to_str().unwrap(),
+    ]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let lines = jsonl_lines(&path);
     assert_eq!(lines.len(), 4);
@@ -208,7 +223,8 @@ fn every_reader_is_bounded_and_names_its_limit() {
     assert!(stderr(&o).contains("4 MiB limit") && stderr(&o).contains("--max-bytes"), "{}", stderr(&o));
     let o = nav_stdin(&["parse", "--protocol", "objectnav", "--max-bytes", "8388608"], big);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
-    let o = nav_stdin(&["parse", "--protocol", "objectnav", "--max-bytes", "10"], b"{\"action\": \"forward\"}".to_vec());
+    let o =
+        nav_stdin(&["parse", "--protocol", "objectnav", "--max-bytes", "10"], b"{\"action\": \"forward\"}".to_vec());
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     assert!(stderr(&o).contains("10-byte limit"), "{}", stderr(&o));
 }

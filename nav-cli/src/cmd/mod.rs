@@ -13,9 +13,9 @@ pub mod run;
 
 use crate::config::NavConfig;
 use crate::exit::{Exit, internal, usage};
-use nav_planner::navigator::episode::EpisodeError;
 use clap::Args;
 use nav_hal::arena::Arena;
+use nav_planner::navigator::episode::EpisodeError;
 use nav_planner::protocol::ProtocolKind;
 use nav_planner::vlm::{VisionLanguageModel, build_backend};
 use std::path::Path;

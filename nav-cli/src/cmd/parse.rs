@@ -2,8 +2,8 @@
 
 use crate::exit::{CmdResult, internal, usage};
 use clap::Args;
-use nav_planner::protocol::{ParseReport, ProtocolKind};
 use nav_core::bounded::read_to_string_limited;
+use nav_planner::protocol::{ParseReport, ProtocolKind};
 use std::path::PathBuf;
 
 /// Parse one raw VLM reply; prints {"ok": bool, "decision": …, "error": …}

@@ -271,9 +271,8 @@ pub fn read_log(path: impl AsRef<Path>) -> Result<(Vec<StepRecord>, bool), LogEr
     // a line that does not parse is only forgiven when it is the last one
     let mut pending: Option<(usize, String)> = None;
     for i in 0.. {
-        let n = nav_core::bounded::read_line_limited(&mut reader, MAX_LOG_LINE_BYTES, &mut buf).map_err(|e| {
-            LogError::Parse { path: path.clone(), line: i + 1, message: e.to_string() }
-        })?;
+        let n = nav_core::bounded::read_line_limited(&mut reader, MAX_LOG_LINE_BYTES, &mut buf)
+            .map_err(|e| LogError::Parse { path: path.clone(), line: i + 1, message: e.to_string() })?;
         if n == 0 {
             break;
         }
@@ -375,7 +374,11 @@ mod tests {
         assert_eq!(disk.data, b"{\"step\":0}\n", "cut back to the last whole line");
         assert_eq!(disk.pos, disk.data.len(), "the next write appends after it");
         // the real thing: /dev/full rejects the line, no panic
-        let mut log = StepLog { sink: Sink::File { file: File::options().write(true).open("/dev/full").unwrap(), path: "/dev/full".into() }, lines: 0, tap: None };
+        let mut log = StepLog {
+            sink: Sink::File { file: File::options().write(true).open("/dev/full").unwrap(), path: "/dev/full".into() },
+            lines: 0,
+            tap: None,
+        };
         assert!(matches!(log.write(&StepRecord::default()), Err(LogError::Io { .. })));
     }
 

@@ -31,7 +31,7 @@ pub mod policy;
 mod pursuit;
 pub mod tracking;
 
-pub use log::{LogError, PlannerRecord, PoseRecord, StepLog, StepRecord, read_log};
+pub use log::{LogError, MAX_LOG_LINE_BYTES, PlannerRecord, PoseRecord, StepLog, StepRecord, read_log};
 
 use crate::protocol::CallRecord;
 use crate::vlm::Usage;

@@ -92,7 +92,7 @@ pub fn credential_values(text: &str) -> Vec<String> {
             continue;
         }
         let value = line[i + 1..].trim().trim_matches(|c: char| matches!(c, '"' | '\'' | '[' | ']' | ',' | ' '));
-        for part in value.split(|c: char| matches!(c, '"' | '\'' | ',' | ' ')).filter(|p| !p.is_empty()) {
+        for part in value.split(['"', '\'', ',', ' ']).filter(|p| !p.is_empty()) {
             out.push(part.to_string());
         }
         if !value.is_empty() {
@@ -203,7 +203,10 @@ mod tests {
         assert_eq!(redact("... a..b. . end.", &[]), "... a..b. . end.");
         assert_eq!(redact("token ya29.abc.def.", &[]), "token [REDACTED].");
         assert_eq!(redact("got Zq8uRt5LmN3bV7cX1zA9sD4fG6hJ2kL0 here", &[]), "got [REDACTED] here");
-        assert_eq!(redact("a short Abc123 and a lowercase_only_identifier_of_length_40", &[]), "a short Abc123 and a lowercase_only_identifier_of_length_40");
+        assert_eq!(
+            redact("a short Abc123 and a lowercase_only_identifier_of_length_40", &[]),
+            "a short Abc123 and a lowercase_only_identifier_of_length_40"
+        );
     }
 
     #[test]
