@@ -31,7 +31,7 @@ use nav_core::time::{Clock, ManualClock};
 use nav_hal::HalError;
 use nav_hal::hal::{Actuators, Capabilities, MotionOutcome, Odometry, Sensors, StampedScan, VelocityCommand};
 use nav_planner::navigator::explore_loop::{ExploreLoop, ExploreLoopConfig, ExploreSignals};
-use nav_planner::navigator::{Observer, StepLog};
+use nav_planner::navigator::{RunContext, StepLog};
 use nav_planner::offline::OfflineExplorePlanner;
 
 /// A wall from `a` to `b`, metres.
@@ -220,8 +220,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     });
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
     let outcome = runtime.block_on(async {
-        let mut explore = ExploreLoop::new(config, Box::new(OfflineExplorePlanner::new()), ExploreSignals::default());
-        explore.run(&mut robot, clock.as_ref(), &mut log, &mut Observer::new()).await
+        let mut explore = ExploreLoop::new(config, Box::new(OfflineExplorePlanner::new()), ExploreSignals::default())?;
+        explore.run(&mut robot, &mut RunContext::new(clock.as_ref(), &mut log)).await
     })?;
 
     println!();

@@ -13,15 +13,58 @@
 //! [rosbridge]            # nav rosmaster (docs/ROSMASTER.md)
 //! url = "ws://192.168.1.42:9090"
 //! ```
+//!
+//! # Checked ranges
+//!
+//! Every value is checked when the file is read; one outside its range is
+//! bad input (exit 2) naming the file, the table and the key, e.g.
+//! `nav: config bad.toml: [explore.safety.speeds] fast_mps: must be in (0, 5] (got -0.1)`.
+//! Each field's doc comment in the library states its range; the bounds
+//! keep grids, loops and allocations finite. The main ones:
+//!
+//! | table | keys and ranges |
+//! | --- | --- |
+//! | `[sim]` | `substep_s` [0.0001, 1]; `geodesic_cell_m`, `coverage_cell_m` [0.01, 10]; `robot_radius_m` (0, 5]; `action_time_s` [0, 3600]; `max_linear_mps` (0, 100]; `max_angular_rps` (0, 20]; `lidar.beams` 4..=100000; `camera.width/height` 2..=8192; `noise.*_frac` [0, 1] |
+//! | `[sim.step]`, `[objectnav.memory_config.step]` | `forward_m` (0, 10], `turn_deg` (0, 180] |
+//! | `[objectnav]` | `max_steps` 1..=1000000; `panorama_views` 1..=360; `max_replans_without_motion` 0..=1000 |
+//! | `[objectnav.memory_config]` | `anchor_forward_steps`, `dwell_k`, `dc_capacity`, `stuck_window`, `place_update_period`, `revisit_min_hints` ≥ 1; `localization_radius_m` (0, 1000] |
+//! | `[explore]` | `tick_s` [0.001, 10]; `max_time_s` (0, 1000000]; `max_decisions` 1..=1000000; `path_speed_mps` (0, 5]; `goal_tolerance_m` (0, 10]; `pacing.time_scale` (0, 1000000] |
+//! | `[explore.map]` | `size_m` (0, 1000] and ≤ 10000 cells per side; `resolution_m` [0.01, 1]; `inflation_m` [0, 10]; `unknown_cost` [1, 1000000] |
+//! | `[explore.safety.*]` | speeds (0, 5] m/s and creep < slow < medium < fast ≤ `max_linear_mps`; clearances stop < reject < full speed; TTC stop < slow < medium < full ≤ 60 s; watchdog continue < stop_wait < local_nav; `geofence.sample_step_s` [0.001, 10]; similarities [0, 1]; `triggers.min_adjacent_open` 1..=12 |
+//! | `[candidates]` | `max_cycles` 1..=1000000; `resolution_m` [0.01, 10]; `inference_timeout_s` (0, 3600]; `inflation_m` [0, 10]; `explore_until_known` [0, 1]; `candidates.w_*` [0, 1]; `candidates.max_candidates` 1..=100; `stuck.cycles` ≥ 1; `planner.waypoint_spacing` 1..=1000 |
+//!
+//! # Who decides what
+//!
+//! - Step budgets: `--max-steps` > the file's `[objectnav] max_steps`,
+//!   `[candidates] max_cycles` or `[explore] max_decisions` (for the protocol
+//!   run) > the arena's `criteria.max_steps`. `nav eval` uses the file's key
+//!   when set, else the arena's.
+//! - `nav run --memory` wins over `[objectnav] memory`, which wins over the
+//!   default (on); `nav run --world-model` wins over `[candidates]
+//!   world_model`, which wins over vision. `nav eval` chooses memory per
+//!   `--configs` entry, so it rejects `[objectnav] memory`.
+//! - Rejected because something else decides: `[sim.noise] seed` (`--seed`)
+//!   and `[candidates] goal_tolerance_m` (the arena's
+//!   `criteria.success_distance_m`).
 
-use crate::exit::{Exit, usage};
+use crate::exit::{Exit, section_and_key, usage};
+use nav_core::config::ConfigError;
 use nav_hal::sim::SimConfig;
 use nav_planner::navigator::candidates_loop::CandidatesLoopConfig;
 use nav_planner::navigator::explore_loop::ExploreLoopConfig;
 use nav_planner::navigator::objectnav_loop::ObjectNavLoopConfig;
+use nav_planner::protocol::ProtocolKind;
 use nav_planner::vlm::{BackendConfig, Provider};
 use serde::Deserialize;
 use std::path::{Path, PathBuf};
+
+#[cfg(any(feature = "rosmaster", feature = "habitat"))]
+fn hal_config_error(section: &str, e: nav_hal::HalError) -> ConfigError {
+    match e {
+        nav_hal::HalError::InvalidConfig { field, message } => ConfigError::new(field, message).under(section),
+        other => ConfigError::new(section, other.to_string()),
+    }
+}
 
 /// Grounding files to merge into system prompts.
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -80,16 +123,93 @@ pub struct NavConfig {
     /// Episodes, planner, memory, agent radius (`nav habitat`; flags override).
     #[cfg(feature = "habitat")]
     pub habitat: nav_planner::navigator::bridge_run::BridgeRunConfig,
+    /// The file as a TOML table, to tell keys the file sets from defaults.
+    #[serde(skip)]
+    pub table: toml::Table,
 }
 
 impl NavConfig {
-    /// Loads a TOML file; errors name the file and the offending key.
+    /// Loads a TOML file and checks every value against its documented
+    /// range; errors (exit 2) name the file, the `[section]` and the key.
     pub fn load(path: &Path) -> Result<Self, Exit> {
         let text = std::fs::File::open(path)
             .and_then(|f| nav_core::bounded::read_to_string_limited(f, MAX_CONFIG_BYTES))
             .map_err(|e| usage(format!("config {}: {e}", path.display())))?;
-        toml::from_str(&text)
-            .map_err(|e| usage(format!("config {}: {}", path.display(), redacted_toml_error(&text, &e))))
+        let mut config: Self = toml::from_str(&text)
+            .map_err(|e| usage(format!("config {}: {}", path.display(), redacted_toml_error(&text, &e))))?;
+        config.table = toml::from_str(&text)
+            .map_err(|e| usage(format!("config {}: {}", path.display(), redacted_toml_error(&text, &e))))?;
+        config.validate().map_err(|e| usage(format!("config {}: {}", path.display(), section_and_key(&e))))?;
+        Ok(config)
+    }
+
+    /// Checks every section (keys are `section.field…` paths).
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        self.sim.validate().map_err(|e| e.under("sim"))?;
+        self.objectnav.validate().map_err(|e| e.under("objectnav"))?;
+        self.explore.validate().map_err(|e| e.under("explore"))?;
+        self.candidates.validate().map_err(|e| e.under("candidates"))?;
+        if let Some(vlm) = &self.vlm {
+            vlm.validate().map_err(|e| {
+                let text = match e {
+                    nav_planner::vlm::VlmError::Config { message } => message,
+                    other => other.to_string(),
+                };
+                match text.split_once(' ') {
+                    Some((key, rest)) if key.starts_with("vlm.") => ConfigError::new(key, rest),
+                    _ => ConfigError::new("vlm", text),
+                }
+            })?;
+        }
+        #[cfg(feature = "rosmaster")]
+        self.rosbridge.validate().map_err(|e| hal_config_error("rosbridge", e))?;
+        #[cfg(feature = "habitat")]
+        {
+            self.bridge.validate().map_err(|e| hal_config_error("", e))?;
+            self.habitat.validate().map_err(|e| ConfigError::new("habitat", e.to_string()))?;
+        }
+        self.check_overridden()
+    }
+
+    /// Keys `nav run`/`nav eval` would replace with something else are
+    /// rejected, naming what decides instead.
+    fn check_overridden(&self) -> Result<(), ConfigError> {
+        if self.is_set(&["sim", "noise", "seed"]) {
+            return Err(ConfigError::new("sim.noise.seed", "is set by --seed (nav run, nav eval); remove it"));
+        }
+        if self.is_set(&["candidates", "goal_tolerance_m"]) {
+            return Err(ConfigError::new(
+                "candidates.goal_tolerance_m",
+                "is the arena's criteria.success_distance_m; set it in the arena file",
+            ));
+        }
+        Ok(())
+    }
+
+    /// Whether the file itself sets the key at `path` (not a default).
+    pub fn is_set(&self, path: &[&str]) -> bool {
+        let Some((last, parents)) = path.split_last() else { return false };
+        let mut table = &self.table;
+        for p in parents {
+            match table.get(*p).and_then(toml::Value::as_table) {
+                Some(t) => table = t,
+                None => return false,
+            }
+        }
+        table.contains_key(*last)
+    }
+
+    /// The step budget the file sets for `protocol` (`[objectnav]
+    /// max_steps`, `[candidates] max_cycles`, `[explore] max_decisions`),
+    /// if it sets one.
+    pub fn budget(&self, protocol: ProtocolKind) -> Option<u32> {
+        match protocol {
+            ProtocolKind::Objectnav => self.is_set(&["objectnav", "max_steps"]).then_some(self.objectnav.max_steps),
+            ProtocolKind::Candidates => {
+                self.is_set(&["candidates", "max_cycles"]).then_some(self.candidates.max_cycles)
+            }
+            ProtocolKind::Explore => self.is_set(&["explore", "max_decisions"]).then_some(self.explore.max_decisions),
+        }
     }
 
     /// Loads `path` if given, else the defaults.
@@ -152,5 +272,33 @@ impl NavConfig {
         }
         let text = merged.render_prompt_section();
         Ok((!text.trim().is_empty()).then_some(text))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_are_valid_and_set_nothing() {
+        let c = NavConfig::default();
+        c.validate().unwrap();
+        assert_eq!(c.budget(ProtocolKind::Objectnav), None);
+    }
+
+    #[test]
+    fn budget_only_when_the_file_sets_it() {
+        let mut c: NavConfig = toml::from_str("[candidates]\nmax_cycles = 5\n").unwrap();
+        c.table = toml::from_str("[candidates]\nmax_cycles = 5\n").unwrap();
+        assert_eq!(c.budget(ProtocolKind::Candidates), Some(5));
+        assert_eq!(c.budget(ProtocolKind::Explore), None);
+        assert!(c.is_set(&["candidates", "max_cycles"]) && !c.is_set(&["candidates", "max_cycles", "x"]));
+    }
+
+    #[test]
+    fn section_and_key_splits_at_the_last_dot() {
+        let e = ConfigError::new("explore.safety.speeds.fast_mps", "must be > 0 (got -0.1)");
+        assert_eq!(section_and_key(&e), "[explore.safety.speeds] fast_mps: must be > 0 (got -0.1)");
+        assert_eq!(section_and_key(&ConfigError::new("habitat", "bad")), "[habitat] bad");
     }
 }

@@ -73,6 +73,34 @@ pub fn runtime() -> Result<tokio::runtime::Runtime, Exit> {
     tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(internal)
 }
 
+/// How an episode's failure exits: a bad spec, arena or configuration
+/// value (the loops' own config checks included) is bad input, exit 2;
+/// anything else is internal, exit 3.
+pub fn episode_error(e: nav_planner::navigator::episode::EpisodeError) -> Exit {
+    use nav_planner::navigator::NavError;
+    use nav_planner::navigator::episode::EpisodeError;
+    match e {
+        EpisodeError::Spec(m) => usage(m),
+        EpisodeError::Config(c) => usage(format!("config {}", section_and_key(&c))),
+        EpisodeError::Hal(h) => usage(h.to_string()),
+        EpisodeError::Nav(NavError::Config(m)) => usage(m),
+        EpisodeError::Nav(NavError::InvalidConfig(c)) => usage(format!("config {}", section_and_key(&c))),
+        EpisodeError::Nav(NavError::Memory(nav_memory::MemoryError::Config(c))) => {
+            usage(format!("memory config {}", section_and_key(&c)))
+        }
+        other => internal(other),
+    }
+}
+
+/// `[explore.safety.speeds] fast_mps: must be …` for the key
+/// `explore.safety.speeds.fast_mps`: the table a user edits, then the key.
+pub fn section_and_key(e: &nav_core::config::ConfigError) -> String {
+    match e.key.rsplit_once('.') {
+        Some((section, key)) => format!("[{section}] {key}: {}", e.message),
+        None => format!("[{}] {}", e.key, e.message),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -68,9 +68,9 @@ impl FromStr for Action {
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct StepConfig {
-    /// Distance of one `forward`, metres.
+    /// Distance of one `forward`, metres; (0, 10].
     pub forward_m: f64,
-    /// Angle of one turn, degrees.
+    /// Angle of one turn, degrees; (0, 180].
     pub turn_deg: f64,
 }
 
@@ -84,6 +84,12 @@ impl StepConfig {
     /// Turn angle in radians.
     pub fn turn_rad(&self) -> f64 {
         self.turn_deg.to_radians()
+    }
+
+    /// Checks the ranges in the field docs; errors name the key.
+    pub fn validate(&self) -> Result<(), crate::config::ConfigError> {
+        crate::config::in_range_above("forward_m", self.forward_m, 0.0, 10.0)?;
+        crate::config::in_range_above("turn_deg", self.turn_deg, 0.0, 180.0)
     }
 }
 

@@ -126,35 +126,35 @@ pub struct TopologyWaypoint {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct CandidateConfig {
-    /// Weight of goal proximity (0.4).
+    /// Weight of goal proximity (0.4); [0, 1].
     pub w_goal: f64,
-    /// Weight of clearance (0.2).
+    /// Weight of clearance (0.2); [0, 1].
     pub w_clearance: f64,
-    /// Weight of novelty (0.25).
+    /// Weight of novelty (0.25); [0, 1].
     pub w_novelty: f64,
-    /// Weight of feasibility (0.15).
+    /// Weight of feasibility (0.15); [0, 1].
     pub w_feasibility: f64,
-    /// Spacing of subgoals along the goal line, metres (1.0).
+    /// Spacing of subgoals along the goal line, metres (1.0); (0, 100].
     pub subgoal_spacing_m: f64,
-    /// Subgoals along the goal line, not counting the goal (3).
+    /// Subgoals along the goal line, not counting the goal (3); 0..=100.
     pub max_subgoals: usize,
-    /// Frontier clusters considered (3).
+    /// Frontier clusters considered (3); 0..=100.
     pub max_frontiers: usize,
-    /// Outer radius of the recovery ring, metres (1.0).
+    /// Outer radius of the recovery ring, metres (1.0); (0, 100].
     pub recovery_radius_m: f64,
-    /// Inner radius of the recovery ring, cells (3).
+    /// Inner radius of the recovery ring, cells (3); 0..=1000.
     pub recovery_inner_cells: i32,
-    /// Minimum clearance of a recovery cell, metres (0.1).
+    /// Minimum clearance of a recovery cell, metres (0.1); [0, 10].
     pub recovery_min_clearance_m: f64,
-    /// Recovery candidates kept (2).
+    /// Recovery candidates kept (2); 0..=100.
     pub max_recovery: usize,
-    /// Candidates closer than this are deduplicated, metres (0.5).
+    /// Candidates closer than this are deduplicated, metres (0.5); [0, 100].
     pub min_spacing_m: f64,
-    /// Maximum number of candidates (5).
+    /// Maximum number of candidates (5); 1..=100.
     pub max_candidates: usize,
-    /// Radius of the novelty window, cells (3).
+    /// Radius of the novelty window, cells (3); 0..=100.
     pub novelty_radius_cells: i32,
-    /// Clearance above this counts as this, metres (1.0).
+    /// Clearance above this counts as this, metres (1.0); (0, 100].
     pub clearance_cap_m: f64,
 }
 
@@ -177,6 +177,32 @@ impl Default for CandidateConfig {
             novelty_radius_cells: 3,
             clearance_cap_m: 1.0,
         }
+    }
+}
+
+impl CandidateConfig {
+    /// Checks the ranges in the field docs; errors name the key.
+    pub fn validate(&self) -> Result<(), crate::config::ConfigError> {
+        use crate::config::{count_in, in_range, in_range_above};
+        for (k, v) in [
+            ("w_goal", self.w_goal),
+            ("w_clearance", self.w_clearance),
+            ("w_novelty", self.w_novelty),
+            ("w_feasibility", self.w_feasibility),
+        ] {
+            in_range(k, v, 0.0, 1.0)?;
+        }
+        in_range_above("subgoal_spacing_m", self.subgoal_spacing_m, 0.0, 100.0)?;
+        count_in("max_subgoals", self.max_subgoals, 0, 100)?;
+        count_in("max_frontiers", self.max_frontiers, 0, 100)?;
+        in_range_above("recovery_radius_m", self.recovery_radius_m, 0.0, 100.0)?;
+        count_in("recovery_inner_cells", self.recovery_inner_cells, 0, 1000)?;
+        in_range("recovery_min_clearance_m", self.recovery_min_clearance_m, 0.0, 10.0)?;
+        count_in("max_recovery", self.max_recovery, 0, 100)?;
+        in_range("min_spacing_m", self.min_spacing_m, 0.0, 100.0)?;
+        count_in("max_candidates", self.max_candidates, 1, 100)?;
+        count_in("novelty_radius_cells", self.novelty_radius_cells, 0, 100)?;
+        in_range_above("clearance_cap_m", self.clearance_cap_m, 0.0, 100.0)
     }
 }
 

@@ -96,18 +96,27 @@ impl GridPos {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct ScanIntegration {
-    /// Confidence given to a cell first seen free.
+    /// Confidence given to a cell first seen free; [0, 1].
     pub free_confidence: f32,
-    /// Confidence given to a cell where a beam ended on an obstacle.
+    /// Confidence given to a cell where a beam ended on an obstacle; [0, 1].
     pub hit_confidence: f32,
     /// Rays with no return mark free space up to this range (metres);
-    /// bounded so a missing return does not claim the whole map.
+    /// bounded so a missing return does not claim the whole map; (0, 1000].
     pub max_free_range_m: f32,
 }
 
 impl Default for ScanIntegration {
     fn default() -> Self {
         Self { free_confidence: 0.6, hit_confidence: 0.9, max_free_range_m: 4.0 }
+    }
+}
+
+impl ScanIntegration {
+    /// Checks the ranges in the field docs; errors name the key.
+    pub fn validate(&self) -> Result<(), crate::config::ConfigError> {
+        crate::config::in_range("free_confidence", f64::from(self.free_confidence), 0.0, 1.0)?;
+        crate::config::in_range("hit_confidence", f64::from(self.hit_confidence), 0.0, 1.0)?;
+        crate::config::in_range_above("max_free_range_m", f64::from(self.max_free_range_m), 0.0, 1000.0)
     }
 }
 
@@ -148,16 +157,24 @@ pub struct Correction {
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct CorrectionGuard {
-    /// Corrections below this confidence are skipped (0.6).
+    /// Corrections below this confidence are skipped (0.6); [0, 1].
     pub min_confidence: f64,
     /// Cells above this confidence are never overridden, and applied
-    /// confidence is capped here (0.7).
+    /// confidence is capped here (0.7); [0, 1].
     pub max_override: f64,
 }
 
 impl Default for CorrectionGuard {
     fn default() -> Self {
         Self { min_confidence: 0.6, max_override: 0.7 }
+    }
+}
+
+impl CorrectionGuard {
+    /// Checks the ranges in the field docs; errors name the key.
+    pub fn validate(&self) -> Result<(), crate::config::ConfigError> {
+        crate::config::in_range("min_confidence", self.min_confidence, 0.0, 1.0)?;
+        crate::config::in_range("max_override", self.max_override, 0.0, 1.0)
     }
 }
 

@@ -17,6 +17,8 @@
 //!   affordance scores, time-to-collision and speed scaling.
 //! - [`predict`]: the seed-002 predictive world model (wall, corridor, open
 //!   space and boundary guesses, verified against later observations).
+//! - [`config`]: [`ConfigError`](config::ConfigError) and the range checks
+//!   every config struct's `validate()` uses.
 //! - [`similarity`], [`stuck`], [`metrics`], [`raster`], [`time`].
 //! - [`bounded`]: size-limited reads over a caller's reader (no file is
 //!   opened here).
@@ -56,6 +58,7 @@ pub mod action;
 pub mod astar;
 pub mod bounded;
 pub mod candidates;
+pub mod config;
 pub mod discovery;
 pub mod drive;
 pub mod error;

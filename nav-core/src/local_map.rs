@@ -14,16 +14,18 @@ use serde::{Deserialize, Serialize};
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct LocalMapConfig {
-    /// Side of the square map, metres, centred on the start (48).
+    /// Side of the square map, metres, centred on the start (48); (0, 1000],
+    /// and at most 10000 cells per side at `resolution_m`.
     pub size_m: f64,
-    /// Cell size, metres (0.1, the seed's grid).
+    /// Cell size, metres (0.1, the seed's grid); [0.01, 1].
     pub resolution_m: f64,
     /// Cells closer than this to an obstacle are impassable, metres (robot
-    /// radius 0.18 plus a margin).
+    /// radius 0.18 plus a margin); [0, 10].
     pub inflation_m: f64,
-    /// Cost of unknown cells for planning (50, the seed's vision mode).
+    /// Cost of unknown cells for planning (50, the seed's vision mode);
+    /// [1, 1000000].
     pub unknown_cost: f32,
-    /// Frontier clusters smaller than this are ignored, cells.
+    /// Frontier clusters smaller than this are ignored, cells; 1..=100000.
     pub min_frontier_cells: usize,
     /// How LiDAR updates cells.
     pub integration: ScanIntegration,
@@ -39,6 +41,34 @@ impl Default for LocalMapConfig {
             min_frontier_cells: 3,
             integration: ScanIntegration { max_free_range_m: 6.0, ..ScanIntegration::default() },
         }
+    }
+}
+
+impl LocalMapConfig {
+    /// Largest map side in cells (a 10000² grid is 100 M cells).
+    pub const MAX_CELLS_PER_SIDE: f64 = 10_000.0;
+
+    /// Checks the ranges in the field docs; errors name the key.
+    pub fn validate(&self) -> Result<(), crate::config::ConfigError> {
+        use crate::config::{ConfigError, count_in, in_range, in_range_above};
+        in_range_above("size_m", self.size_m, 0.0, 1000.0)?;
+        in_range("resolution_m", self.resolution_m, 0.01, 1.0)?;
+        let cells = self.size_m / self.resolution_m;
+        if cells > Self::MAX_CELLS_PER_SIDE {
+            return Err(ConfigError::new(
+                "size_m",
+                format!(
+                    "{} m at resolution_m {} is {cells:.0} cells per side, more than {}",
+                    self.size_m,
+                    self.resolution_m,
+                    Self::MAX_CELLS_PER_SIDE
+                ),
+            ));
+        }
+        in_range("inflation_m", self.inflation_m, 0.0, 10.0)?;
+        in_range("unknown_cost", f64::from(self.unknown_cost), 1.0, 1_000_000.0)?;
+        count_in("min_frontier_cells", self.min_frontier_cells, 1, 100_000)?;
+        self.integration.validate().map_err(|e| e.under("integration"))
     }
 }
 

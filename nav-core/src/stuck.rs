@@ -7,15 +7,23 @@ use serde::{Deserialize, Serialize};
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct StuckConfig {
-    /// Movement below this counts as no movement, metres (0.05).
+    /// Movement below this counts as no movement, metres (0.05); [0, 10].
     pub min_motion_m: f64,
-    /// Consecutive still cycles that make the robot stuck (5).
+    /// Consecutive still cycles that make the robot stuck (5); ≥ 1.
     pub cycles: u32,
 }
 
 impl Default for StuckConfig {
     fn default() -> Self {
         Self { min_motion_m: 0.05, cycles: 5 }
+    }
+}
+
+impl StuckConfig {
+    /// Checks the ranges in the field docs; errors name the key.
+    pub fn validate(&self) -> Result<(), crate::config::ConfigError> {
+        crate::config::in_range("min_motion_m", self.min_motion_m, 0.0, 10.0)?;
+        crate::config::at_least("cycles", self.cycles, 1)
     }
 }
 

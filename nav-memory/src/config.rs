@@ -1,7 +1,7 @@
 //! Memory parameters (SPEC §3 defaults from seed 000 §15).
 
-use crate::error::MemoryError;
 use nav_core::action::StepConfig;
+use nav_core::config::{ConfigError, count_in, in_range_above};
 use serde::{Deserialize, Serialize};
 
 /// What the STUCK rule counts as "a place" when it looks at the last W
@@ -32,22 +32,31 @@ pub enum StuckGranularity {
 #[serde(default, deny_unknown_fields)]
 pub struct ContextLimits {
     /// M: recent places listed, oldest → newest, current last (5).
+    /// Range: 1..=1000.
     pub recent_places: usize,
     /// K: recent anchors listed, oldest → newest, current last (6).
+    /// Range: 1..=1000.
     pub recent_anchors: usize,
     /// Localization hint anchors listed, nearest first (3).
+    /// Range: 0..=1000.
     pub hints: usize,
     /// Objects of the current place listed (4).
+    /// Range: 0..=1000.
     pub objects: usize,
     /// Characters kept of each listed object (20).
+    /// Range: 0..=100000.
     pub object_chars: usize,
     /// Characters kept of a place's semantic description (72).
+    /// Range: 0..=100000.
     pub description_chars: usize,
     /// Characters kept of a DC record's `why` (48).
+    /// Range: 0..=100000.
     pub why_chars: usize,
     /// Characters kept of any place or scene type (20).
+    /// Range: 0..=100000.
     pub type_chars: usize,
     /// Characters kept of the optional grounding section (1,500).
+    /// Range: 0..=1000000.
     pub grounding_chars: usize,
 }
 
@@ -73,22 +82,30 @@ impl Default for ContextLimits {
 #[serde(default, deny_unknown_fields)]
 pub struct MemoryConfig {
     /// Dead-reckoning step sizes (0.25 m / 30°).
+    /// Range: see `StepConfig` (forward (0, 10] m, turn (0, 180]°).
     pub step: StepConfig,
     /// S: forward steps since the last anchor that create a new one (2).
+    /// Range: 1..=10000.
     pub anchor_forward_steps: u32,
     /// Place update period: the scene VLM runs every this many steps (20).
+    /// Range: 1..=100000.
     pub place_update_period: u32,
     /// k: consecutive agreeing scene labels that confirm a place switch (3).
+    /// Range: 1..=1000.
     pub dwell_k: u32,
     /// N: Discovered-Context queue size (5).
+    /// Range: 1..=1000.
     pub dc_capacity: usize,
     /// r: localization radius, metres (1.5).
+    /// Range: (0, 1000].
     pub localization_radius_m: f64,
     /// W: STUCK window, steps (10).
+    /// Range: 1..=100000.
     pub stuck_window: usize,
     /// What STUCK counts as a place (see [`StuckGranularity`]).
     pub stuck_granularity: StuckGranularity,
     /// REVISIT: localization hints older than the recent anchors needed (2).
+    /// Range: 1..=1000.
     pub revisit_min_hints: usize,
     /// Caps of the Navigation Context.
     pub context: ContextLimits,
@@ -111,46 +128,38 @@ impl Default for MemoryConfig {
     }
 }
 
+impl ContextLimits {
+    /// Checks the ranges in the field docs; errors name the key.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        count_in("recent_places", self.recent_places, 1, 1000)?;
+        count_in("recent_anchors", self.recent_anchors, 1, 1000)?;
+        count_in("hints", self.hints, 0, 1000)?;
+        count_in("objects", self.objects, 0, 1000)?;
+        for (k, v) in [
+            ("object_chars", self.object_chars),
+            ("description_chars", self.description_chars),
+            ("why_chars", self.why_chars),
+            ("type_chars", self.type_chars),
+        ] {
+            count_in(k, v, 0, 100_000)?;
+        }
+        count_in("grounding_chars", self.grounding_chars, 0, 1_000_000)
+    }
+}
+
 impl MemoryConfig {
-    /// Checks every value; the memory refuses to start on a bad config.
-    pub fn validate(&self) -> Result<(), MemoryError> {
-        fn bad(field: &'static str, value: impl ToString, reason: &'static str) -> Result<(), MemoryError> {
-            Err(MemoryError::InvalidConfig { field, value: value.to_string(), reason })
-        }
-        if !(self.step.forward_m.is_finite() && self.step.forward_m > 0.0) {
-            return bad("step.forward_m", self.step.forward_m, "must be a positive number of metres");
-        }
-        if !(self.step.turn_deg.is_finite() && self.step.turn_deg > 0.0 && self.step.turn_deg < 360.0) {
-            return bad("step.turn_deg", self.step.turn_deg, "must be in (0, 360) degrees");
-        }
-        if self.anchor_forward_steps == 0 {
-            return bad("anchor_forward_steps", 0, "must be at least 1");
-        }
-        if self.place_update_period == 0 {
-            return bad("place_update_period", 0, "must be at least 1");
-        }
-        if self.dwell_k == 0 {
-            return bad("dwell_k", 0, "must be at least 1");
-        }
-        if self.dc_capacity == 0 {
-            return bad("dc_capacity", 0, "must be at least 1");
-        }
-        if !(self.localization_radius_m.is_finite() && self.localization_radius_m > 0.0) {
-            return bad("localization_radius_m", self.localization_radius_m, "must be a positive number of metres");
-        }
-        if self.stuck_window == 0 {
-            return bad("stuck_window", 0, "must be at least 1");
-        }
-        if self.revisit_min_hints == 0 {
-            return bad("revisit_min_hints", 0, "must be at least 1");
-        }
-        if self.context.recent_places == 0 {
-            return bad("context.recent_places", 0, "must be at least 1 (the current place)");
-        }
-        if self.context.recent_anchors == 0 {
-            return bad("context.recent_anchors", 0, "must be at least 1 (the current anchor)");
-        }
-        Ok(())
+    /// Checks every value against the range in its doc comment; the memory
+    /// refuses to start on a bad config. Keys are relative to this struct.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        self.step.validate().map_err(|e| e.under("step"))?;
+        count_in("anchor_forward_steps", self.anchor_forward_steps, 1, 10_000)?;
+        count_in("place_update_period", self.place_update_period, 1, 100_000)?;
+        count_in("dwell_k", self.dwell_k, 1, 1000)?;
+        count_in("dc_capacity", self.dc_capacity, 1, 1000)?;
+        in_range_above("localization_radius_m", self.localization_radius_m, 0.0, 1000.0)?;
+        count_in("stuck_window", self.stuck_window, 1, 100_000)?;
+        count_in("revisit_min_hints", self.revisit_min_hints, 1, 1000)?;
+        self.context.validate().map_err(|e| e.under("context"))
     }
 }
 

@@ -8,16 +8,9 @@ use std::path::PathBuf;
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum MemoryError {
-    /// A configuration value is out of range.
-    #[error("invalid memory config: {field} = {value} ({reason})")]
-    InvalidConfig {
-        /// The offending field, e.g. `dwell_k`.
-        field: &'static str,
-        /// The value as text.
-        value: String,
-        /// What a valid value looks like.
-        reason: &'static str,
-    },
+    /// A configuration value is outside its documented range.
+    #[error("invalid memory config: {0}")]
+    Config(#[from] nav_core::config::ConfigError),
     /// A file could not be read or written.
     #[error("{op} {path}: {source}")]
     Io {

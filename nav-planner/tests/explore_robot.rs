@@ -14,7 +14,7 @@ use nav_hal::hal::{
 };
 use nav_hal::sim::{SimConfig, SimHal};
 use nav_planner::navigator::explore_loop::{ExploreEnd, ExploreLoop, ExploreLoopConfig, ExploreSignals};
-use nav_planner::navigator::{Observer, StepLog, StepRecord};
+use nav_planner::navigator::{RunContext, StepLog, StepRecord};
 use nav_planner::offline::OfflineExplorePlanner;
 use nav_planner::protocol::PlannerReply;
 use nav_planner::protocol::explore::{ExploreDecision, ExplorePlanner, ExploreSnapshot};
@@ -138,10 +138,10 @@ async fn run_with(
 ) -> (nav_planner::navigator::explore_loop::ExploreOutcome, Vec<StepRecord>) {
     let config = ExploreLoopConfig { max_time_s, ..ExploreLoopConfig::default() };
     let planner = Box::new(planner);
-    let mut lp = ExploreLoop::new(config, planner, ExploreSignals::default());
+    let mut lp = ExploreLoop::new(config, planner, ExploreSignals::default()).unwrap();
     let mut log = StepLog::memory();
     let clock = Arc::clone(&robot.clock);
-    let out = lp.run(robot, clock.as_ref(), &mut log, &mut Observer::new()).await.unwrap();
+    let out = lp.run(robot, &mut RunContext::new(clock.as_ref(), &mut log)).await.unwrap();
     (out, log.records().to_vec())
 }
 

@@ -164,3 +164,24 @@ fn user_text(req: &VlmRequest) -> String {
         .collect::<Vec<_>>()
         .join("\n")
 }
+
+/// The model is told the speed tiers the executor drives at: a config with
+/// other tiers changes the system prompt and the `move_toward` schema, the
+/// default config keeps the seed's 0.08 / 0.12 / 0.18.
+#[tokio::test]
+async fn explore_request_states_the_configured_speeds() {
+    let default = request(ProtocolKind::Explore, true).await;
+    assert!(default.system.contains("Maximum speed: 0.18 m/s. Use slow (0.08) near obstacles, medium (0.12)"));
+    let mut s = spec(ProtocolKind::Explore, true);
+    let speeds = &mut s.explore.safety.speeds;
+    (speeds.slow_mps, speeds.medium_mps, speeds.fast_mps, speeds.max_linear_mps) = (0.1, 0.2, 0.3, 0.3);
+    let req = initial_request(&s).await.unwrap();
+    assert!(req.system.contains("Maximum speed: 0.3 m/s. Use slow (0.1) near obstacles, medium (0.2) normally."));
+    assert!(!req.system.contains("0.18"), "{}", req.system);
+    let move_toward = req.tools.iter().find(|t| t.name == "move_toward").unwrap();
+    let desc = move_toward.parameters["properties"]["speed"]["description"].as_str().unwrap();
+    assert_eq!(
+        desc,
+        "Movement speed: slow (0.1 m/s, near obstacles), medium (0.2 m/s, normal), fast (0.3 m/s, open space)"
+    );
+}

@@ -11,8 +11,13 @@
 //! ```
 
 use crate::error::SafetyError;
+use nav_core::config::{ConfigError, below, count_in, in_range, in_range_above};
 use nav_core::drive::DriveKind;
+use nav_core::geometry::{Point2, polygon_area};
 use serde::{Deserialize, Serialize};
+
+/// One day in seconds: the upper bound of the long timeouts.
+const DAY_S: f64 = 86_400.0;
 
 /// All parameters of the safety layer.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
@@ -52,26 +57,37 @@ pub struct SafetyConfig {
 #[serde(default, deny_unknown_fields)]
 pub struct SpeedConfig {
     /// `creep` tier, m/s (tight spaces, TTC 0.5–1.2 s).
+    /// Range: (0, 5], below `slow_mps`.
     pub creep_mps: f64,
     /// `slow`, m/s.
+    /// Range: (0, 5], below `medium_mps`.
     pub slow_mps: f64,
     /// `medium`, m/s.
+    /// Range: (0, 5], below `fast_mps`.
     pub medium_mps: f64,
     /// `fast`, m/s.
+    /// Range: (0, 5], at most `max_linear_mps`.
     pub fast_mps: f64,
     /// Hard cap on |linear| whatever is commanded, m/s.
+    /// Range: (0, 5].
     pub max_linear_mps: f64,
     /// Hard cap on |angular|, rad/s (the base's velocity smoother: 0.5).
+    /// Range: (0, 10].
     pub max_angular_rad_s: f64,
     /// Angular rate of `forward_left` / `forward_right`, rad/s.
+    /// Range: (0, 10].
     pub diagonal_angular_rad_s: f64,
     /// Linear speed of `left` / `right`, m/s.
+    /// Range: (0, 5].
     pub side_linear_mps: f64,
     /// Angular rate of `left` / `right`, rad/s.
+    /// Range: (0, 10].
     pub side_angular_rad_s: f64,
     /// Forward (or reverse) speed of an Ackermann arc turn for `rotate`, m/s.
+    /// Range: (0, 5].
     pub turn_linear_mps: f64,
     /// Spin rate of `rotate` on a differential base, rad/s.
+    /// Range: (0, 10].
     pub spin_rad_s: f64,
 }
 
@@ -98,23 +114,30 @@ impl Default for SpeedConfig {
 #[serde(default, deny_unknown_fields)]
 pub struct ClearanceConfig {
     /// Emergency stop below this distance in the direction of motion, m.
+    /// Range: (0, 10], below `reject_m`.
     pub stop_m: f64,
     /// `move_toward` is rejected below this clearance, m.
+    /// Range: below `full_speed_m`.
     pub reject_m: f64,
     /// Full speed at or beyond this; speed is downgraded to slow and
     /// scaled proportionally below it, m.
+    /// Range: (0, 20].
     pub full_speed_m: f64,
     /// Half width of a direction's arc (seed: ±30°), degrees.
+    /// Range: (0, 90].
     pub arc_half_width_deg: f64,
     /// Travel distance over which the direction of a curved motion is
     /// taken, m (the checked arc spans the heading and the chord to the
     /// point reached after this distance).
+    /// Range: (0, 10].
     pub motion_lookahead_m: f64,
     /// Fewer usable beams than this in the direction of motion means the
     /// robot is blind there and must not move that way.
+    /// Range: 0..=100000.
     pub min_valid_beams: usize,
     /// `check_path_clear` calls an obstacle a "wall" when its contiguous
     /// surface is at least this wide, m.
+    /// Range: (0, 10].
     pub wall_min_width_m: f64,
 }
 
@@ -138,13 +161,17 @@ impl Default for ClearanceConfig {
 #[serde(default, deny_unknown_fields)]
 pub struct TtcConfig {
     /// Above this TTC the commanded speed is kept, s.
+    /// Range: (0, 60].
     pub full_s: f64,
     /// Between this and `full_s`: at most medium speed, s.
+    /// Range: below `full_s`.
     pub medium_s: f64,
     /// Between this and `medium_s`: at most slow speed; below it (down to
     /// `stop_s`): creep, s.
+    /// Range: below `medium_s`.
     pub slow_s: f64,
     /// Below this TTC: stop, s.
+    /// Range: (0, 60], below `slow_s`.
     pub stop_s: f64,
 }
 
@@ -159,6 +186,7 @@ impl Default for TtcConfig {
 #[serde(default, deny_unknown_fields)]
 pub struct SensorConfig {
     /// A scan older than this is "sensor loss": no motion, s.
+    /// Range: (0, 3600].
     pub max_scan_age_s: f64,
 }
 
@@ -173,8 +201,10 @@ impl Default for SensorConfig {
 #[serde(default, deny_unknown_fields)]
 pub struct BlockedConfig {
     /// After this many blocks inside the cooldown the action is suppressed.
+    /// Range: 1..=1000.
     pub max_retries: u32,
     /// Seconds after the last block when an entry is forgotten.
+    /// Range: (0, 86400].
     pub cooldown_s: f64,
 }
 
@@ -189,14 +219,19 @@ impl Default for BlockedConfig {
 #[serde(default, deny_unknown_fields)]
 pub struct WatchdogConfig {
     /// CONTINUE below this many seconds without a VLM response.
+    /// Range: (0, 3600], below `stop_wait_s`.
     pub continue_s: f64,
     /// STOP_WAIT below this; LOCAL_NAV from here.
+    /// Range: below `local_nav_s`.
     pub stop_wait_s: f64,
     /// LOCAL_NAV below this; RETURN_HOME from here.
+    /// Range: (0, 86400].
     pub local_nav_s: f64,
     /// Velocity decay time constant τ, s.
+    /// Range: (0, 3600].
     pub decay_tau_s: f64,
     /// A decayed |linear| below this is set to zero, m/s.
+    /// Range: [0, 5].
     pub zero_below_mps: f64,
 }
 
@@ -211,18 +246,47 @@ impl Default for WatchdogConfig {
 #[serde(default, deny_unknown_fields)]
 pub struct NetworkConfig {
     /// Number of recent calls kept.
+    /// Range: 1..=10000.
     pub window: usize,
     /// Mean latency above this is "elevated", s.
+    /// Range: (0, 3600].
     pub elevated_latency_s: f64,
     /// No successful call for this long is "degraded", s.
+    /// Range: (0, 86400], below `offline_after_s`.
     pub degraded_after_s: f64,
     /// No successful call for this long is "offline", s.
+    /// Range: (0, 86400].
     pub offline_after_s: f64,
 }
 
 impl Default for NetworkConfig {
     fn default() -> Self {
         Self { window: 20, elevated_latency_s: 3.0, degraded_after_s: 10.0, offline_after_s: 30.0 }
+    }
+}
+
+/// What is wrong with a zone, if anything: an empty name, fewer than three
+/// vertices, a non-finite vertex, zero area, or a slowdown speed that is
+/// not a finite number ≥ 0. The one check behind both
+/// [`SafetyConfig::validate`] and [`crate::geofence::Geofence::add_zone`].
+pub(crate) fn zone_problem(name: &str, kind: ZoneKind, polygon: &[Point2]) -> Option<&'static str> {
+    if name.trim().is_empty() {
+        return Some("the name is empty");
+    }
+    if polygon.len() < 3 {
+        return Some("a polygon needs at least 3 vertices");
+    }
+    if !polygon.iter().all(|p| p.is_finite()) {
+        return Some("a vertex is not finite");
+    }
+    if polygon_area(polygon).abs() < 1e-9 {
+        return Some("the polygon has zero area");
+    }
+    match kind {
+        ZoneKind::Slowdown { max_speed_mps } if !(max_speed_mps.is_finite() && max_speed_mps >= 0.0) => {
+            Some("max_speed_mps must be a finite number >= 0")
+        }
+        _ => None,
     }
 }
 
@@ -256,10 +320,13 @@ pub struct ZoneConfig {
 #[serde(default, deny_unknown_fields)]
 pub struct GeofenceConfig {
     /// Horizon of the continuous guard's sweep check, s.
+    /// Range: (0, 60].
     pub horizon_s: f64,
     /// Integration step of sweeps, s.
+    /// Range: [0.001, 10].
     pub sample_step_s: f64,
     /// Zones loaded at start.
+    /// Range: valid polygons (at least 3 vertices, unique names).
     pub zones: Vec<ZoneConfig>,
 }
 
@@ -274,16 +341,22 @@ impl Default for GeofenceConfig {
 #[serde(default, deny_unknown_fields)]
 pub struct TriggerConfig {
     /// A gap at least this wide is a doorway, m.
+    /// Range: (0, 20].
     pub doorway_min_width_m: f64,
     /// A sector at least this far is open (the summary's CLEAR), m.
+    /// Range: (0, 100].
     pub open_sector_m: f64,
     /// This many adjacent open sectors make an intersection.
+    /// Range: 1..=12.
     pub min_adjacent_open: usize,
     /// All three front sectors nearer than this: dead end, m.
+    /// Range: (0, 100].
     pub dead_end_m: f64,
     /// Moved farther than this since the last call, m.
+    /// Range: (0, 1000].
     pub moved_m: f64,
     /// No trigger within this many seconds of the previous one.
+    /// Range: [0, 3600].
     pub cooldown_s: f64,
 }
 
@@ -305,20 +378,28 @@ impl Default for TriggerConfig {
 #[serde(default, deny_unknown_fields)]
 pub struct ScheduleConfig {
     /// Base period between calls without triggers, s.
+    /// Range: (0, 3600], below `max_interval_s`.
     pub base_period_s: f64,
     /// VLM call timeout, s (for the caller's HTTP client).
+    /// Range: (0, 3600].
     pub call_timeout_s: f64,
     /// Skip only above this frame similarity.
+    /// Range: [0, 1].
     pub skip_similarity: f64,
     /// Skip only when the nearest obstacle is farther than this, m.
+    /// Range: [0, 100].
     pub skip_min_obstacle_m: f64,
     /// Never skip when this long has passed since the last call, s.
+    /// Range: (0, 86400].
     pub max_interval_s: f64,
     /// Text-only (no image) above this similarity.
+    /// Range: [0, 1].
     pub text_only_similarity: f64,
     /// Text-only only when the nearest obstacle is farther than this, m.
+    /// Range: [0, 100].
     pub text_only_min_obstacle_m: f64,
     /// Window of the rolling statistics, s.
+    /// Range: (0, 86400].
     pub stats_window_s: f64,
 }
 
@@ -337,114 +418,121 @@ impl Default for ScheduleConfig {
     }
 }
 
-fn bad(field: &str, reason: impl Into<String>) -> SafetyError {
-    SafetyError::InvalidConfig { field: field.to_owned(), reason: reason.into() }
-}
-
-fn positive(field: &str, v: f64) -> Result<(), SafetyError> {
-    if v.is_finite() && v > 0.0 { Ok(()) } else { Err(bad(field, format!("must be a finite number > 0, got {v}"))) }
-}
-
-fn ordered(a_name: &str, a: f64, b_name: &str, b: f64) -> Result<(), SafetyError> {
-    if a < b { Ok(()) } else { Err(bad(a_name, format!("must be below `{b_name}` ({a} >= {b})"))) }
-}
-
-fn unit(field: &str, v: f64) -> Result<(), SafetyError> {
-    if (0.0..=1.0).contains(&v) { Ok(()) } else { Err(bad(field, format!("must be in [0, 1], got {v}"))) }
+impl From<ConfigError> for SafetyError {
+    fn from(e: ConfigError) -> Self {
+        SafetyError::InvalidConfig { field: e.key, reason: e.message }
+    }
 }
 
 impl SafetyConfig {
-    /// Checks every value and every ordering the layer relies on.
-    pub fn validate(&self) -> Result<(), SafetyError> {
-        let s = &self.speeds;
-        for (n, v) in [
-            ("speeds.creep_mps", s.creep_mps),
-            ("speeds.slow_mps", s.slow_mps),
-            ("speeds.medium_mps", s.medium_mps),
-            ("speeds.fast_mps", s.fast_mps),
-            ("speeds.max_linear_mps", s.max_linear_mps),
-            ("speeds.max_angular_rad_s", s.max_angular_rad_s),
-            ("speeds.diagonal_angular_rad_s", s.diagonal_angular_rad_s),
-            ("speeds.side_linear_mps", s.side_linear_mps),
-            ("speeds.side_angular_rad_s", s.side_angular_rad_s),
-            ("speeds.turn_linear_mps", s.turn_linear_mps),
-            ("speeds.spin_rad_s", s.spin_rad_s),
-        ] {
-            positive(n, v)?;
-        }
-        ordered("speeds.creep_mps", s.creep_mps, "speeds.slow_mps", s.slow_mps)?;
-        ordered("speeds.slow_mps", s.slow_mps, "speeds.medium_mps", s.medium_mps)?;
-        ordered("speeds.medium_mps", s.medium_mps, "speeds.fast_mps", s.fast_mps)?;
-        if s.fast_mps > s.max_linear_mps {
-            return Err(bad("speeds.fast_mps", "must not exceed `speeds.max_linear_mps`"));
-        }
-        let c = &self.clearance;
-        positive("clearance.stop_m", c.stop_m)?;
-        ordered("clearance.stop_m", c.stop_m, "clearance.reject_m", c.reject_m)?;
-        ordered("clearance.reject_m", c.reject_m, "clearance.full_speed_m", c.full_speed_m)?;
-        positive("clearance.full_speed_m", c.full_speed_m)?;
-        positive("clearance.arc_half_width_deg", c.arc_half_width_deg)?;
-        if c.arc_half_width_deg > 90.0 {
-            return Err(bad("clearance.arc_half_width_deg", "must be at most 90"));
-        }
-        positive("clearance.motion_lookahead_m", c.motion_lookahead_m)?;
-        positive("clearance.wall_min_width_m", c.wall_min_width_m)?;
-        let t = &self.ttc;
-        positive("ttc.stop_s", t.stop_s)?;
-        ordered("ttc.stop_s", t.stop_s, "ttc.slow_s", t.slow_s)?;
-        ordered("ttc.slow_s", t.slow_s, "ttc.medium_s", t.medium_s)?;
-        ordered("ttc.medium_s", t.medium_s, "ttc.full_s", t.full_s)?;
-        positive("ttc.full_s", t.full_s)?;
+    /// Checks every value against the range in its doc comment and every
+    /// ordering the layer relies on; keys are relative to this struct
+    /// (`speeds.fast_mps`).
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        self.check_speeds().map_err(|e| e.under("speeds"))?;
+        self.check_clearance_and_ttc()?;
         if let DriveKind::Ackermann { min_turn_radius_m } = self.drive {
-            positive("drive.min_turn_radius_m", min_turn_radius_m)?;
+            in_range_above("drive.min_turn_radius_m", min_turn_radius_m, 0.0, 10.0)?;
         }
-        positive("sensors.max_scan_age_s", self.sensors.max_scan_age_s)?;
-        positive("blocked.cooldown_s", self.blocked.cooldown_s)?;
-        if self.blocked.max_retries == 0 {
-            return Err(bad("blocked.max_retries", "must be at least 1"));
-        }
-        let w = &self.watchdog;
-        positive("watchdog.continue_s", w.continue_s)?;
-        ordered("watchdog.continue_s", w.continue_s, "watchdog.stop_wait_s", w.stop_wait_s)?;
-        ordered("watchdog.stop_wait_s", w.stop_wait_s, "watchdog.local_nav_s", w.local_nav_s)?;
-        positive("watchdog.local_nav_s", w.local_nav_s)?;
-        positive("watchdog.decay_tau_s", w.decay_tau_s)?;
-        if !(w.zero_below_mps.is_finite() && w.zero_below_mps >= 0.0) {
-            return Err(bad("watchdog.zero_below_mps", "must be a finite number >= 0"));
-        }
-        let n = &self.network;
-        if n.window == 0 {
-            return Err(bad("network.window", "must be at least 1"));
-        }
-        positive("network.elevated_latency_s", n.elevated_latency_s)?;
-        positive("network.degraded_after_s", n.degraded_after_s)?;
-        ordered("network.degraded_after_s", n.degraded_after_s, "network.offline_after_s", n.offline_after_s)?;
-        positive("network.offline_after_s", n.offline_after_s)?;
+        in_range_above("sensors.max_scan_age_s", self.sensors.max_scan_age_s, 0.0, 3600.0)?;
+        count_in("blocked.max_retries", self.blocked.max_retries, 1, 1000)?;
+        in_range_above("blocked.cooldown_s", self.blocked.cooldown_s, 0.0, DAY_S)?;
+        self.check_timing()?;
         let g = &self.geofence;
-        positive("geofence.horizon_s", g.horizon_s)?;
-        positive("geofence.sample_step_s", g.sample_step_s)?;
+        in_range_above("geofence.horizon_s", g.horizon_s, 0.0, 60.0)?;
+        in_range("geofence.sample_step_s", g.sample_step_s, 0.001, 10.0)?;
+        let mut names = std::collections::HashSet::new();
+        for z in &g.zones {
+            let polygon: Vec<Point2> = z.polygon.iter().map(|&[x, y]| Point2::new(x, y)).collect();
+            let problem = if names.insert(z.name.as_str()) {
+                zone_problem(&z.name, z.kind, &polygon)
+            } else {
+                Some("duplicate zone name")
+            };
+            if let Some(reason) = problem {
+                return Err(ConfigError::new("geofence.zones", format!("zone {:?}: {reason}", z.name)));
+            }
+        }
         let tr = &self.triggers;
-        positive("triggers.doorway_min_width_m", tr.doorway_min_width_m)?;
-        positive("triggers.open_sector_m", tr.open_sector_m)?;
-        if tr.min_adjacent_open == 0 || tr.min_adjacent_open > 12 {
-            return Err(bad("triggers.min_adjacent_open", "must be in 1..=12"));
-        }
-        positive("triggers.dead_end_m", tr.dead_end_m)?;
-        positive("triggers.moved_m", tr.moved_m)?;
-        if !(tr.cooldown_s.is_finite() && tr.cooldown_s >= 0.0) {
-            return Err(bad("triggers.cooldown_s", "must be a finite number >= 0"));
-        }
-        let sc = &self.schedule;
-        positive("schedule.base_period_s", sc.base_period_s)?;
-        positive("schedule.call_timeout_s", sc.call_timeout_s)?;
-        unit("schedule.skip_similarity", sc.skip_similarity)?;
-        unit("schedule.text_only_similarity", sc.text_only_similarity)?;
-        if !(sc.skip_min_obstacle_m >= 0.0 && sc.text_only_min_obstacle_m >= 0.0) {
-            return Err(bad("schedule.skip_min_obstacle_m", "obstacle distances must be >= 0"));
-        }
-        ordered("schedule.base_period_s", sc.base_period_s, "schedule.max_interval_s", sc.max_interval_s)?;
-        positive("schedule.max_interval_s", sc.max_interval_s)?;
-        positive("schedule.stats_window_s", sc.stats_window_s)?;
+        in_range_above("triggers.doorway_min_width_m", tr.doorway_min_width_m, 0.0, 20.0)?;
+        in_range_above("triggers.open_sector_m", tr.open_sector_m, 0.0, 100.0)?;
+        count_in("triggers.min_adjacent_open", tr.min_adjacent_open, 1, 12)?;
+        in_range_above("triggers.dead_end_m", tr.dead_end_m, 0.0, 100.0)?;
+        in_range_above("triggers.moved_m", tr.moved_m, 0.0, 1000.0)?;
+        in_range("triggers.cooldown_s", tr.cooldown_s, 0.0, 3600.0)?;
         Ok(())
+    }
+
+    fn check_speeds(&self) -> Result<(), ConfigError> {
+        let s = &self.speeds;
+        for (k, v, hi) in [
+            ("creep_mps", s.creep_mps, 5.0),
+            ("slow_mps", s.slow_mps, 5.0),
+            ("medium_mps", s.medium_mps, 5.0),
+            ("fast_mps", s.fast_mps, 5.0),
+            ("max_linear_mps", s.max_linear_mps, 5.0),
+            ("max_angular_rad_s", s.max_angular_rad_s, 10.0),
+            ("diagonal_angular_rad_s", s.diagonal_angular_rad_s, 10.0),
+            ("side_linear_mps", s.side_linear_mps, 5.0),
+            ("side_angular_rad_s", s.side_angular_rad_s, 10.0),
+            ("turn_linear_mps", s.turn_linear_mps, 5.0),
+            ("spin_rad_s", s.spin_rad_s, 10.0),
+        ] {
+            in_range_above(k, v, 0.0, hi)?;
+        }
+        below("creep_mps", s.creep_mps, "slow_mps", s.slow_mps)?;
+        below("slow_mps", s.slow_mps, "medium_mps", s.medium_mps)?;
+        below("medium_mps", s.medium_mps, "fast_mps", s.fast_mps)?;
+        if s.fast_mps > s.max_linear_mps {
+            return Err(ConfigError::new(
+                "fast_mps",
+                format!("must not exceed `max_linear_mps` ({} > {})", s.fast_mps, s.max_linear_mps),
+            ));
+        }
+        Ok(())
+    }
+
+    fn check_clearance_and_ttc(&self) -> Result<(), ConfigError> {
+        let c = &self.clearance;
+        in_range_above("clearance.stop_m", c.stop_m, 0.0, 10.0)?;
+        below("clearance.stop_m", c.stop_m, "clearance.reject_m", c.reject_m)?;
+        below("clearance.reject_m", c.reject_m, "clearance.full_speed_m", c.full_speed_m)?;
+        in_range_above("clearance.full_speed_m", c.full_speed_m, 0.0, 20.0)?;
+        in_range_above("clearance.arc_half_width_deg", c.arc_half_width_deg, 0.0, 90.0)?;
+        in_range_above("clearance.motion_lookahead_m", c.motion_lookahead_m, 0.0, 10.0)?;
+        count_in("clearance.min_valid_beams", c.min_valid_beams, 0, 100_000)?;
+        in_range_above("clearance.wall_min_width_m", c.wall_min_width_m, 0.0, 10.0)?;
+        let t = &self.ttc;
+        in_range_above("ttc.stop_s", t.stop_s, 0.0, 60.0)?;
+        below("ttc.stop_s", t.stop_s, "ttc.slow_s", t.slow_s)?;
+        below("ttc.slow_s", t.slow_s, "ttc.medium_s", t.medium_s)?;
+        below("ttc.medium_s", t.medium_s, "ttc.full_s", t.full_s)?;
+        in_range_above("ttc.full_s", t.full_s, 0.0, 60.0)
+    }
+
+    fn check_timing(&self) -> Result<(), ConfigError> {
+        let w = &self.watchdog;
+        in_range_above("watchdog.continue_s", w.continue_s, 0.0, 3600.0)?;
+        below("watchdog.continue_s", w.continue_s, "watchdog.stop_wait_s", w.stop_wait_s)?;
+        below("watchdog.stop_wait_s", w.stop_wait_s, "watchdog.local_nav_s", w.local_nav_s)?;
+        in_range_above("watchdog.local_nav_s", w.local_nav_s, 0.0, DAY_S)?;
+        in_range_above("watchdog.decay_tau_s", w.decay_tau_s, 0.0, 3600.0)?;
+        in_range("watchdog.zero_below_mps", w.zero_below_mps, 0.0, 5.0)?;
+        let n = &self.network;
+        count_in("network.window", n.window, 1, 10_000)?;
+        in_range_above("network.elevated_latency_s", n.elevated_latency_s, 0.0, 3600.0)?;
+        in_range_above("network.degraded_after_s", n.degraded_after_s, 0.0, DAY_S)?;
+        below("network.degraded_after_s", n.degraded_after_s, "network.offline_after_s", n.offline_after_s)?;
+        in_range_above("network.offline_after_s", n.offline_after_s, 0.0, DAY_S)?;
+        let sc = &self.schedule;
+        in_range_above("schedule.base_period_s", sc.base_period_s, 0.0, 3600.0)?;
+        in_range_above("schedule.call_timeout_s", sc.call_timeout_s, 0.0, 3600.0)?;
+        in_range("schedule.skip_similarity", sc.skip_similarity, 0.0, 1.0)?;
+        in_range("schedule.text_only_similarity", sc.text_only_similarity, 0.0, 1.0)?;
+        in_range("schedule.skip_min_obstacle_m", sc.skip_min_obstacle_m, 0.0, 100.0)?;
+        in_range("schedule.text_only_min_obstacle_m", sc.text_only_min_obstacle_m, 0.0, 100.0)?;
+        below("schedule.base_period_s", sc.base_period_s, "schedule.max_interval_s", sc.max_interval_s)?;
+        in_range_above("schedule.max_interval_s", sc.max_interval_s, 0.0, DAY_S)?;
+        in_range_above("schedule.stats_window_s", sc.stats_window_s, 0.0, DAY_S)
     }
 }

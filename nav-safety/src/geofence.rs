@@ -27,7 +27,7 @@ use crate::config::GeofenceConfig;
 /// Zone kinds are configuration data; they live with the rest of it in [`crate::config`].
 pub use crate::config::ZoneKind;
 use crate::error::SafetyError;
-use nav_core::geometry::{Point2, Pose2, point_in_polygon, polygon_area};
+use nav_core::geometry::{Point2, Pose2, point_in_polygon};
 use serde::{Deserialize, Serialize};
 
 /// A named zone.
@@ -115,23 +115,8 @@ impl Geofence {
 
     /// Adds a zone, replacing one of the same name.
     pub fn add_zone(&mut self, name: &str, kind: ZoneKind, polygon: Vec<Point2>) -> Result<(), SafetyError> {
-        let bad = |reason: &str| SafetyError::InvalidZone { name: name.to_owned(), reason: reason.to_owned() };
-        if name.trim().is_empty() {
-            return Err(bad("the name is empty"));
-        }
-        if polygon.len() < 3 {
-            return Err(bad("a polygon needs at least 3 vertices"));
-        }
-        if !polygon.iter().all(|p| p.is_finite()) {
-            return Err(bad("a vertex is not finite"));
-        }
-        if polygon_area(&polygon).abs() < 1e-9 {
-            return Err(bad("the polygon has zero area"));
-        }
-        if let ZoneKind::Slowdown { max_speed_mps } = kind {
-            if !(max_speed_mps.is_finite() && max_speed_mps >= 0.0) {
-                return Err(bad("max_speed_mps must be a finite number >= 0"));
-            }
+        if let Some(reason) = crate::config::zone_problem(name, kind, &polygon) {
+            return Err(SafetyError::InvalidZone { name: name.to_owned(), reason: reason.to_owned() });
         }
         self.zones.retain(|z| z.name != name);
         self.zones.push(Zone { name: name.to_owned(), kind, polygon });

@@ -2,6 +2,7 @@
 //! left out, rejects unknown fields, and validates value orderings.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+use nav_core::config::ConfigError;
 use nav_core::drive::DriveKind;
 use nav_safety::config::SafetyConfig;
 use nav_safety::geofence::ZoneKind;
@@ -73,7 +74,11 @@ fn unknown_fields_and_bad_values_are_errors() {
     let c: SafetyConfig = toml::from_str("[clearance]\nstop_m = 0.6\n").unwrap();
     assert_eq!(
         c.validate(),
-        Err(SafetyError::InvalidConfig {
+        Err(ConfigError::new("clearance.stop_m", "must be below `clearance.reject_m` (0.6 >= 0.5)"))
+    );
+    assert_eq!(
+        SafetyExecutor::new(c).err(),
+        Some(SafetyError::InvalidConfig {
             field: "clearance.stop_m".into(),
             reason: "must be below `clearance.reject_m` (0.6 >= 0.5)".into()
         })
@@ -83,9 +88,14 @@ fn unknown_fields_and_bad_values_are_errors() {
         matches!(SafetyExecutor::new(c), Err(SafetyError::InvalidConfig { field, .. }) if field == "speeds.slow_mps")
     );
     let c: SafetyConfig = toml::from_str("[watchdog]\nstop_wait_s = 40.0\n").unwrap();
-    assert!(matches!(c.validate(), Err(SafetyError::InvalidConfig { field, .. }) if field == "watchdog.stop_wait_s"));
+    assert!(matches!(c.validate(), Err(ConfigError { key, .. }) if key == "watchdog.stop_wait_s"));
+    let c: SafetyConfig = toml::from_str("[speeds]\nfast_mps = -0.1\n").unwrap();
+    assert_eq!(c.validate().unwrap_err().to_string(), "speeds.fast_mps: must be in (0, 5] (got -0.1)");
+    let c: SafetyConfig = toml::from_str("[geofence]\nsample_step_s = 1e-12\n").unwrap();
+    assert_eq!(c.validate().unwrap_err().key, "geofence.sample_step_s");
     let bad_zone =
         "[[geofence.zones]]\nname = \"x\"\nkind = { type = \"keepout\" }\npolygon = [[0.0, 0.0], [1.0, 1.0]]\n";
     let c: SafetyConfig = toml::from_str(bad_zone).unwrap();
+    assert_eq!(c.validate().unwrap_err().key, "geofence.zones");
     assert!(matches!(SafetyExecutor::new(c), Err(SafetyError::InvalidZone { name, .. }) if name == "x"));
 }

@@ -76,6 +76,20 @@ fn parse_config(s: &str) -> Result<(ProtocolKind, PlannerChoice, bool), Exit> {
 }
 
 fn specs(args: &EvalArgs, config: &NavConfig) -> Result<Vec<EpisodeSpec>, Exit> {
+    if config.is_set(&["objectnav", "memory"]) {
+        return Err(usage(
+            "config: [objectnav] memory: nav eval runs memory on and off per configuration \
+             (--configs PROTOCOL:PLANNER:on|off); remove the key",
+        ));
+    }
+    let mut out = suite(args, config)?;
+    for s in &mut out {
+        s.max_steps = config.budget(s.protocol);
+    }
+    Ok(out)
+}
+
+fn suite(args: &EvalArgs, config: &NavConfig) -> Result<Vec<EpisodeSpec>, Exit> {
     let base = EvalConfig {
         sim: config.sim.clone(),
         objectnav: config.objectnav.clone(),
@@ -113,7 +127,7 @@ fn worker(q: &Mutex<VecDeque<(usize, EpisodeSpec)>>, tx: &mpsc::Sender<(usize, R
         let mut log = StepLog::null();
         let r = rt.block_on(run_episode(&spec, &mut log, &mut |_| {})).map_err(|e| {
             let label = format!("{} {} {} seed {}", spec.arena_source, spec.protocol, spec.planner.as_str(), spec.seed);
-            match super::episode_error(e) {
+            match crate::exit::episode_error(e) {
                 Exit::Usage(m) => usage(format!("{label}: {m}")),
                 Exit::Internal(m) => internal(format!("{label}: {m}")),
                 other => other,

@@ -12,10 +12,9 @@ pub mod rosmaster;
 pub mod run;
 
 use crate::config::NavConfig;
-use crate::exit::{Exit, internal, usage};
+use crate::exit::{Exit, usage};
 use clap::Args;
 use nav_hal::arena::Arena;
-use nav_planner::navigator::episode::EpisodeError;
 use nav_planner::protocol::ProtocolKind;
 use nav_planner::vlm::{VisionLanguageModel, build_backend};
 use std::path::Path;
@@ -43,18 +42,6 @@ impl VlmArgs {
     pub fn build(&self, config: &NavConfig) -> Result<Arc<dyn VisionLanguageModel>, Exit> {
         let backend = config.backend(self.vlm.as_deref(), self.model.as_deref(), self.base_url.as_deref())?;
         build_backend(&backend).map(Arc::from).map_err(|e| usage(e.to_string()))
-    }
-}
-
-/// An episode that could not run, as `nav run` and `nav eval` exit: an
-/// inconsistent spec (a protocol the arena cannot host) or an arena the
-/// simulator rejects is bad input (exit 2); a loop failure is internal
-/// (exit 3).
-pub fn episode_error(e: EpisodeError) -> Exit {
-    match e {
-        EpisodeError::Spec(m) => usage(m),
-        EpisodeError::Hal(h) => usage(h.to_string()),
-        other => internal(other),
     }
 }
 

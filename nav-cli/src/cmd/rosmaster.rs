@@ -27,7 +27,7 @@ use nav_hal::HalError;
 use nav_hal::hal::Sensors;
 use nav_hal::rosbridge::{RosbridgeConfig, RosbridgeHal, StopHandle};
 use nav_planner::navigator::explore_loop::{ExploreLoop, ExploreLoopConfig, ExploreOutcome, ExploreSignals, Pacing};
-use nav_planner::navigator::{NavError, Observer, StepLog};
+use nav_planner::navigator::{NavError, Observer, RunContext, StepLog};
 use nav_planner::offline::OfflineExplorePlanner;
 use nav_planner::protocol::explore::{ExplorePlanner, ExplorePromptConfig, VlmExplorePlanner};
 use nav_planner::vlm::VisionLanguageModel;
@@ -200,17 +200,19 @@ async fn session(args: &RosmasterArgs, setup: Setup, log: StepLog) -> CmdResult 
     let clock = hal.clock();
     let progress = Progress::new();
     let mut log = log.with_tap(progress.tap());
-    let mut lp = ExploreLoop::new(setup.explore.clone(), setup.planner(), signals.clone());
+    let nav_error = |e| match e {
+        NavError::Config(m) => usage(m),
+        e @ NavError::InvalidConfig(_) => usage(e.to_string()),
+        other => internal(other),
+    };
+    let mut lp = ExploreLoop::new(setup.explore.clone(), setup.planner(), signals.clone()).map_err(nav_error)?;
     let mut robot = RobotLink::new(hal, Arc::clone(&signals.pause), progress.clone());
-    let mut observer = Observer::new()
+    let observer = Observer::new()
         .with_info("robot", json!(url))
         .with_info("dry_run", json!(dry_run))
         .with_info("command", json!("rosmaster"));
-    let outcome = lp.run(&mut robot, &clock, &mut log, &mut observer).await;
-    let outcome = outcome.map_err(|e| match e {
-        NavError::Config(m) => usage(m),
-        other => internal(other),
-    })?;
+    let mut ctx = RunContext::new(&clock, &mut log).with_observer(observer);
+    let outcome = lp.run(&mut robot, &mut ctx).await.map_err(nav_error)?;
     crate::exit::print(&summary(&outcome, lp.planner_name(), &robot, &progress, args))?;
     Ok(0)
 }
@@ -262,7 +264,7 @@ fn summary(
          travelled {:.2} m (odometry) | safety overrides {} | worst watchdog tier {} | collisions reported {}\n  \
          link {}: {} session(s) | {} {} msgs | {} {} msgs\n  \
          rooms: {}",
-        serde_json::to_value(out.end).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default(),
+        out.end.as_str(),
         progress.elapsed_s(),
         s.steps,
         if robot.hal().config().dry_run { " (dry run: nothing was published)" } else { "" },

@@ -1,7 +1,7 @@
 //! `nav run`: one episode in the built-in simulator.
 
 use crate::config::NavConfig;
-use crate::exit::{CmdResult, Exit, internal, print, runtime, usage};
+use crate::exit::{CmdResult, Exit, episode_error, internal, print, runtime, usage};
 use clap::{Args, ValueEnum};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use nav_planner::navigator::candidates_loop::WorldModelMode;
@@ -42,21 +42,25 @@ pub struct RunArgs {
     pub planner: PlannerChoice,
     #[command(flatten)]
     pub backend: super::VlmArgs,
-    /// Spatial memory for the planner.
-    #[arg(long, value_enum, default_value = "on")]
-    pub memory: OnOff,
+    /// Spatial memory for the planner (default: `[objectnav] memory` of
+    /// --config, else on).
+    #[arg(long, value_enum)]
+    pub memory: Option<OnOff>,
     /// Send no images (text-only models, cheaper calls).
     #[arg(long)]
     pub text_only: bool,
     /// Seed: 0 uses the arena's start and goal; others draw a start (and a target in houses).
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
-    /// Step/cycle budget (default: the arena's criteria).
+    /// Step/cycle budget (default: --config's `[objectnav] max_steps`,
+    /// `[candidates] max_cycles` or `[explore] max_decisions` when the file
+    /// sets it, else the arena's criteria).
     #[arg(long)]
     pub max_steps: Option<u32>,
-    /// Candidates protocol world model: vision (LiDAR) or ground-truth.
-    #[arg(long, value_enum, default_value = "vision")]
-    pub world_model: WorldModelArg,
+    /// Candidates protocol world model: vision (LiDAR) or ground-truth
+    /// (default: `[candidates] world_model` of --config, else vision).
+    #[arg(long, value_enum)]
+    pub world_model: Option<WorldModelArg>,
     /// Write the step log (JSONL, one flushed line per step).
     #[arg(long, value_name = "PATH")]
     pub log: Option<PathBuf>,
@@ -86,18 +90,20 @@ pub fn build_spec(args: &RunArgs, config: &NavConfig) -> Result<EpisodeSpec, Exi
     let mut spec = EpisodeSpec::new(arena, source);
     spec.protocol = args.protocol;
     spec.planner = args.planner;
-    spec.memory = args.memory == OnOff::On;
+    spec.memory = args.memory.map_or(config.objectnav.memory, |m| m == OnOff::On);
     spec.seed = args.seed;
-    spec.max_steps = args.max_steps;
+    spec.max_steps = args.max_steps.or_else(|| config.budget(args.protocol));
     spec.text_only = args.text_only;
     spec.sim = config.sim.clone();
     spec.objectnav = config.objectnav.clone();
     spec.explore = config.explore.clone();
     spec.candidates = config.candidates.clone();
-    spec.candidates.world_model = match args.world_model {
-        WorldModelArg::Vision => WorldModelMode::Vision,
-        WorldModelArg::GroundTruth => WorldModelMode::GroundTruth,
-    };
+    if let Some(w) = args.world_model {
+        spec.candidates.world_model = match w {
+            WorldModelArg::Vision => WorldModelMode::Vision,
+            WorldModelArg::GroundTruth => WorldModelMode::GroundTruth,
+        };
+    }
     spec.grounding = config.grounding_text()?;
     if args.planner == PlannerChoice::Vlm {
         spec.vlm = Some(args.backend.build(config)?);
@@ -114,7 +120,7 @@ pub fn build_spec(args: &RunArgs, config: &NavConfig) -> Result<EpisodeSpec, Exi
 pub fn run(args: RunArgs) -> CmdResult {
     let config = NavConfig::load_opt(args.config.as_deref())?;
     let spec = build_spec(&args, &config)?;
-    let max = u64::from(args.max_steps.unwrap_or(spec.arena.criteria.max_steps));
+    let max = u64::from(spec.max_steps.unwrap_or(spec.arena.criteria.max_steps));
     let bar = if args.json || !std::io::stderr().is_terminal() {
         ProgressBar::with_draw_target(Some(max), ProgressDrawTarget::hidden())
     } else {
@@ -134,7 +140,7 @@ pub fn run(args: RunArgs) -> CmdResult {
     };
     let rt = runtime()?;
     let mut progress = |step: u64| bar.set_position(step.min(max));
-    let summary = rt.block_on(run_episode(&spec, &mut log, &mut progress)).map_err(super::episode_error)?;
+    let summary = rt.block_on(run_episode(&spec, &mut log, &mut progress)).map_err(episode_error)?;
     bar.finish_and_clear();
     if let Some(path) = &args.plot {
         let records = match &args.log {

@@ -257,15 +257,23 @@ pub fn octile(a: GridPos, b: GridPos) -> f64 {
 pub struct PlannerConfig {
     /// 8-connected search (default true).
     pub allow_diagonal: bool,
-    /// Keep every n-th cell of the raw path as a waypoint (3).
+    /// Keep every n-th cell of the raw path as a waypoint (3); 1..=1000.
     pub waypoint_spacing: usize,
-    /// Planning-time budget in milliseconds (100).
+    /// Planning-time budget in milliseconds (100); (0, 3600000].
     pub max_planning_time_ms: f64,
 }
 
 impl Default for PlannerConfig {
     fn default() -> Self {
         Self { allow_diagonal: true, waypoint_spacing: 3, max_planning_time_ms: 100.0 }
+    }
+}
+
+impl PlannerConfig {
+    /// Checks the ranges in the field docs; errors name the key.
+    pub fn validate(&self) -> Result<(), crate::config::ConfigError> {
+        crate::config::count_in("waypoint_spacing", self.waypoint_spacing, 1, 1000)?;
+        crate::config::in_range_above("max_planning_time_ms", self.max_planning_time_ms, 0.0, 3_600_000.0)
     }
 }
 

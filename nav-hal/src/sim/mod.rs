@@ -32,6 +32,7 @@ use crate::hal::Capabilities;
 use camera::CameraModel;
 use coverage::Coverage;
 use nav_core::action::StepConfig;
+use nav_core::config::{ConfigError, below, count_in, finite, in_range, in_range_above};
 use nav_core::drive::DriveKind;
 use nav_core::geometry::{Point2, Pose2};
 use nav_core::raster::Rgb;
@@ -62,11 +63,14 @@ pub struct NoiseConfig {
     pub seed: u64,
     /// Standard deviation of the odometry's relative distance error per
     /// command (0.05 = 5 %).
+    /// Range: [0, 1].
     pub odom_linear_frac: f64,
     /// Standard deviation of the odometry's relative rotation error per
     /// command.
+    /// Range: [0, 1].
     pub odom_angular_frac: f64,
     /// Standard deviation of LiDAR range noise, metres.
+    /// Range: [0, 10].
     pub range_std_m: f64,
 }
 
@@ -88,40 +92,57 @@ impl NoiseConfig {
 #[serde(default, deny_unknown_fields)]
 pub struct SimConfig {
     /// Robot disc radius, metres.
+    /// Range: (0, 5].
     pub robot_radius_m: f64,
     /// Discrete step sizes (0.25 m / 30°).
+    /// Range: forward_m (0, 10], turn_deg (0, 180].
     pub step: StepConfig,
     /// Simulated time per discrete action, seconds.
+    /// Range: [0, 3600].
     pub action_time_s: f64,
     /// Steering model for velocity and move-to commands.
+    /// Range: Ackermann min_turn_radius_m (0, 10].
     pub drive: DriveKind,
     /// Speed limit of velocity commands, m/s.
+    /// Range: (0, 100].
     pub max_linear_mps: f64,
     /// Yaw-rate limit of velocity commands, rad/s.
+    /// Range: (0, 20].
     pub max_angular_rps: f64,
     /// Integration step of velocity commands, seconds.
+    /// Range: [0.0001, 1] (smaller steps would not end in reasonable time).
     pub substep_s: f64,
     /// Cruise speed of `move_to` (seed 002 `moveSpeedMs`), m/s.
+    /// Range: (0, 10].
     pub move_speed_mps: f64,
     /// Turn rate of `move_to` (seed 002 `rotateSpeedDegS`), degrees/s.
+    /// Range: (0, 3600].
     pub rotate_speed_dps: f64,
     /// `move_to` arrival distance (seed 002 `waypointThresholdM`), metres.
+    /// Range: (0, 10].
     pub waypoint_threshold_m: f64,
     /// The LiDAR.
+    /// Range: range_min [0, range_max), range_max (0, 1000], beams 4..=100000.
     pub lidar: SimLidarConfig,
     /// The camera.
+    /// Range: width and height 2..=8192, hfov_deg (0, 179), height_m (0, 10], wall_height_m above height_m and at most 100, max_depth_m (0, 1000].
     pub camera: CameraConfig,
     /// Noise (off by default).
+    /// Range: see `NoiseConfig`.
     pub noise: NoiseConfig,
     /// Frame of the odometry.
     pub odometry_frame: OdometryFrame,
     /// Objects farther than this are not detected, metres.
+    /// Range: (0, 1000].
     pub detection_range_m: f64,
     /// Coverage cell size, metres.
+    /// Range: [0.01, 10] (bounds the coverage grid).
     pub coverage_cell_m: f64,
     /// Sensors count cells as seen up to this distance, metres.
+    /// Range: (0, 1000].
     pub coverage_range_m: f64,
     /// Geodesic grid cell size, metres.
+    /// Range: [0.01, 10] (bounds the geodesic grid).
     pub geodesic_cell_m: f64,
 }
 
@@ -158,66 +179,54 @@ impl SimConfig {
         self
     }
 
-    /// Checks every value; errors name the field.
-    pub fn validate(&self) -> Result<(), HalError> {
-        let bad = |field: &str, message: String| Err(HalError::InvalidConfig { field: field.into(), message });
-        let positive = [
-            ("robot_radius_m", self.robot_radius_m),
-            ("step.forward_m", self.step.forward_m),
-            ("step.turn_deg", self.step.turn_deg),
-            ("max_linear_mps", self.max_linear_mps),
-            ("max_angular_rps", self.max_angular_rps),
-            ("substep_s", self.substep_s),
-            ("move_speed_mps", self.move_speed_mps),
-            ("rotate_speed_dps", self.rotate_speed_dps),
-            ("waypoint_threshold_m", self.waypoint_threshold_m),
-            ("camera.hfov_deg", self.camera.hfov_deg),
-            ("camera.height_m", self.camera.height_m),
-            ("camera.max_depth_m", self.camera.max_depth_m),
-            ("detection_range_m", self.detection_range_m),
-            ("coverage_cell_m", self.coverage_cell_m),
-            ("coverage_range_m", self.coverage_range_m),
-            ("geodesic_cell_m", self.geodesic_cell_m),
-            ("lidar.range_max", f64::from(self.lidar.range_max)),
-        ];
-        for (field, v) in positive {
-            if !(v.is_finite() && v > 0.0) {
-                return bad(field, format!("must be positive, got {v}"));
-            }
-        }
-        let non_negative = [
-            ("action_time_s", self.action_time_s),
-            ("lidar.range_min", f64::from(self.lidar.range_min)),
-            ("noise.odom_linear_frac", self.noise.odom_linear_frac),
-            ("noise.odom_angular_frac", self.noise.odom_angular_frac),
-            ("noise.range_std_m", self.noise.range_std_m),
-        ];
-        for (field, v) in non_negative {
-            if !(v.is_finite() && v >= 0.0) {
-                return bad(field, format!("must be zero or positive, got {v}"));
-            }
-        }
-        if self.lidar.range_min >= self.lidar.range_max {
-            return bad("lidar.range_min", "must be below lidar.range_max".into());
-        }
-        if !(4..=100_000).contains(&self.lidar.beams) {
-            return bad("lidar.beams", format!("must be within 4..=100000, got {}", self.lidar.beams));
-        }
-        if self.camera.hfov_deg >= 179.0 {
-            return bad("camera.hfov_deg", "must be below 179".into());
-        }
-        if !(2..=8192).contains(&self.camera.width) || !(2..=8192).contains(&self.camera.height) {
-            return bad("camera.width", "width and height must be within 2..=8192".into());
-        }
-        if self.camera.wall_height_m <= self.camera.height_m || !self.camera.wall_height_m.is_finite() {
-            return bad("camera.wall_height_m", "must be above camera.height_m".into());
-        }
+    /// Checks every value against the range in its field doc; keys are
+    /// relative to this struct (`lidar.beams`).
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        in_range_above("robot_radius_m", self.robot_radius_m, 0.0, 5.0)?;
+        self.step.validate().map_err(|e| e.under("step"))?;
+        in_range("action_time_s", self.action_time_s, 0.0, 3600.0)?;
         if let DriveKind::Ackermann { min_turn_radius_m } = self.drive {
-            if !(min_turn_radius_m.is_finite() && min_turn_radius_m > 0.0) {
-                return bad("drive.min_turn_radius_m", format!("must be positive, got {min_turn_radius_m}"));
-            }
+            in_range_above("drive.min_turn_radius_m", min_turn_radius_m, 0.0, 10.0)?;
         }
-        Ok(())
+        in_range_above("max_linear_mps", self.max_linear_mps, 0.0, 100.0)?;
+        in_range_above("max_angular_rps", self.max_angular_rps, 0.0, 20.0)?;
+        in_range("substep_s", self.substep_s, 1e-4, 1.0)?;
+        in_range_above("move_speed_mps", self.move_speed_mps, 0.0, 10.0)?;
+        in_range_above("rotate_speed_dps", self.rotate_speed_dps, 0.0, 3600.0)?;
+        in_range_above("waypoint_threshold_m", self.waypoint_threshold_m, 0.0, 10.0)?;
+        self.check_sensors()?;
+        in_range("noise.odom_linear_frac", self.noise.odom_linear_frac, 0.0, 1.0)?;
+        in_range("noise.odom_angular_frac", self.noise.odom_angular_frac, 0.0, 1.0)?;
+        in_range("noise.range_std_m", self.noise.range_std_m, 0.0, 10.0)?;
+        in_range_above("detection_range_m", self.detection_range_m, 0.0, 1000.0)?;
+        in_range("coverage_cell_m", self.coverage_cell_m, 0.01, 10.0)?;
+        in_range_above("coverage_range_m", self.coverage_range_m, 0.0, 1000.0)?;
+        in_range("geodesic_cell_m", self.geodesic_cell_m, 0.01, 10.0)
+    }
+
+    fn check_sensors(&self) -> Result<(), ConfigError> {
+        let l = &self.lidar;
+        in_range_above("lidar.range_max", f64::from(l.range_max), 0.0, 1000.0)?;
+        in_range("lidar.range_min", f64::from(l.range_min), 0.0, 1000.0)?;
+        below("lidar.range_min", f64::from(l.range_min), "lidar.range_max", f64::from(l.range_max))?;
+        count_in("lidar.beams", l.beams, 4, 100_000)?;
+        let c = &self.camera;
+        count_in("camera.width", c.width, 2, 8192)?;
+        count_in("camera.height", c.height, 2, 8192)?;
+        finite("camera.hfov_deg", c.hfov_deg)?;
+        if !(c.hfov_deg > 0.0 && c.hfov_deg < 179.0) {
+            return Err(ConfigError::new("camera.hfov_deg", format!("must be in (0, 179) (got {})", c.hfov_deg)));
+        }
+        in_range_above("camera.height_m", c.height_m, 0.0, 10.0)?;
+        in_range("camera.wall_height_m", c.wall_height_m, 0.0, 100.0)?;
+        below("camera.height_m", c.height_m, "camera.wall_height_m", c.wall_height_m)?;
+        in_range_above("camera.max_depth_m", c.max_depth_m, 0.0, 1000.0)
+    }
+}
+
+impl From<ConfigError> for HalError {
+    fn from(e: ConfigError) -> Self {
+        HalError::InvalidConfig { field: e.key, message: e.message }
     }
 }
 

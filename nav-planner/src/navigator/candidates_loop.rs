@@ -42,14 +42,18 @@ pub enum WorldModelMode {
 #[serde(default, deny_unknown_fields)]
 pub struct CandidatesLoopConfig {
     /// Cycle budget (the arena's criteria).
+    /// Range: 1..=1000000.
     pub max_cycles: u32,
     /// World-model mode.
     pub world_model: WorldModelMode,
     /// Grid cell size, metres (0.1).
+    /// Range: [0.01, 10].
     pub resolution_m: f64,
     /// Inference timeout, seconds (5).
+    /// Range: (0, 3600].
     pub inference_timeout_s: f64,
     /// Goal tolerance, metres (0.3).
+    /// Range: (0, 10].
     pub goal_tolerance_m: f64,
     /// Candidate weights and limits.
     pub candidates: CandidateConfig,
@@ -64,10 +68,12 @@ pub struct CandidatesLoopConfig {
     /// A* settings.
     pub planner: PlannerConfig,
     /// Hard inflation around obstacles for planning, metres (robot radius + margin).
+    /// Range: [0, 10].
     pub inflation_m: f64,
     /// How LiDAR updates the vision-mode grid.
     pub integration: ScanIntegration,
     /// In exploration mode, stop once this coverage of the grid is known.
+    /// Range: [0, 1].
     pub explore_until_known: f64,
 }
 
@@ -89,36 +95,6 @@ impl Default for CandidatesLoopConfig {
             integration: ScanIntegration { max_free_range_m: 6.0, ..ScanIntegration::default() },
             explore_until_known: 0.98,
         }
-    }
-}
-
-impl CandidatesLoopConfig {
-    /// Checks the values the loop cannot run with (a zero or negative cell
-    /// size or timeout, a coverage target outside [0, 1], …), naming the key.
-    ///
-    /// # Errors
-    /// [`NavError::Config`] naming the first bad key.
-    pub fn validate(&self) -> Result<(), NavError> {
-        let bad = |key: &str, why: String| Err(NavError::Config(format!("candidates.{key}: {why}")));
-        if self.max_cycles == 0 {
-            return bad("max_cycles", "must be at least 1".into());
-        }
-        if !(self.resolution_m.is_finite() && (0.01..=1.0).contains(&self.resolution_m)) {
-            return bad("resolution_m", format!("must be in [0.01, 1.0] m (got {})", self.resolution_m));
-        }
-        if !(self.inference_timeout_s.is_finite() && self.inference_timeout_s > 0.0) {
-            return bad("inference_timeout_s", format!("must be > 0 s (got {})", self.inference_timeout_s));
-        }
-        if !(self.goal_tolerance_m.is_finite() && self.goal_tolerance_m > 0.0) {
-            return bad("goal_tolerance_m", format!("must be > 0 m (got {})", self.goal_tolerance_m));
-        }
-        if !(self.inflation_m.is_finite() && self.inflation_m >= 0.0) {
-            return bad("inflation_m", format!("must be >= 0 m (got {})", self.inflation_m));
-        }
-        if !(0.0..=1.0).contains(&self.explore_until_known) {
-            return bad("explore_until_known", format!("must be in [0, 1] (got {})", self.explore_until_known));
-        }
-        Ok(())
     }
 }
 
@@ -309,13 +285,14 @@ impl CandidatesLoop {
     /// A loop for `task` deciding with `planner`.
     ///
     /// # Errors
-    /// [`NavError::Config`] when the configuration is invalid.
+    /// [`NavError::InvalidConfig`] naming the key when the configuration is
+    /// out of range.
     pub fn new(
         config: CandidatesLoopConfig,
         planner: Box<dyn CandidatePlanner>,
         task: CandidatesTask,
     ) -> Result<Self, NavError> {
-        config.validate()?;
+        config.validate().map_err(|e| e.under("candidates"))?;
         Ok(Self { config, planner, task })
     }
 

@@ -284,6 +284,10 @@ pub enum EpisodeError {
     /// The spec is inconsistent (e.g. `--planner vlm` without a model).
     #[error("{0}")]
     Spec(String),
+    /// A configuration value is outside its documented range; the key is
+    /// the `nav --config` path (`explore.safety.speeds.fast_mps`).
+    #[error("config {0}")]
+    Config(#[from] nav_core::config::ConfigError),
 }
 
 /// Picks a start pose and (for ObjectNav) a target for `seed`: seed 0 keeps
@@ -326,6 +330,17 @@ pub fn seeded_arena(arena: &Arena, seed: u64, robot_radius: f64) -> Result<Arena
     Ok(a)
 }
 
+/// Checks the simulator's and the protocol's loop configuration, keys
+/// prefixed with their `nav --config` section.
+fn check_configs(spec: &EpisodeSpec) -> Result<(), nav_core::config::ConfigError> {
+    spec.sim.validate().map_err(|e| e.under("sim"))?;
+    match spec.protocol {
+        ProtocolKind::Objectnav => spec.objectnav.validate().map_err(|e| e.under("objectnav")),
+        ProtocolKind::Candidates => spec.candidates.validate().map_err(|e| e.under("candidates")),
+        ProtocolKind::Explore => spec.explore.validate().map_err(|e| e.under("explore")),
+    }
+}
+
 /// What a protocol's loop left for judging.
 struct LoopResult {
     stats: EpisodeStats,
@@ -345,6 +360,7 @@ pub async fn run_episode(
     progress: &mut dyn FnMut(u64),
 ) -> Result<RunSummary, EpisodeError> {
     let wall = Instant::now();
+    check_configs(spec)?;
     let mut sim_cfg = spec.sim.clone();
     sim_cfg.noise.seed = spec.seed;
     let arena = seeded_arena(&spec.arena, spec.seed, sim_cfg.robot_radius_m)?;
@@ -504,11 +520,9 @@ async fn explore_episode(
         )),
     };
     let cfg = ExploreLoopConfig { max_decisions: max_steps, ..spec.explore.clone() };
-    let mut lp = ExploreLoop::new(cfg, planner, ExploreSignals::default());
-    let out = lp.run(hal, ctx.clock, ctx.log, &mut ctx.observer).await?;
-    // the snake_case name the enum serializes to (`decision_limit`, `complete`, …)
-    let end = serde_json::to_value(out.end).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default();
-    Ok(LoopResult { stats: out.stats, end, success: None, explores: true })
+    let mut lp = ExploreLoop::new(cfg, planner, ExploreSignals::default())?;
+    let out = lp.run(hal, ctx).await?;
+    Ok(LoopResult { stats: out.stats, end: out.end.as_str().into(), success: None, explores: true })
 }
 
 /// The episode a loop result is judged against.
@@ -708,7 +722,7 @@ pub async fn initial_request(spec: &EpisodeSpec) -> Result<crate::vlm::VlmReques
         ProtocolKind::Explore => {
             let snap = explore_snapshot_of(&mut hal, spec, pose, scan).await?;
             let cfg = ExplorePromptConfig { text_only: spec.text_only, ..ExplorePromptConfig::default() };
-            Ok(explore::build_request(&snap, &cfg))
+            Ok(explore::build_request_for(&snap, &cfg, &spec.explore.safety.speeds))
         }
     }
 }

@@ -22,6 +22,7 @@
 #[cfg(feature = "sim-bridge")]
 pub mod bridge_run;
 pub mod candidates_loop;
+pub mod config_check;
 pub mod episode;
 pub mod eval;
 pub mod explore_loop;
@@ -53,6 +54,9 @@ pub enum NavError {
     /// The memory configuration is invalid.
     #[error("memory: {0}")]
     Memory(#[from] MemoryError),
+    /// A configuration value is out of its range (the key is named).
+    #[error("configuration: {0}")]
+    InvalidConfig(#[from] nav_core::config::ConfigError),
     /// Another configuration problem.
     #[error("configuration: {0}")]
     Config(String),

@@ -28,17 +28,21 @@ use std::time::Instant;
 #[serde(default, deny_unknown_fields)]
 pub struct ObjectNavLoopConfig {
     /// Step budget (Habitat uses 500).
+    /// Range: 1..=1000000.
     pub max_steps: u32,
     /// Give the planner the Navigation Context (memory on).
     pub memory: bool,
     /// Spatial memory settings (S, k, N, r, W, place period).
+    /// Range: see `MemoryConfig`.
     pub memory_config: MemoryConfig,
     /// Panorama views (PixelNav: 12 × 30°).
+    /// Range: 1..=360.
     pub panorama_views: usize,
     /// Also re-plan when the memory reports STUCK or ABABA.
     pub replan_on_patterns: bool,
     /// Planner calls in a row without a step before the loop turns left
     /// on its own to break the tie.
+    /// Range: 0..=1000.
     pub max_replans_without_motion: u32,
 }
 
@@ -52,26 +56,6 @@ impl Default for ObjectNavLoopConfig {
             replan_on_patterns: false,
             max_replans_without_motion: 2,
         }
-    }
-}
-
-impl ObjectNavLoopConfig {
-    /// Checks the values the loop cannot run with, naming the key.
-    ///
-    /// # Errors
-    /// [`NavError::Config`] naming the first bad key (the memory settings
-    /// are checked by nav-memory, under `objectnav.memory_config`).
-    pub fn validate(&self) -> Result<(), NavError> {
-        if self.max_steps == 0 {
-            return Err(NavError::Config("objectnav.max_steps: must be at least 1".into()));
-        }
-        if !(1..=72).contains(&self.panorama_views) {
-            return Err(NavError::Config(format!(
-                "objectnav.panorama_views: must be in [1, 72] (got {})",
-                self.panorama_views
-            )));
-        }
-        self.memory_config.validate().map_err(|e| NavError::Config(format!("objectnav.memory_config: {e}")))
     }
 }
 
@@ -174,13 +158,14 @@ impl ObjectNavLoop {
     /// A loop looking for `target` with `parts`.
     ///
     /// # Errors
-    /// [`NavError::Config`] when the configuration is invalid.
+    /// [`NavError::InvalidConfig`] naming the key when the configuration is
+    /// out of range.
     pub fn new(
         config: ObjectNavLoopConfig,
         target: impl Into<String>,
         parts: ObjectNavParts,
     ) -> Result<Self, NavError> {
-        config.validate()?;
+        config.validate().map_err(|e| e.under("objectnav"))?;
         Ok(Self { config, target: target.into(), parts })
     }
 

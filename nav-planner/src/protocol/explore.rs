@@ -9,23 +9,34 @@
 use super::{CallRecord, DecisionError, PlannerReply};
 use crate::protocol::annotate::{Annotation, annotate, encode_jpeg};
 use crate::protocol::json::extract_json_object;
-use crate::protocol::prompts::EXPLORE_SYSTEM;
+use crate::protocol::prompts::explore_system;
 use crate::vlm::{ImageDetail, Part, ToolChoice, ToolSpec, Turn, VisionLanguageModel, VlmRequest};
 use async_trait::async_trait;
 use nav_core::geometry::{Point2, Pose2, cardinal};
 use nav_core::lidar::{AffordanceScores, LaserScan, LidarConfig, LidarSummary};
 use nav_core::raster::RgbFrame;
 use nav_hal::hal::{DepthFrame, Detection};
+use nav_safety::config::SpeedConfig;
 use nav_safety::executor::check_path;
-use nav_safety::{FrontierGoal, SafetyConfig, ToolCall, tool_schemas};
+use nav_safety::{FrontierGoal, SafetyConfig, ToolCall, tool_schemas_for};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use std::fmt::Write as _;
 use std::time::Duration;
 
-/// The seven tools as provider-neutral specs (strict schemas).
+/// The seven tools as provider-neutral specs (strict schemas), with the
+/// default speed tiers.
 pub fn tool_specs() -> Vec<ToolSpec> {
-    tool_schemas().into_iter().map(|s| ToolSpec::new(s.name, s.description, s.parameters).with_strict(true)).collect()
+    tool_specs_for(&SpeedConfig::default())
+}
+
+/// The seven tools as provider-neutral specs, `move_toward.speed` stating
+/// the tiers in `speeds`.
+pub fn tool_specs_for(speeds: &SpeedConfig) -> Vec<ToolSpec> {
+    tool_schemas_for(speeds)
+        .into_iter()
+        .map(|s| ToolSpec::new(s.name, s.description, s.parameters).with_strict(true))
+        .collect()
 }
 
 /// Names of the four action tools.
@@ -199,11 +210,18 @@ pub const NO_IMAGE_NOTE: &str = "NO CAMERA IMAGE THIS CYCLE (text-only): decide 
 call observe_scene if you need to look.";
 
 /// Builds the first request of a cycle: system prompt, the seven tools with
-/// `tool_choice = required`, the annotated image and the context block.
+/// `tool_choice = required`, the annotated image and the context block; the
+/// speeds the model is told are the defaults (see [`build_request_for`]).
 pub fn build_request(snap: &ExploreSnapshot, cfg: &ExplorePromptConfig) -> VlmRequest {
-    let req = VlmRequest::new(EXPLORE_SYSTEM)
+    build_request_for(snap, cfg, &SpeedConfig::default())
+}
+
+/// [`build_request`] telling the model the speed tiers in `speeds` (the
+/// executor's), in the system prompt and the `move_toward` schema.
+pub fn build_request_for(snap: &ExploreSnapshot, cfg: &ExplorePromptConfig, speeds: &SpeedConfig) -> VlmRequest {
+    let req = VlmRequest::new(explore_system(speeds))
         .cache_system(true)
-        .tools(tool_specs())
+        .tools(tool_specs_for(speeds))
         .tool_choice(ToolChoice::Required)
         .temperature(cfg.temperature)
         .max_tokens(cfg.max_tokens)
@@ -345,7 +363,7 @@ impl<M: VisionLanguageModel> ExplorePlanner for VlmExplorePlanner<M> {
 
     async fn decide(&mut self, snap: &ExploreSnapshot) -> PlannerReply<ExploreDecision> {
         let mut record = CallRecord::default();
-        let request = build_request(snap, &self.config);
+        let request = build_request_for(snap, &self.config, &self.safety.speeds);
         let mut decision = ExploreDecision::action(fallback());
         let resp = match self.vlm.complete(request.clone()).await {
             Ok(r) => r,

@@ -104,6 +104,19 @@ Before each action, briefly state:
 2. What you REASON (why this action advances exploration)
 Keep reasoning to 1-3 sentences. Be concise. Then call exactly one action tool.";
 
+/// The speed line of [`EXPLORE_SYSTEM`] for the default tiers.
+const EXPLORE_SPEED_LINE: &str = "- Maximum speed: 0.18 m/s. Use slow (0.08) near obstacles, medium (0.12) normally.";
+
+/// [`EXPLORE_SYSTEM`] with its speed line stating the tiers the executor
+/// drives at (`speeds`); the default tiers give the constant unchanged.
+pub fn explore_system(speeds: &nav_safety::config::SpeedConfig) -> String {
+    let line = format!(
+        "- Maximum speed: {} m/s. Use slow ({}) near obstacles, medium ({}) normally.",
+        speeds.fast_mps, speeds.slow_mps, speeds.medium_mps
+    );
+    EXPLORE_SYSTEM.replacen(EXPLORE_SPEED_LINE, &line, 1)
+}
+
 /// The scene analyzer (seed 000 §4 "Scene VLM"): place type, objects, and a
 /// one-line description.
 pub const SCENE_SYSTEM: &str = "\

@@ -8,13 +8,15 @@ use nav_hal::hal::Sensors as _;
 use nav_hal::sim::{SimConfig, SimHal, SimWorld};
 use nav_planner::navigator::episode::{EpisodeSpec, PlannerChoice};
 use nav_planner::navigator::explore_loop::{ExploreEnd, ExploreLoop, ExploreLoopConfig, ExploreSignals, Pacing};
-use nav_planner::navigator::{Observer, StepLog, StepRecord};
+use nav_planner::navigator::{Observer, RunContext, StepLog, StepRecord};
 use nav_planner::protocol::ProtocolKind;
 use nav_planner::protocol::explore::{ExplorePromptConfig, VlmExplorePlanner};
-use nav_planner::vlm::{ScriptedVlm, VisionLanguageModel};
+use nav_planner::vlm::{RawToolCall, ScriptStep, ScriptedVlm, VisionLanguageModel, VlmResponse};
 use nav_safety::SafetyConfig;
+use serde_json::json;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
+use std::time::Duration;
 
 fn explore_config(max_time_s: f64) -> ExploreLoopConfig {
     ExploreLoopConfig {
@@ -77,11 +79,12 @@ async fn explore_run(
         SafetyConfig::default(),
     );
     let signals = ExploreSignals::default();
-    let mut lp = ExploreLoop::new(explore_config(max_time_s), Box::new(planner), signals.clone());
+    let mut lp = ExploreLoop::new(explore_config(max_time_s), Box::new(planner), signals.clone()).unwrap();
     let mut stop = stop;
     let mut log = StepLog::memory().with_tap(move |r| stop(r, &signals));
     let gt = |h: &SimHal| h.world().ground_truth_pose();
-    let out = lp.run(&mut hal, clock.as_ref(), &mut log, &mut Observer::new().with_ground_truth(&gt)).await.unwrap();
+    let mut ctx = RunContext::new(clock.as_ref(), &mut log).with_observer(Observer::new().with_ground_truth(&gt));
+    let out = lp.run(&mut hal, &mut ctx).await.unwrap();
     (out.end, log.records().to_vec(), hal)
 }
 
@@ -204,4 +207,43 @@ async fn explore_pause_stops_motion_at_once_and_resume_continues() {
     // shutdown ends the loop before another tick
     assert_eq!(records.last().unwrap().step, records[p].step + 120);
     assert_eq!(hal.world().collisions(), 0);
+}
+
+#[tokio::test]
+async fn explore_keeps_one_call_in_flight_and_applies_each_reply_to_its_own_request() {
+    // every reply takes 0.3 s of wall time: many ticks pass while a call is in flight
+    const DELAY_MS: u64 = 300;
+    let reply = VlmResponse::from_tool_calls(vec![RawToolCall::new(
+        "",
+        "navigate_to_goal",
+        json!({"goal_type": "frontier", "frontier_id": 1, "reason": "unexplored"}),
+    )]);
+    let step = ScriptStep::Reply(reply);
+    let vlm = Arc::new(ScriptedVlm::new().then_delayed(Duration::from_millis(DELAY_MS), step).repeat_last());
+    let (end, records, _) = explore_run("house_a", vlm.clone(), 8.0, 30.0, |_, _| {}).await;
+    assert_ne!(end, ExploreEnd::Shutdown);
+    assert_consecutive(&records);
+    // the planner task picks up a request still queued when the run ended
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let calls = records.iter().filter(|r| has_event(r, "planner_call")).count();
+    let replies: Vec<&StepRecord> = records.iter().filter(|r| r.planner.is_some()).collect();
+    assert!(replies.len() >= 3, "{} replies", replies.len());
+    // one logged call per model request, and every reply answers the one call in flight
+    assert_eq!(calls, vlm.calls(), "planner_call events vs model requests");
+    assert!(calls == replies.len() || calls == replies.len() + 1, "{calls} calls, {} replies", replies.len());
+    let mut in_flight: Option<u64> = None;
+    for r in &records {
+        if r.planner.is_some() {
+            let call = in_flight.take().unwrap_or_else(|| panic!("a reply with no call in flight (step {})", r.step));
+            assert!(r.step > call, "the reply came on a later tick than its call (step {})", r.step);
+        }
+        if has_event(r, "planner_call") {
+            assert!(in_flight.is_none(), "a second call while one is in flight (step {})", r.step);
+            in_flight = Some(r.step);
+        }
+    }
+    for p in replies.iter().filter_map(|r| r.planner.as_ref()) {
+        assert!(p.fallback.is_none(), "{:?}", p.fallback);
+        assert!(p.latency_ms >= DELAY_MS as f64, "latency {} ms", p.latency_ms);
+    }
 }

@@ -6,7 +6,7 @@ use crate::doubles::{objectnav_model, objectnav_spec, to_frontier};
 use nav_hal::sim::{SimConfig, SimHal, SimWorld};
 use nav_planner::navigator::episode::run_episode;
 use nav_planner::navigator::explore_loop::{ExploreLoop, ExploreLoopConfig, ExploreSignals, Pacing};
-use nav_planner::navigator::{LogError, Observer, StepLog, StepRecord, read_log};
+use nav_planner::navigator::{LogError, RunContext, StepLog, StepRecord, read_log};
 use nav_planner::protocol::explore::{ExplorePromptConfig, VlmExplorePlanner};
 use nav_planner::vlm::ScriptedVlm;
 use nav_safety::SafetyConfig;
@@ -53,10 +53,10 @@ async fn the_step_log_has_one_parseable_line_per_step_even_when_a_run_is_cut_sho
     );
     // real-time pacing: 20 ticks a second, so 0.5 s of wall time is about 10 of them
     let config = ExploreLoopConfig { pacing: Pacing::RealTime, use_camera: false, ..ExploreLoopConfig::default() };
-    let mut lp = ExploreLoop::new(config, Box::new(planner), ExploreSignals::default());
+    let mut lp = ExploreLoop::new(config, Box::new(planner), ExploreSignals::default()).unwrap();
     let mut log = StepLog::create(&path).unwrap();
-    let mut observer = Observer::new();
-    let run = lp.run(&mut hal, clock.as_ref(), &mut log, &mut observer);
+    let mut ctx = RunContext::new(clock.as_ref(), &mut log);
+    let run = lp.run(&mut hal, &mut ctx);
     assert!(tokio::time::timeout(Duration::from_millis(500), run).await.is_err(), "the run was cut short");
     drop(log);
     let (records, truncated) = read_log(&path).unwrap();

@@ -199,8 +199,8 @@ impl SafetyExecutor {
     /// Validates the configuration and builds the executor (with the
     /// configured geofence zones).
     pub fn new(config: SafetyConfig) -> Result<Self, SafetyError> {
-        config.validate()?;
         let geofence = Geofence::new(&config.geofence)?;
+        config.validate()?;
         Ok(Self {
             guard: ContinuousGuard::new(config.clone()),
             blocked: BlockedActionMemory::new(config.blocked.clone()),

@@ -15,7 +15,7 @@
 mod parse;
 mod schema;
 
-pub use schema::{ToolSchema, tool_schemas};
+pub use schema::{ToolSchema, tool_schemas, tool_schemas_for};
 
 use crate::config::SpeedConfig;
 use nav_core::discovery::Significance;
@@ -55,11 +55,11 @@ macro_rules! wire_enum {
 wire_enum! {
     /// `move_toward` speed.
     Speed {
-        /// 0.08 m/s: near obstacles, tight spaces.
+        /// `speeds.slow_mps` (0.08 m/s by default): near obstacles, tight spaces.
         Slow => "slow",
-        /// 0.12 m/s: normal exploration.
+        /// `speeds.medium_mps` (0.12 m/s by default): normal exploration.
         Medium => "medium",
-        /// 0.18 m/s: open corridors.
+        /// `speeds.fast_mps` (0.18 m/s by default): open corridors.
         Fast => "fast",
     }
 }

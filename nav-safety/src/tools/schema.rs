@@ -24,6 +24,7 @@
 //! becomes an integer with its allowed values in the description).
 
 use super::{GoalType, ObserveFocus, RotateDegrees, Speed, StopReason};
+use crate::config::SpeedConfig;
 use nav_core::discovery::Significance;
 use nav_core::lidar::Direction;
 use serde::Serialize;
@@ -60,8 +61,15 @@ fn directions(description: &str) -> Value {
     string_enum(Direction::ALL.iter().map(|d| d.as_str()), description)
 }
 
-/// The seven tool definitions in the seed's order.
+/// The seven tool definitions in the seed's order, with the default speed
+/// tiers (0.08 / 0.12 / 0.18 m/s).
 pub fn tool_schemas() -> Vec<ToolSchema> {
+    tool_schemas_for(&SpeedConfig::default())
+}
+
+/// The seven tool definitions, the `speed` description stating the tiers
+/// `speeds` the executor will drive at.
+pub fn tool_schemas_for(speeds: &SpeedConfig) -> Vec<ToolSchema> {
     vec![
         ToolSchema {
             name: "move_toward",
@@ -73,8 +81,11 @@ pub fn tool_schemas() -> Vec<ToolSchema> {
                     "speed",
                     string_enum(
                         Speed::ALL.iter().map(|s| s.as_str()),
-                        "Movement speed: slow (0.08 m/s, near obstacles), medium (0.12 m/s, normal), \
-                         fast (0.18 m/s, open space)",
+                        &format!(
+                            "Movement speed: slow ({} m/s, near obstacles), medium ({} m/s, normal), \
+                             fast ({} m/s, open space)",
+                            speeds.slow_mps, speeds.medium_mps, speeds.fast_mps
+                        ),
                     ),
                 ),
                 (

@@ -1,0 +1,206 @@
+//! The action in progress and how the control task follows it: a timed
+//! velocity, a navigation goal along an A* path, a hold.
+
+use crate::navigator::pursuit::Pursuit;
+use nav_core::geometry::{Point2, Pose2};
+use nav_core::lidar::LaserScan;
+use nav_core::local_map::LocalMap;
+use nav_safety::executor::MotionReport;
+use nav_safety::{ContinuousGuard, VelocityTarget};
+use serde_json::{Value, json};
+
+/// What the control task is doing.
+#[derive(Debug, Clone)]
+pub(super) enum Active {
+    /// Nothing: the robot holds still until the next decision.
+    Idle,
+    /// A timed velocity.
+    Velocity { v: VelocityTarget, started_s: f64 },
+    /// A navigation goal.
+    Goal(GoalRun),
+    /// Standing still until a time (an observation).
+    Hold { until_s: f64 },
+}
+
+/// A navigation goal being followed.
+#[derive(Debug, Clone)]
+pub(super) struct GoalRun {
+    goal: Point2,
+    deadline_s: f64,
+    /// The A* path, replanned every second.
+    path: Vec<Point2>,
+    replanned_s: f64,
+    /// Where the robot last made progress (moved 0.1 m) …
+    progress_at: Point2,
+    /// … and when.
+    progress_s: f64,
+}
+
+impl GoalRun {
+    /// A goal at `goal` started from `pose` at `now`; its deadline allows
+    /// 15 s plus three times the straight-line time at `speed`.
+    pub(super) fn new(goal: Point2, pose: Pose2, now: f64, speed: f64) -> Self {
+        let deadline_s = now + 15.0 + 3.0 * pose.position().distance(goal) / speed.max(0.01);
+        Self {
+            goal,
+            deadline_s,
+            path: Vec::new(),
+            replanned_s: f64::NEG_INFINITY,
+            progress_at: pose.position(),
+            progress_s: now,
+        }
+    }
+}
+
+/// Why a navigation goal stopped short.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum GoalShortfall {
+    /// No 0.1 m of progress in 4 s.
+    NoProgress,
+    /// The deadline passed.
+    Timeout,
+    /// A* found no path.
+    Unreachable,
+}
+
+impl GoalShortfall {
+    /// The code the executor's feedback reports (`interrupted`).
+    fn code(self) -> &'static str {
+        match self {
+            GoalShortfall::NoProgress => "no_progress",
+            GoalShortfall::Timeout => "navigation_timeout",
+            GoalShortfall::Unreachable => "goal_unreachable",
+        }
+    }
+
+    /// The step-log event.
+    fn event(self) -> &'static str {
+        match self {
+            GoalShortfall::NoProgress => "goal_no_progress",
+            GoalShortfall::Timeout => "goal_timeout",
+            GoalShortfall::Unreachable => "goal_unreachable",
+        }
+    }
+
+    /// Records the shortfall in the action's motion report and the log.
+    fn record(self, motion: &mut MotionReport, events: &mut Vec<Value>) {
+        motion.interrupted = Some(self.code().into());
+        events.push(json!({"event": self.event()}));
+    }
+}
+
+/// What following the active target gives this tick.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(super) enum Following {
+    /// Publish this velocity; the target goes on.
+    Command(VelocityTarget),
+    /// The target is done: stop, and close it.
+    Finished,
+}
+
+/// The path follower with what it needs this tick: the newest scan (for
+/// the gear of an Ackermann turn), the guard (for its clearances) and the
+/// path speed.
+pub(super) struct Steering<'a> {
+    pub(super) pursuit: &'a mut Pursuit,
+    pub(super) scan: Option<&'a LaserScan>,
+    pub(super) guard: &'a ContinuousGuard,
+    pub(super) speed: f64,
+}
+
+impl Steering<'_> {
+    /// A velocity along `path` from `pose`.
+    fn follow(&mut self, path: &[Point2], pose: Pose2) -> VelocityTarget {
+        self.pursuit.follow(path, pose, self.speed, self.scan, self.guard)
+    }
+
+    /// A velocity toward `goal` along a fresh A* path (used by the
+    /// fallbacks); stop when there is none.
+    pub(super) fn pursue(&mut self, map: &mut LocalMap, pose: Pose2, goal: Point2) -> VelocityTarget {
+        let costs = map.costmap();
+        let r = map.plan(&costs, pose.position(), goal);
+        if !r.success {
+            return VelocityTarget::STOP;
+        }
+        let path: Vec<Point2> = r.cells.iter().map(|c| costs.grid_to_world(*c)).collect();
+        self.follow(&path, pose)
+    }
+}
+
+/// The tick an active target is followed in.
+pub(super) struct FollowTick<'a> {
+    pub(super) map: &'a mut LocalMap,
+    pub(super) pose: Pose2,
+    pub(super) now: f64,
+    /// A navigation goal is reached within this distance, m.
+    pub(super) tolerance_m: f64,
+    /// The action's motion report (shortfalls are recorded there).
+    pub(super) motion: &'a mut MotionReport,
+    pub(super) events: &'a mut Vec<Value>,
+}
+
+impl Active {
+    /// Nothing in progress.
+    pub(super) fn is_idle(&self) -> bool {
+        matches!(self, Active::Idle)
+    }
+
+    /// The velocity the target asks for now, or that it is done.
+    pub(super) fn follow(&mut self, tick: &mut FollowTick<'_>, steer: &mut Steering<'_>) -> Following {
+        let now = tick.now;
+        match self {
+            Active::Idle => Following::Command(VelocityTarget::STOP),
+            Active::Velocity { v, started_s } => {
+                if now - *started_s >= v.duration_s {
+                    Following::Finished
+                } else {
+                    Following::Command(*v)
+                }
+            }
+            Active::Hold { until_s } => {
+                if now >= *until_s {
+                    Following::Finished
+                } else {
+                    Following::Command(VelocityTarget::STOP)
+                }
+            }
+            Active::Goal(g) => g.follow(tick, steer),
+        }
+    }
+}
+
+impl GoalRun {
+    /// Follows the goal's path (replanned every second); done when the goal
+    /// is reached, progress stalls, the deadline passes or no path is left.
+    fn follow(&mut self, tick: &mut FollowTick<'_>, steer: &mut Steering<'_>) -> Following {
+        let (pose, now) = (tick.pose, tick.now);
+        if pose.position().distance(self.progress_at) > 0.1 {
+            self.progress_at = pose.position();
+            self.progress_s = now;
+        }
+        if pose.position().distance(self.goal) <= tick.tolerance_m {
+            return Following::Finished;
+        }
+        let shortfall = if now - self.progress_s > 4.0 {
+            Some(GoalShortfall::NoProgress)
+        } else if now > self.deadline_s {
+            Some(GoalShortfall::Timeout)
+        } else {
+            None
+        };
+        if let Some(s) = shortfall {
+            s.record(tick.motion, tick.events);
+            return Following::Finished;
+        }
+        if now - self.replanned_s >= 1.0 || self.path.is_empty() {
+            self.replanned_s = now;
+            let costs = tick.map.costmap();
+            let r = tick.map.plan(&costs, pose.position(), self.goal);
+            self.path = r.cells.iter().map(|c| costs.grid_to_world(*c)).collect();
+            if !r.success {
+                GoalShortfall::Unreachable.record(tick.motion, tick.events);
+            }
+        }
+        if self.path.is_empty() { Following::Finished } else { Following::Command(steer.follow(&self.path, pose)) }
+    }
+}

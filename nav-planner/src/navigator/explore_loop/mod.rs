@@ -1,0 +1,301 @@
+//! The explore loop (seeds 001/003): a decision task and a 20 Hz control
+//! task. The decision side asks the planner (a VLM or the offline explorer)
+//! when the [`CallScheduler`](nav_safety::CallScheduler) says so (event
+//! triggers, base period, frame skipping) or when the current action has
+//! finished; the planner runs on its own task (inline when it is instant)
+//! with one call in flight at a time, and its newest decision wins. The
+//! control task is the only velocity publisher: every tick it takes the
+//! current target (a timed velocity, a navigation goal followed along an A*
+//! path, a stop), applies the watchdog tier (CONTINUE with exponential
+//! decay, STOP_WAIT, LOCAL_NAV → [`FrontierPlanner`](crate::offline::FrontierPlanner),
+//! RETURN_HOME → back to the start), runs the continuous guard and the stop
+//! arbiter, and publishes one velocity command. An external pause signal
+//! (the seed's voice override) stops motion at the next tick.
+//!
+//! # On a real robot
+//!
+//! The loop runs unchanged over a real robot's HAL (e.g. rosbridge) with
+//! [`Pacing::RealTime`] and a monotonic clock:
+//!
+//! - Ticks follow absolute 50 ms deadlines, so `cmd_vel` goes out at 20 Hz
+//!   on average even when a tick runs long (one late tick is caught up; a
+//!   longer stall is skipped, never burst).
+//! - A robot whose `drive` publishes one command and returns at once
+//!   (zero duration in the [`MotionOutcome`](nav_hal::hal::MotionOutcome))
+//!   has its motion measured from odometry: the distance and time an
+//!   action's feedback reports come from the poses seen at each tick.
+//! - When sensing fails (`Disconnected`, `Stale`), the robot is treated as
+//!   stopped: the stop arbiter holds zero velocity, no decision can be
+//!   made, and the time counts toward the watchdog tiers, so after a long
+//!   outage the loop resumes in LOCAL_NAV or RETURN_HOME as the seed
+//!   prescribes for a lost link.
+//! - Path following respects the robot's steering ([`Capabilities::drive`](
+//!   nav_hal::hal::Capabilities::drive)): an Ackermann base turns on arcs,
+//!   in reverse when the front is blocked, and the safety executor uses
+//!   the robot's turning radius.
+//! - Once shutdown is signalled, no tick publishes anything but zero
+//!   velocity.
+//!
+//! # Layout
+//!
+//! - `run`: one run's state and the tick (sense → decide → command →
+//!   publish → log → pace);
+//! - `sense`: odometry and scan, sensor loss, motion measured from odometry;
+//! - `decision`: the planner (inline or on its task) and the one call in
+//!   flight;
+//! - `schedule`: when a call is due and the snapshot it sends;
+//! - `reply`: a reply applied to the loop state;
+//! - `active`: the action in progress and how it is followed;
+//! - `control`: the watchdog tiers' commands, the guard and the stop
+//!   arbiter, the velocity published;
+//! - `state`: the loop state a decision changes.
+
+mod active;
+mod control;
+mod decision;
+mod reply;
+mod run;
+mod schedule;
+mod sense;
+mod state;
+
+use super::{EpisodeStats, NavError, RunContext};
+use crate::protocol::explore::{ExploreFrontier, ExplorePlanner};
+use decision::Decider;
+use nav_core::geometry::Pose2;
+use nav_core::local_map::{LocalMap, LocalMapConfig};
+use nav_hal::hal::Robot;
+use nav_memory::{ExplorationMemory, Frontier};
+use nav_safety::{SafetyConfig, WatchdogTier};
+use run::Run;
+use serde::{Deserialize, Serialize};
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+
+/// How the control loop relates simulated time to wall time.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Pacing {
+    /// A real robot: ticks follow absolute deadlines `tick_s` apart (one
+    /// late tick is caught up, a longer stall skipped).
+    RealTime,
+    /// A simulator that advances its own clock: ticks run as fast as the
+    /// CPU allows, except while a model call is in flight, when each tick
+    /// waits `tick / time_scale` of wall time so the robot keeps moving
+    /// during the model's latency as it would in reality (scaled).
+    Simulated {
+        /// Wall-time speed-up while waiting for a model (1 = real time).
+        time_scale: f64,
+    },
+}
+
+/// Settings of the explore loop.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ExploreLoopConfig {
+    /// Control period, seconds (0.05 = 20 Hz).
+    /// Range: [0.001, 10].
+    pub tick_s: f64,
+    /// Time budget, seconds of loop time.
+    /// Range: (0, 1000000].
+    pub max_time_s: f64,
+    /// Decision budget (planner calls).
+    /// Range: 1..=1000000.
+    pub max_decisions: u32,
+    /// The safety layer (speeds, clearances, watchdog tiers, triggers…).
+    /// Range: see `SafetyConfig`.
+    pub safety: SafetyConfig,
+    /// The map used for frontiers, navigation goals and the fallbacks.
+    /// Range: see `LocalMapConfig`.
+    pub map: LocalMapConfig,
+    /// Speed when following a path, m/s (medium).
+    /// Range: (0, 5].
+    pub path_speed_mps: f64,
+    /// A navigation goal is reached within this distance, metres.
+    /// Range: (0, 10].
+    pub goal_tolerance_m: f64,
+    /// Pacing (simulated by default).
+    /// Range: `time_scale` (0, 1000000].
+    pub pacing: Pacing,
+    /// End the run when the planner reports exploration complete.
+    pub stop_when_complete: bool,
+    /// Capture a camera frame for each call (and for frame skipping).
+    pub use_camera: bool,
+}
+
+impl Default for ExploreLoopConfig {
+    fn default() -> Self {
+        Self {
+            tick_s: 0.05,
+            max_time_s: 600.0,
+            max_decisions: 150,
+            safety: SafetyConfig::default(),
+            map: LocalMapConfig::default(),
+            path_speed_mps: 0.12,
+            goal_tolerance_m: 0.3,
+            pacing: Pacing::Simulated { time_scale: 1.0 },
+            stop_when_complete: true,
+            use_camera: true,
+        }
+    }
+}
+
+/// Signals from outside the loop.
+#[derive(Debug, Clone, Default)]
+pub struct ExploreSignals {
+    /// While set, the robot is held still and no decisions are made (the
+    /// seed's voice override).
+    pub pause: Arc<AtomicBool>,
+    /// Ends the loop; the robot is stopped (zero velocity) before returning.
+    pub shutdown: Arc<AtomicBool>,
+}
+
+/// How an explore run ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ExploreEnd {
+    /// The planner reported exploration complete.
+    Complete,
+    /// The time budget ran out.
+    TimeLimit,
+    /// The decision budget ran out.
+    DecisionLimit,
+    /// Shut down from outside.
+    Shutdown,
+    /// Returned home after losing the planner.
+    ReturnedHome,
+}
+
+impl ExploreEnd {
+    /// The name the run summary and the logs give it (as serialized):
+    /// `"complete"`, `"time_limit"`, `"decision_limit"`, `"shutdown"`,
+    /// `"returned_home"`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ExploreEnd::Complete => "complete",
+            ExploreEnd::TimeLimit => "time_limit",
+            ExploreEnd::DecisionLimit => "decision_limit",
+            ExploreEnd::Shutdown => "shutdown",
+            ExploreEnd::ReturnedHome => "returned_home",
+        }
+    }
+}
+
+/// The result of an explore run.
+#[derive(Debug)]
+pub struct ExploreOutcome {
+    /// How it ended.
+    pub end: ExploreEnd,
+    /// Counters (steps = control ticks).
+    pub stats: EpisodeStats,
+    /// The exploration memory at the end.
+    pub memory: ExplorationMemory,
+    /// Collisions reported by the robot.
+    pub collisions: u32,
+    /// Highest watchdog tier reached.
+    pub worst_tier: WatchdogTier,
+}
+
+/// The explore loop. Build it with [`ExploreLoop::new`] and drive a robot
+/// with [`ExploreLoop::run`].
+pub struct ExploreLoop {
+    config: ExploreLoopConfig,
+    decider: Decider,
+    planner_name: String,
+    signals: ExploreSignals,
+}
+
+impl ExploreLoop {
+    /// A loop around `planner`, with the configuration checked up front
+    /// ([`ExploreLoopConfig::validate`]: every range, the safety layer, the
+    /// local map). Non-instant planners (VLMs) run on a tokio task, so this
+    /// must be called inside a tokio runtime.
+    ///
+    /// # Errors
+    ///
+    /// [`NavError::InvalidConfig`] naming the key out of range;
+    /// [`NavError::Config`] when a model planner is built outside a tokio
+    /// runtime.
+    pub fn new(
+        config: ExploreLoopConfig,
+        planner: Box<dyn ExplorePlanner>,
+        signals: ExploreSignals,
+    ) -> Result<Self, NavError> {
+        config.validate()?;
+        let planner_name = planner.name();
+        let decider = Decider::new(planner)?;
+        Ok(Self { config, decider, planner_name, signals })
+    }
+
+    /// The planner's name.
+    pub fn planner_name(&self) -> &str {
+        &self.planner_name
+    }
+
+    /// Runs until the planner reports completion, a budget runs out, or
+    /// shutdown is signalled. The robot is stopped before returning.
+    ///
+    /// # Errors
+    ///
+    /// The robot failed (other than a lost link, which the watchdog tiers
+    /// handle), the step log could not be written, or the configuration
+    /// does not suit the robot (e.g. its turning radius).
+    pub async fn run<R: Robot + ?Sized>(
+        &mut self,
+        robot: &mut R,
+        ctx: &mut RunContext<'_, R>,
+    ) -> Result<ExploreOutcome, NavError> {
+        let result = self.run_inner(robot, ctx).await;
+        // whatever happened, leave the robot stopped
+        robot.stop().await.ok();
+        result
+    }
+
+    async fn run_inner<R: Robot + ?Sized>(
+        &mut self,
+        robot: &mut R,
+        ctx: &mut RunContext<'_, R>,
+    ) -> Result<ExploreOutcome, NavError> {
+        let mut run = Run::start(&self.config, robot, ctx.clock).await?;
+        run.write_start(robot, ctx, &self.planner_name)?;
+        let end = loop {
+            if let Some(end) = run.tick(&mut self.decider, &self.signals, robot, ctx).await? {
+                break end;
+            }
+        };
+        // stop: zero velocity (the HAL repeats it as its stop requires)
+        robot.stop().await.ok();
+        Ok(run.finish(end, ctx.clock))
+    }
+}
+
+/// The reachable frontiers shown to the model, cheapest first (at most
+/// five, ids 1..).
+pub(crate) fn frontier_list(map: &LocalMap, pose: Pose2) -> Vec<ExploreFrontier> {
+    let costs = map.costmap();
+    map.reachable_frontiers(&costs, pose.position())
+        .into_iter()
+        // a frontier at the robot's feet is a sensor shadow, not a place to go
+        .filter(|f| f.cost_m > 0.6)
+        .take(5)
+        .enumerate()
+        .map(|(i, f)| ExploreFrontier {
+            id: i as u32 + 1,
+            position: f.entry,
+            path_cost_m: Some(f.cost_m),
+            size: f.cluster.size,
+        })
+        .collect()
+}
+
+/// The same frontiers as exploration-memory entries (bearing and distance
+/// from `pose`), so the memory section and the frontier list agree.
+pub(crate) fn memory_frontiers(frontiers: &[ExploreFrontier], pose: Pose2) -> impl Iterator<Item = Frontier> + '_ {
+    frontiers.iter().map(move |f| Frontier {
+        id: f.id,
+        direction_deg: pose.relative_bearing(f.position).to_degrees(),
+        distance_m: pose.position().distance(f.position),
+        kind: "frontier".into(),
+        width_m: None,
+    })
+}

@@ -1,0 +1,141 @@
+//! A planner reply applied to the loop state: the call is booked (stats,
+//! network monitor, scheduler, the step log's planner record), reports go
+//! to the exploration memory, and the action goes through the safety
+//! executor to become the active target.
+
+use super::active::{Active, GoalRun};
+use super::decision::PendingCall;
+use super::state::{LoopState, TickLog, TickView};
+use crate::navigator::log::PlannerRecord;
+use crate::protocol::PlannerReply;
+use crate::protocol::explore::{ExploreDecision, decision_json};
+use nav_core::geometry::{Point2, Pose2};
+use nav_memory::ActionRecord;
+use nav_safety::executor::{ExecutionOutcome, MotionReport, Target};
+use nav_safety::tools::StopReason;
+use nav_safety::{SafetySensors, ToolCall};
+use serde_json::json;
+
+impl LoopState {
+    /// Applies the reply to `call`, as this tick sees it. A failed call
+    /// (a fallback) is no response: the loop keeps waiting and the
+    /// watchdog tiers run. A good one replaces the action in progress;
+    /// `path_speed` sets a navigation goal's deadline.
+    pub(super) fn apply_reply(
+        &mut self,
+        reply: PlannerReply<ExploreDecision>,
+        call: &PendingCall,
+        tick: &TickView<'_>,
+        out: &mut TickLog,
+        path_speed: f64,
+    ) {
+        if !self.book_call(&reply, call, tick.now, out) {
+            return;
+        }
+        self.waiting_since = None;
+        self.watchdog.record_response(tick.now);
+        let Some(scan) = tick.scan else {
+            out.events.push(json!({"event": "decision_dropped", "reason": "no scan"}));
+            return;
+        };
+        let d = reply.decision;
+        self.remember(&d, tick.pose, out);
+        // a new decision replaces the running one
+        self.finish_active(tick.pose, tick.now);
+        // frontier ids mean the list the model was shown, not today's
+        let sensors =
+            SafetySensors::new(scan, tick.now - tick.scan_age, tick.pose, tick.now).with_frontiers(&call.frontiers);
+        let exec = self.executor.execute(&d.action, &sensors);
+        self.prev_action = Some(format!("{}({})", d.action.name(), d.action.to_json()));
+        if exec.feedback.safety_override {
+            self.after_override = true;
+            out.events.push(
+                json!({"event": "safety_override", "tool": d.action.name(), "message": exec.feedback.safety_message}),
+            );
+        }
+        self.start(exec, &d.action, tick, out, path_speed);
+    }
+
+    /// Books a finished call: statistics, network latency, the scheduler,
+    /// the planner record (and a fallback event). True when the call
+    /// succeeded.
+    fn book_call(
+        &mut self,
+        reply: &PlannerReply<ExploreDecision>,
+        call: &PendingCall,
+        now: f64,
+        out: &mut TickLog,
+    ) -> bool {
+        let r = &reply.record;
+        self.stats.add_call(r);
+        let ok = r.fallback.is_none();
+        let latency_s = (now - call.started_s).max(r.latency_ms / 1000.0);
+        self.network.record_call(now, latency_s, ok);
+        self.scheduler.record_latency(now, latency_s);
+        out.tool = Some(reply.decision.action.name());
+        out.planner = Some(PlannerRecord {
+            raw: r.raw.clone(),
+            parsed: decision_json(&reply.decision.action),
+            fallback: r.fallback.clone(),
+            vlm_calls: r.vlm_calls,
+            prompt_tokens: r.usage.prompt_tokens,
+            completion_tokens: r.usage.completion_tokens,
+            latency_ms: r.latency_ms,
+        });
+        if let Some(reason) = &r.fallback {
+            out.events.push(json!({"event": "fallback", "reason": reason}));
+        }
+        ok
+    }
+
+    /// Discoveries and the perception sub-call's result go to the
+    /// exploration memory.
+    fn remember(&mut self, d: &ExploreDecision, pose: Pose2, out: &mut TickLog) {
+        for r in &d.reports {
+            if let ToolCall::ReportDiscovery { label, notes, significance } = r {
+                self.memory.record_discovery(label, notes, *significance, pose.position());
+                out.events.push(json!({"event": "discovery", "label": label, "significance": significance.as_str()}));
+            }
+        }
+        if let Some((p, result)) = &d.perception {
+            self.memory.update_after_action(ActionRecord::new(
+                p.name(),
+                &p.to_json().to_string(),
+                result,
+                pose.position(),
+            ));
+        }
+    }
+
+    /// Makes the executed call the action in progress; a call with nothing
+    /// to execute is closed at once.
+    fn start(
+        &mut self,
+        exec: ExecutionOutcome,
+        action: &ToolCall,
+        tick: &TickView<'_>,
+        out: &mut TickLog,
+        path_speed: f64,
+    ) {
+        let (pose, now) = (tick.pose, tick.now);
+        self.active = match &exec.target {
+            Target::Velocity(v) => Active::Velocity { v: *v, started_s: now },
+            Target::NavGoal(g) => Active::Goal(GoalRun::new(Point2::new(g.x, g.y), pose, now, path_speed)),
+            Target::Observe(_) => Active::Hold { until_s: now + 1.0 },
+            Target::Stop(s) => {
+                if matches!(action, ToolCall::StopRobot { reason: StopReason::ExplorationComplete }) {
+                    self.complete = true;
+                }
+                out.events.push(json!({"event": "stop", "reason": s.reason}));
+                Active::Idle
+            }
+            Target::PathCheck(_) | Target::Report(_) => Active::Idle,
+        };
+        self.motion = MotionReport::default();
+        self.outcome = Some(exec);
+        if self.active.is_idle() {
+            // nothing to execute: close the record now
+            self.finish_active(pose, now);
+        }
+    }
+}

@@ -1,0 +1,255 @@
+//! One run of the explore loop: its state, and the tick — sense, decide,
+//! command, publish, log, pace.
+
+use super::control::{Control, ControlTick, velocity_command};
+use super::decision::Decider;
+use super::schedule::{CallTick, Calls};
+use super::sense::Odometer;
+use super::state::{LoopState, TickLog};
+use super::{ExploreEnd, ExploreLoopConfig, ExploreOutcome, ExploreSignals, Pacing};
+use crate::navigator::log::StepRecord;
+use crate::navigator::{NavError, RunContext};
+use nav_core::geometry::Pose2;
+use nav_core::local_map::LocalMap;
+use nav_core::time::Clock;
+use nav_hal::hal::{Capabilities, Robot};
+use nav_safety::{GuardedVelocity, SafetyExecutor, WatchdogTier};
+use serde_json::json;
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+/// One run's state.
+pub(super) struct Run {
+    /// The loop's configuration, with the robot's steering.
+    cfg: ExploreLoopConfig,
+    caps: Capabilities,
+    /// Loop time at the start.
+    t0: f64,
+    start_pose: Pose2,
+    st: LoopState,
+    map: LocalMap,
+    control: Control,
+    odo: Odometer,
+    calls: Calls,
+    /// Ticks so far.
+    tick: u64,
+    /// The next tick's deadline (real-time pacing).
+    deadline: tokio::time::Instant,
+}
+
+/// What a tick has done by the time it is logged.
+struct TickEnd {
+    started: Instant,
+    pose: Pose2,
+    tier: WatchdogTier,
+    guarded: GuardedVelocity,
+}
+
+impl Run {
+    /// Sets a run up for `robot`: the safety layer for its steering, the
+    /// local map around its start pose.
+    ///
+    /// # Errors
+    ///
+    /// [`NavError::Config`] when the configuration does not suit the robot.
+    pub(super) async fn start<R: Robot + ?Sized>(
+        config: &ExploreLoopConfig,
+        robot: &mut R,
+        clock: &dyn Clock,
+    ) -> Result<Self, NavError> {
+        let mut cfg = config.clone();
+        let t0 = clock.now_s();
+        let caps = robot.capabilities();
+        // the robot's own kinematics (differential or Ackermann) bound what the safety layer allows
+        cfg.safety.drive = caps.drive;
+        let invalid = |e: &dyn std::fmt::Display| NavError::Config(e.to_string());
+        let executor = SafetyExecutor::new(cfg.safety.clone()).map_err(|e| invalid(&e))?;
+        let st = LoopState::new(executor, t0);
+        let control = Control::new(&cfg.safety, caps.drive);
+        let calls = Calls::new(&cfg);
+        let start_pose = robot.odometry().await.map(|o| o.pose).unwrap_or_default();
+        let map = LocalMap::new(cfg.map.clone(), start_pose.position()).map_err(|e| invalid(&e))?;
+        Ok(Self {
+            odo: Odometer::new(start_pose, t0),
+            cfg,
+            caps,
+            t0,
+            start_pose,
+            st,
+            map,
+            control,
+            calls,
+            tick: 0,
+            deadline: tokio::time::Instant::now(),
+        })
+    }
+
+    /// Writes step 0: the start pose and the run identity.
+    pub(super) fn write_start<R: Robot + ?Sized>(
+        &self,
+        robot: &R,
+        ctx: &mut RunContext<'_, R>,
+        planner_name: &str,
+    ) -> Result<(), NavError> {
+        let mut start = StepRecord { action: "start".into(), pose: self.start_pose.into(), ..StepRecord::default() };
+        start.gt_pose = ctx.observer.gt_pose(robot).map(Into::into);
+        start.info = ctx.observer.info.clone();
+        start.info.insert("planner".into(), json!(planner_name));
+        ctx.log.write(&start)?;
+        Ok(())
+    }
+
+    /// One control tick; `Some` when the run ends.
+    ///
+    /// # Errors
+    ///
+    /// The robot failed or the step log could not be written.
+    pub(super) async fn tick<R: Robot + ?Sized>(
+        &mut self,
+        decider: &mut Decider,
+        signals: &ExploreSignals,
+        robot: &mut R,
+        ctx: &mut RunContext<'_, R>,
+    ) -> Result<Option<ExploreEnd>, NavError> {
+        let now = ctx.clock.now_s();
+        let elapsed = now - self.t0;
+        if let Some(end) = self.ended_before(signals, elapsed) {
+            return Ok(Some(end));
+        }
+        let started = Instant::now();
+        let mut out = TickLog::default();
+        self.st.memory.update_time(elapsed);
+        let sensed =
+            self.odo.sense(robot, now, &self.cfg.safety, &mut self.control.arbiter, &mut self.st, &mut out).await;
+        if let Some(s) = &sensed.scan {
+            if self.tick % 2 == 0 {
+                self.map.integrate(sensed.pose, s);
+            }
+        }
+        let paused = signals.pause.load(Ordering::SeqCst);
+        let calls = CallTick {
+            cfg: &self.cfg,
+            caps: &self.caps,
+            now,
+            elapsed,
+            sensed: &sensed,
+            distance_m: self.odo.distance,
+            paused,
+        };
+        self.calls.collect(decider, &calls, &mut self.st, &mut out);
+        self.calls.maybe_call(decider, robot, &calls, &mut self.st, &self.map, &mut out).await;
+
+        let t = ControlTick { cfg: &self.cfg, now, sensed: &sensed, home: self.start_pose.position(), paused };
+        let tier = self.control.tier(&mut self.st, now, &mut out.events);
+        let command = self.control.command(tier, &t, &mut self.st, &mut self.map, &mut out.events);
+        let guarded = self.control.guard(&command, &t, &mut self.st, &mut out.events);
+        let stopping = paused || signals.shutdown.load(Ordering::SeqCst);
+        let cmd = velocity_command(&guarded, stopping, self.cfg.tick_s);
+        self.control.publish(robot, cmd, &mut self.st, &mut self.odo, &mut out.events).await?;
+
+        let end = TickEnd { started, pose: sensed.pose, tier, guarded };
+        self.log_step(robot, ctx, &end, out)?;
+        self.pace().await;
+        Ok(self.ended_after(&end))
+    }
+
+    /// The ends checked before a tick: shutdown, the time budget, and
+    /// exploration complete (once the last action is done).
+    fn ended_before(&self, signals: &ExploreSignals, elapsed: f64) -> Option<ExploreEnd> {
+        if signals.shutdown.load(Ordering::SeqCst) {
+            Some(ExploreEnd::Shutdown)
+        } else if elapsed >= self.cfg.max_time_s {
+            Some(ExploreEnd::TimeLimit)
+        } else if self.st.complete && self.cfg.stop_when_complete && self.st.active.is_idle() {
+            Some(ExploreEnd::Complete)
+        } else {
+            None
+        }
+    }
+
+    /// The ends checked after a tick: home again in RETURN_HOME, and the
+    /// decision budget spent with nothing left to do or wait for.
+    fn ended_after(&self, end: &TickEnd) -> Option<ExploreEnd> {
+        let home = end.pose.position().distance(self.start_pose.position()) <= self.cfg.goal_tolerance_m;
+        if end.tier == WatchdogTier::ReturnHome && home {
+            Some(ExploreEnd::ReturnedHome)
+        } else if self.st.stats.planner_calls >= self.cfg.max_decisions
+            && self.calls.pending.is_none()
+            && self.st.active.is_idle()
+        {
+            Some(ExploreEnd::DecisionLimit)
+        } else {
+            None
+        }
+    }
+
+    /// Counts the tick and writes its step-log line.
+    fn log_step<R: Robot + ?Sized>(
+        &mut self,
+        robot: &R,
+        ctx: &mut RunContext<'_, R>,
+        end: &TickEnd,
+        out: TickLog,
+    ) -> Result<(), NavError> {
+        self.tick += 1;
+        self.st.stats.steps = self.tick as u32;
+        let local_ms = end.started.elapsed().as_secs_f64() * 1000.0;
+        let model_ms = out.planner.as_ref().map_or(0.0, |p| p.latency_ms);
+        self.st.stats.record_overhead(local_ms - model_ms);
+        let record = StepRecord {
+            step: self.tick,
+            t_s: ctx.clock.now_s() - self.t0,
+            action: out.tool.unwrap_or("drive").to_string(),
+            pose: end.pose.into(),
+            gt_pose: ctx.observer.gt_pose(robot).map(Into::into),
+            planner_called: out.planner.is_some(),
+            planner: out.planner,
+            events: out.events,
+            velocity: Some([end.guarded.linear, end.guarded.angular]),
+            ..StepRecord::default()
+        };
+        ctx.log.write(&record)?;
+        ctx.observer.step(robot, self.tick);
+        Ok(())
+    }
+
+    /// Waits for the next tick. Real time: absolute deadlines `tick_s`
+    /// apart (one late tick is caught up; a longer stall is skipped rather
+    /// than burst out). Simulated: as fast as the CPU allows, except while a
+    /// call is in flight, when each tick waits `tick_s / time_scale`.
+    async fn pace(&mut self) {
+        match self.cfg.pacing {
+            Pacing::RealTime => {
+                let period = Duration::from_secs_f64(self.cfg.tick_s.max(1e-3));
+                self.deadline += period;
+                let late = tokio::time::Instant::now();
+                if self.deadline + period < late {
+                    // more than a tick behind: skip the missed ticks rather than burst them out
+                    self.deadline = late;
+                }
+                tokio::time::sleep_until(self.deadline).await;
+            }
+            Pacing::Simulated { time_scale } => {
+                if self.calls.pending.is_some() {
+                    let s = self.cfg.tick_s / time_scale.max(1e-3);
+                    tokio::time::sleep(Duration::from_secs_f64(s)).await;
+                } else {
+                    tokio::task::yield_now().await;
+                }
+            }
+        }
+    }
+
+    /// The outcome, once the robot has been stopped.
+    pub(super) fn finish(self, end: ExploreEnd, clock: &dyn Clock) -> ExploreOutcome {
+        let st = self.st;
+        let _ = st.network.tier(clock.now_s());
+        ExploreOutcome {
+            end,
+            stats: st.stats,
+            memory: st.memory,
+            collisions: self.control.collisions,
+            worst_tier: self.control.worst_tier,
+        }
+    }
+}

@@ -1,0 +1,177 @@
+//! The decision task's side of a tick: collect the reply to the call in
+//! flight, and, when none is, decide whether a call is due (the action in
+//! progress finished, an event trigger, a safety override, the base
+//! period; the [`CallScheduler`](nav_safety::CallScheduler)'s frame
+//! skipping), take the snapshot and hand it to the planner.
+
+use super::ExploreLoopConfig;
+use super::decision::{Decider, Dispatch, PendingCall};
+use super::sense::Sensed;
+use super::state::{LoopState, TickLog};
+use super::{frontier_list, memory_frontiers};
+use crate::protocol::explore::ExploreSnapshot;
+use nav_core::lidar::LaserScan;
+use nav_core::lidar::{LidarConfig, LidarSummary};
+use nav_core::local_map::LocalMap;
+use nav_core::similarity::Thumbnail;
+use nav_hal::hal::{CameraFrame, Capabilities, Robot};
+use nav_safety::{CallDecision, EventTriggers, ScheduleInput};
+use serde_json::json;
+
+/// The calls of one run: the one in flight, the event triggers and the
+/// frame of the last call (for frame skipping).
+pub(super) struct Calls {
+    /// The call in flight (at most one).
+    pub(super) pending: Option<PendingCall>,
+    triggers: EventTriggers,
+    last_thumb: Option<Thumbnail>,
+    lidar: LidarConfig,
+}
+
+/// What a call is made from this tick.
+pub(super) struct CallTick<'a> {
+    pub(super) cfg: &'a ExploreLoopConfig,
+    pub(super) caps: &'a Capabilities,
+    pub(super) now: f64,
+    /// Seconds since the run started.
+    pub(super) elapsed: f64,
+    pub(super) sensed: &'a Sensed,
+    /// Distance travelled since the start, m.
+    pub(super) distance_m: f64,
+    /// The pause signal as read this tick.
+    pub(super) paused: bool,
+}
+
+impl Calls {
+    /// No call yet.
+    pub(super) fn new(cfg: &ExploreLoopConfig) -> Self {
+        Self {
+            pending: None,
+            triggers: EventTriggers::new(cfg.safety.triggers.clone()),
+            last_thumb: None,
+            lidar: LidarConfig::default(),
+        }
+    }
+
+    /// Applies the reply to the call in flight, if it has arrived.
+    pub(super) fn collect(&mut self, decider: &mut Decider, t: &CallTick<'_>, st: &mut LoopState, out: &mut TickLog) {
+        if let Some((reply, call)) = decider.poll(&mut self.pending) {
+            st.apply_reply(reply, &call, &t.sensed.view(t.now), out, t.cfg.path_speed_mps);
+        }
+    }
+
+    /// Starts a call when none is in flight and one is due; an instant
+    /// planner's reply is applied at once.
+    pub(super) async fn maybe_call<R: Robot + ?Sized>(
+        &mut self,
+        decider: &mut Decider,
+        robot: &mut R,
+        t: &CallTick<'_>,
+        st: &mut LoopState,
+        map: &LocalMap,
+        out: &mut TickLog,
+    ) {
+        if self.pending.is_some() || t.paused || st.complete || st.stats.planner_calls >= t.cfg.max_decisions {
+            return;
+        }
+        let Some(scan) = &t.sensed.scan else { return };
+        let (pose, now) = (t.sensed.pose, t.now);
+        let trig = self.triggers.check(scan, pose, now);
+        let idle = st.active.is_idle();
+        let due = idle
+            || !trig.is_empty()
+            || st.after_override
+            || st.scheduler.last_call_s().is_none_or(|t0| now - t0 >= t.cfg.safety.schedule.base_period_s);
+        if !due {
+            return;
+        }
+        let frame = if t.cfg.use_camera && t.caps.rgb { robot.rgb().await.ok() } else { None };
+        let thumb = frame.as_ref().map(|f| Thumbnail::from_frame(&f.frame));
+        let similarity = match (&thumb, &self.last_thumb) {
+            (Some(a), Some(b)) => Some(a.similarity(b)),
+            _ => None,
+        };
+        let nearest = f64::from(LidarSummary::from_scan(scan, &self.lidar).nearest_m());
+        let input = ScheduleInput {
+            now_s: now,
+            triggers: &trig,
+            similarity,
+            nearest_obstacle_m: nearest,
+            after_override: st.after_override,
+        };
+        match schedule(st, idle, input) {
+            CallDecision::Call { text_only, reasons } => {
+                st.after_override = false;
+                self.triggers.mark_call(pose, now);
+                if thumb.is_some() {
+                    self.last_thumb = thumb;
+                }
+                let snap = snapshot(robot, t, st, map, scan, frame, text_only).await;
+                st.waiting_since.get_or_insert(now);
+                match decider.dispatch(snap, now).await {
+                    Dispatch::Answered(reply, call) => {
+                        out.events.push(json!({"event": "planner_call", "reasons": reasons}));
+                        st.apply_reply(*reply, &call, &t.sensed.view(now), out, t.cfg.path_speed_mps);
+                    }
+                    Dispatch::Sent(call) => {
+                        out.events.push(json!({"event": "planner_call", "reasons": reasons}));
+                        self.pending = Some(call);
+                    }
+                    Dispatch::Refused => {}
+                }
+            }
+            CallDecision::Skip { reason } => out.events.push(json!({"event": "call_skipped", "reason": reason})),
+            CallDecision::Wait => {}
+        }
+    }
+}
+
+/// Whether to call now. With no action in progress the loop always calls
+/// (keeping the scheduler's clock in step, as if after an override);
+/// otherwise the scheduler decides.
+fn schedule(st: &mut LoopState, idle: bool, input: ScheduleInput<'_>) -> CallDecision {
+    if !idle {
+        return st.scheduler.decide(&input);
+    }
+    let _ = st.scheduler.decide(&ScheduleInput { similarity: None, after_override: true, ..input });
+    CallDecision::Call { text_only: false, reasons: Vec::new() }
+}
+
+/// The snapshot a call sends: the robot's state and sensors (the depth
+/// image unless the call is text-only, ground-truth detections where the
+/// robot has them), the previous action's result, the exploration memory
+/// and the reachable frontiers (which also go to the memory).
+async fn snapshot<R: Robot + ?Sized>(
+    robot: &mut R,
+    t: &CallTick<'_>,
+    st: &mut LoopState,
+    map: &LocalMap,
+    scan: &LaserScan,
+    frame: Option<CameraFrame>,
+    text_only: bool,
+) -> ExploreSnapshot {
+    let s = t.sensed;
+    let depth = if t.cfg.use_camera && t.caps.depth && !text_only { robot.depth().await.ok() } else { None };
+    let detections = if t.caps.detections { robot.detections().await.unwrap_or_default() } else { Vec::new() };
+    let frontiers = frontier_list(map, s.pose);
+    st.memory.update_frontiers(memory_frontiers(&frontiers, s.pose));
+    let hfov = frame.as_ref().map_or(std::f64::consts::FRAC_PI_2, |f| f.hfov_rad);
+    ExploreSnapshot {
+        pose: s.pose,
+        speed_mps: s.speed_mps,
+        distance_traveled_m: t.distance_m,
+        elapsed_s: t.elapsed,
+        coverage: None,
+        scan: scan.clone(),
+        scan_age_s: s.scan_age,
+        image: frame.map(|f| f.frame),
+        depth,
+        hfov_rad: hfov,
+        previous_action: st.prev_action.clone(),
+        previous_result: st.prev_result.clone(),
+        memory_text: st.memory.to_prompt_text(),
+        frontiers,
+        detections,
+        text_only,
+    }
+}

@@ -1,0 +1,107 @@
+//! The loop state a decision changes, and what one tick writes to the log.
+
+use super::active::Active;
+use crate::navigator::EpisodeStats;
+use crate::navigator::log::PlannerRecord;
+use nav_core::geometry::Pose2;
+use nav_core::lidar::LaserScan;
+use nav_memory::{ActionRecord, ExplorationMemory};
+use nav_safety::executor::{ExecutionOutcome, MotionReport};
+use nav_safety::{CallScheduler, NetworkMonitor, SafetyExecutor, Watchdog};
+use serde_json::Value;
+
+/// The loop state a decision changes: the safety layer, the exploration
+/// memory, the statistics and the action in progress, with what the model
+/// hears about the previous one.
+pub(super) struct LoopState {
+    pub(super) executor: SafetyExecutor,
+    pub(super) watchdog: Watchdog,
+    pub(super) network: NetworkMonitor,
+    pub(super) scheduler: CallScheduler,
+    pub(super) memory: ExplorationMemory,
+    pub(super) stats: EpisodeStats,
+    pub(super) active: Active,
+    /// The executed tool call of the action in progress.
+    pub(super) outcome: Option<ExecutionOutcome>,
+    /// How the action in progress has moved the robot so far.
+    pub(super) motion: MotionReport,
+    pub(super) prev_action: Option<String>,
+    pub(super) prev_result: Option<String>,
+    /// The model called `stop_robot(exploration_complete)`.
+    pub(super) complete: bool,
+    /// Since when the loop has been waiting for a decision.
+    pub(super) waiting_since: Option<f64>,
+    /// A safety override happened: the next decision is due at once.
+    pub(super) after_override: bool,
+}
+
+impl LoopState {
+    /// The state at the start of a run, at loop time `t0`.
+    pub(super) fn new(executor: SafetyExecutor, t0: f64) -> Self {
+        let config = executor.config();
+        let mut watchdog = Watchdog::new(config.watchdog.clone());
+        // exploration starts now: the tiers count from here, not from the clock's epoch
+        watchdog.record_response(t0);
+        Self {
+            watchdog,
+            network: NetworkMonitor::new(config.network.clone(), t0),
+            scheduler: CallScheduler::new(config.schedule.clone()),
+            executor,
+            memory: ExplorationMemory::new(0.0),
+            stats: EpisodeStats::default(),
+            active: Active::Idle,
+            outcome: None,
+            motion: MotionReport::default(),
+            prev_action: None,
+            prev_result: None,
+            complete: false,
+            waiting_since: None,
+            after_override: false,
+        }
+    }
+
+    /// Closes the action in progress: the executor's feedback becomes the
+    /// previous result the model hears and an entry of the exploration
+    /// memory's recent actions.
+    pub(super) fn finish_active(&mut self, pose: Pose2, now: f64) {
+        self.active = Active::Idle;
+        let Some(mut out) = self.outcome.take() else { return };
+        self.motion.final_pose = Some(pose);
+        self.executor.finish(&mut out, &self.motion, now);
+        let text = out.result_text();
+        let summary = if out.feedback.safety_override {
+            format!("safety_override: {}", out.feedback.stopped_reason.clone().unwrap_or_default())
+        } else if out.feedback.success {
+            format!("success, +{:.2}m", out.feedback.actual_distance_m.unwrap_or(0.0))
+        } else {
+            format!("failed: {}", out.feedback.stopped_reason.clone().unwrap_or_default())
+        };
+        self.memory.update_after_action(ActionRecord::new(
+            out.call.name(),
+            &out.call.to_json().to_string(),
+            &summary,
+            pose.position(),
+        ));
+        self.prev_result = Some(text);
+        self.motion = MotionReport::default();
+    }
+}
+
+/// What one tick writes to its step-log line besides the pose and the
+/// velocity: the events, and the planner call answered this tick.
+#[derive(Default)]
+pub(super) struct TickLog {
+    pub(super) events: Vec<Value>,
+    pub(super) planner: Option<PlannerRecord>,
+    /// The tool the answered call chose (the record's `action`).
+    pub(super) tool: Option<&'static str>,
+}
+
+/// What the current tick knows when a decision arrives.
+#[derive(Clone, Copy)]
+pub(super) struct TickView<'a> {
+    pub(super) now: f64,
+    pub(super) pose: Pose2,
+    pub(super) scan: Option<&'a LaserScan>,
+    pub(super) scan_age: f64,
+}
