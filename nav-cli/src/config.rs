@@ -100,6 +100,28 @@ impl GroundingSection {
     }
 }
 
+/// The largest config file `--config` reads.
+pub const MAX_CONFIG_BYTES: u64 = 1 << 20;
+
+/// A TOML error without the quoted source line (which may hold an API key:
+/// a typo'd `api_kee = "sk-…"`, an unterminated string): the line and
+/// column, and the message with every credential-named value and every
+/// key-shaped token redacted.
+fn redacted_toml_error(text: &str, e: &toml::de::Error) -> String {
+    let secrets = nav_planner::vlm::credential_values(text);
+    let refs: Vec<&str> = secrets.iter().map(String::as_str).collect();
+    let message = nav_planner::vlm::redact(e.message().trim(), &refs);
+    match e.span() {
+        Some(span) => {
+            let before = text.get(..span.start).unwrap_or(text);
+            let line = before.matches('\n').count() + 1;
+            let column = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+            format!("line {line}, column {column}: {message}")
+        }
+        None => message,
+    }
+}
+
 /// The whole file.
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -134,9 +156,13 @@ impl NavConfig {
     /// Loads a TOML file and checks every value against its documented
     /// range; errors (exit 2) name the file, the `[section]` and the key.
     pub fn load(path: &Path) -> Result<Self, Exit> {
-        let text = std::fs::read_to_string(path).map_err(|e| usage(format!("config {}: {e}", path.display())))?;
-        let mut config: Self = toml::from_str(&text).map_err(|e| usage(format!("config {}: {e}", path.display())))?;
-        config.table = toml::from_str(&text).map_err(|e| usage(format!("config {}: {e}", path.display())))?;
+        let text = std::fs::File::open(path)
+            .and_then(|f| nav_core::bounded::read_to_string_limited(f, MAX_CONFIG_BYTES))
+            .map_err(|e| usage(format!("config {}: {e}", path.display())))?;
+        let mut config: Self = toml::from_str(&text)
+            .map_err(|e| usage(format!("config {}: {}", path.display(), redacted_toml_error(&text, &e))))?;
+        config.table = toml::from_str(&text)
+            .map_err(|e| usage(format!("config {}: {}", path.display(), redacted_toml_error(&text, &e))))?;
         config.validate().map_err(|e| usage(format!("config {}: {}", path.display(), section_and_key(&e))))?;
         // [grounding] files are relative to the config file's directory
         if let Some(dir) = path.parent() {

@@ -1,4 +1,6 @@
-//! How commands fail: bad usage/input (exit 2) or internal errors (exit 3).
+//! How commands fail: bad usage/input (exit 2), internal errors (exit 3),
+//! output that cannot be written (exit 3 with a message, or a quiet exit 0
+//! when the reader of standard output has gone away).
 
 /// A command's failure, mapped to an exit code by `main`.
 #[derive(Debug)]
@@ -7,6 +9,24 @@ pub enum Exit {
     Usage(String),
     /// Something that should not happen: exit 3.
     Internal(String),
+    /// Output could not be written (a full disk, an I/O error): exit 3,
+    /// with a message naming what was being written.
+    Output(String),
+    /// Standard output's reader has gone away (a closed pipe, `nav … | head`):
+    /// exit 0 quietly, as other Unix tools do.
+    StdoutClosed,
+}
+
+impl Exit {
+    /// The exit code and the message (if any) `main` prints for this failure.
+    pub fn code_and_message(&self) -> (i32, Option<String>) {
+        match self {
+            Exit::Usage(msg) => (2, Some(format!("nav: {msg}"))),
+            Exit::Internal(msg) => (3, Some(format!("nav: internal error: {msg}"))),
+            Exit::Output(msg) => (3, Some(format!("nav: {msg}"))),
+            Exit::StdoutClosed => (0, None),
+        }
+    }
 }
 
 /// A command's result: the exit code on success.
@@ -20,6 +40,32 @@ pub fn usage(msg: impl Into<String>) -> Exit {
 /// Shorthand for an internal error.
 pub fn internal(msg: impl std::fmt::Display) -> Exit {
     Exit::Internal(msg.to_string())
+}
+
+/// A failed write of `what` (a file's name, "standard output"): a closed
+/// pipe on standard output is a quiet [`Exit::StdoutClosed`], anything else
+/// (`ENOSPC`, `EIO`) an [`Exit::Output`] naming `what`.
+pub fn write_error(what: &str, e: &std::io::Error) -> Exit {
+    if e.kind() == std::io::ErrorKind::BrokenPipe && what == STDOUT {
+        Exit::StdoutClosed
+    } else {
+        Exit::Output(format!("writing {what}: {e}"))
+    }
+}
+
+/// The name [`write_error`] and [`print`] use for standard output.
+pub const STDOUT: &str = "standard output";
+
+/// Writes `text` and a newline to standard output and flushes it. Never
+/// panics (unlike `println!`): a closed pipe is [`Exit::StdoutClosed`], a
+/// full device an [`Exit::Output`].
+pub fn print(text: &str) -> Result<(), Exit> {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    out.write_all(text.as_bytes())
+        .and_then(|()| out.write_all(b"\n"))
+        .and_then(|()| out.flush())
+        .map_err(|e| write_error(STDOUT, &e))
 }
 
 /// A single-threaded tokio runtime for a command.
@@ -52,5 +98,22 @@ pub fn section_and_key(e: &nav_core::config::ConfigError) -> String {
     match e.key.rsplit_once('.') {
         Some((section, key)) => format!("[{section}] {key}: {}", e.message),
         None => format!("[{}] {}", e.key, e.message),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_closed_pipe_is_quiet_and_a_full_disk_is_exit_3() {
+        let pipe = std::io::Error::from(std::io::ErrorKind::BrokenPipe);
+        assert_eq!(write_error(STDOUT, &pipe).code_and_message(), (0, None));
+        let full = std::io::Error::from_raw_os_error(28);
+        let (code, msg) = write_error(STDOUT, &full).code_and_message();
+        assert_eq!(code, 3);
+        assert!(msg.is_some_and(|m| m.contains("standard output")));
+        // a broken pipe on a file is not a quiet success
+        assert_eq!(write_error("x.jsonl", &pipe).code_and_message().0, 3);
     }
 }

@@ -5,7 +5,8 @@
 //!
 //! Exit codes: 0 success; 1 the episode ran but failed its criteria
 //! (`run`); 2 bad usage or bad input (with a message naming the problem);
-//! 3 internal errors.
+//! 3 internal errors and output that cannot be written (a full disk); a
+//! closed standard output (`nav … | head`) ends quietly with 0.
 //!
 //! Features: `backends` (the HTTP VLM backends), `rosmaster` (`nav
 //! rosmaster`, nav-hal's rosbridge HAL) and `habitat` (`nav habitat`), all
@@ -23,7 +24,7 @@ mod exit;
 mod plot;
 
 use clap::{Parser, Subcommand};
-use exit::Exit;
+use std::io::Write;
 
 /// VLM-guided robot navigation: run episodes, evaluate planners, parse and
 /// inspect model replies, replay logs and merge grounding knowledge.
@@ -97,13 +98,13 @@ fn main() {
     };
     let code = match result {
         Ok(code) => code,
-        Err(Exit::Usage(msg)) => {
-            eprintln!("nav: {msg}");
-            2
-        }
-        Err(Exit::Internal(msg)) => {
-            eprintln!("nav: internal error: {msg}");
-            3
+        Err(e) => {
+            let (code, message) = e.code_and_message();
+            if let Some(m) = message {
+                // stderr may be closed or full too: never panic over a message
+                let _ = writeln!(std::io::stderr(), "{m}");
+            }
+            code
         }
     };
     std::process::exit(code);

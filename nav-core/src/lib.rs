@@ -20,6 +20,8 @@
 //! - [`config`]: [`ConfigError`](config::ConfigError) and the range checks
 //!   every config struct's `validate()` uses.
 //! - [`similarity`], [`stuck`], [`metrics`], [`raster`], [`time`].
+//! - [`bounded`]: size-limited reads over a caller's reader (no file is
+//!   opened here).
 //!
 //! ```
 //! use nav_core::prelude::*;
@@ -54,6 +56,7 @@
 
 pub mod action;
 pub mod astar;
+pub mod bounded;
 pub mod candidates;
 pub mod config;
 pub mod discovery;

@@ -52,9 +52,18 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), MemoryError> {
     Ok(())
 }
 
-/// Reads a whole UTF-8 file, naming it in the error.
-pub(crate) fn read_text(path: &Path) -> Result<String, MemoryError> {
-    std::fs::read_to_string(path).map_err(|source| MemoryError::Io { op: "reading", path: path.to_path_buf(), source })
+/// The largest memory snapshot file the loaders read.
+pub const MAX_SNAPSHOT_BYTES: u64 = 256 << 20;
+
+/// The largest grounding file [`merge_files`](crate::grounding::merge_files) reads.
+pub const MAX_GROUNDING_BYTES: u64 = 16 << 20;
+
+/// Reads a whole UTF-8 file of at most `limit` bytes, naming it in the
+/// error (a larger file is an error naming the limit).
+pub(crate) fn read_text(path: &Path, limit: u64) -> Result<String, MemoryError> {
+    std::fs::File::open(path)
+        .and_then(|f| nav_core::bounded::read_to_string_limited(f, limit))
+        .map_err(|source| MemoryError::Io { op: "reading", path: path.to_path_buf(), source })
 }
 
 /// Serializes `value` as pretty JSON and writes it atomically.
@@ -66,7 +75,7 @@ pub(crate) fn save_json<T: Serialize>(value: &T, path: &Path, what: &'static str
 
 /// Reads and parses a JSON file, naming it in every error.
 pub(crate) fn load_json<T: for<'de> Deserialize<'de>>(path: &Path, what: &'static str) -> Result<T, MemoryError> {
-    let text = read_text(path)?;
+    let text = read_text(path, MAX_SNAPSHOT_BYTES)?;
     serde_json::from_str(&text).map_err(|source| MemoryError::Parse { what, path: path.to_path_buf(), source })
 }
 

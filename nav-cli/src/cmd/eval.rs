@@ -1,7 +1,7 @@
 //! `nav eval`: many episodes in parallel, a progress bar, and a table.
 
 use crate::config::NavConfig;
-use crate::exit::{CmdResult, Exit, episode_error, internal, usage};
+use crate::exit::{CmdResult, Exit, internal, print, usage};
 use clap::Args;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use nav_hal::arena::Arena;
@@ -46,6 +46,11 @@ pub struct EvalArgs {
     /// Print all summaries and aggregates as one JSON object.
     #[arg(long)]
     json: bool,
+    /// Also write each episode's summary to this file as it finishes (JSON
+    /// lines, one flushed line per episode, in completion order): an
+    /// interrupted run or a full disk loses only the episodes in flight.
+    #[arg(long, value_name = "PATH")]
+    jsonl: Option<PathBuf>,
     /// Also write the Markdown report to this file.
     #[arg(long, value_name = "PATH")]
     markdown: Option<PathBuf>,
@@ -107,6 +112,85 @@ fn suite(args: &EvalArgs, config: &NavConfig) -> Result<Vec<EpisodeSpec>, Exit> 
     Ok(out)
 }
 
+/// Runs episodes from the queue until it is empty, sending each result.
+fn worker(q: &Mutex<VecDeque<(usize, EpisodeSpec)>>, tx: &mpsc::Sender<(usize, Result<RunSummary, Exit>)>) {
+    let rt = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+        Ok(rt) => rt,
+        Err(e) => {
+            let _ = tx.send((usize::MAX, Err(internal(e))));
+            return;
+        }
+    };
+    loop {
+        let next = q.lock().ok().and_then(|mut q| q.pop_front());
+        let Some((i, spec)) = next else { break };
+        let mut log = StepLog::null();
+        let r = rt.block_on(run_episode(&spec, &mut log, &mut |_| {})).map_err(|e| {
+            let label = format!("{} {} {} seed {}", spec.arena_source, spec.protocol, spec.planner.as_str(), spec.seed);
+            match crate::exit::episode_error(e) {
+                Exit::Usage(m) => usage(format!("{label}: {m}")),
+                Exit::Internal(m) => internal(format!("{label}: {m}")),
+                other => other,
+            }
+        });
+        if tx.send((i, r)).is_err() {
+            break;
+        }
+    }
+}
+
+/// The episodes that could not run as one failure: bad input (exit 2) when
+/// any of them was bad input, else internal (exit 3). Messages are
+/// de-duplicated.
+fn failed(errors: Vec<Exit>) -> Option<Exit> {
+    let n = errors.len();
+    let mut bad_input = false;
+    let mut messages: Vec<String> = Vec::new();
+    for e in errors {
+        let m = match e {
+            Exit::Usage(m) => {
+                bad_input = true;
+                m
+            }
+            Exit::Internal(m) | Exit::Output(m) => m,
+            Exit::StdoutClosed => continue,
+        };
+        if !messages.contains(&m) {
+            messages.push(m);
+        }
+    }
+    if n == 0 {
+        return None;
+    }
+    let msg = format!("{n} episode(s) could not run: {}", messages.join("; "));
+    Some(if bad_input { usage(msg) } else { internal(msg) })
+}
+
+/// `--jsonl PATH`: one finished episode's summary per line, written whole
+/// and flushed as each episode completes, so an interrupted or failed
+/// evaluation keeps every finished episode.
+struct EpisodeLines {
+    file: std::fs::File,
+    path: PathBuf,
+}
+
+impl EpisodeLines {
+    fn create(path: &std::path::Path) -> Result<Self, Exit> {
+        let file = std::fs::File::create(path).map_err(|e| usage(format!("--jsonl {}: {e}", path.display())))?;
+        Ok(Self { file, path: path.to_path_buf() })
+    }
+
+    fn write(&mut self, summary: &RunSummary) -> Result<(), Exit> {
+        use std::io::Write;
+        let mut line = serde_json::to_vec(summary).map_err(internal)?;
+        line.push(b'\n');
+        self.file
+            .write_all(&line)
+            .and_then(|()| self.file.flush())
+            .map_err(|e| crate::exit::write_error(&self.path.display().to_string(), &e))
+    }
+}
+
 /// Runs the command.
 pub fn run(args: EvalArgs) -> CmdResult {
     let config = NavConfig::load_opt(args.config.as_deref())?;
@@ -131,35 +215,24 @@ pub fn run(args: EvalArgs) -> CmdResult {
     for _ in 0..jobs.min(n.max(1)) {
         let q = Arc::clone(&queue);
         let tx = tx.clone();
-        handles.push(std::thread::spawn(move || {
-            let rt = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
-                Ok(rt) => rt,
-                Err(e) => {
-                    let _ = tx.send((usize::MAX, Err(internal(e))));
-                    return;
-                }
-            };
-            loop {
-                let next = q.lock().ok().and_then(|mut q| q.pop_front());
-                let Some((i, spec)) = next else { break };
-                let mut log = StepLog::null();
-                let r = rt.block_on(run_episode(&spec, &mut log, &mut |_| {})).map_err(|e| match episode_error(e) {
-                    Exit::Usage(m) => Exit::Usage(format!("{spec:?}: {m}")),
-                    Exit::Internal(m) => Exit::Internal(format!("{spec:?}: {m}")),
-                });
-                if tx.send((i, r)).is_err() {
-                    break;
-                }
-            }
-        }));
+        handles.push(std::thread::spawn(move || worker(&q, &tx)));
     }
     drop(tx);
+    let mut lines = match &args.jsonl {
+        Some(p) => Some(EpisodeLines::create(p)?),
+        None => None,
+    };
     let mut results: Vec<Option<RunSummary>> = vec![None; n];
     let mut errors = Vec::new();
     for (i, r) in rx {
         bar.inc(1);
         match r {
-            Ok(s) if i < n => results[i] = Some(s),
+            Ok(s) if i < n => {
+                if let Some(l) = lines.as_mut() {
+                    l.write(&s)?;
+                }
+                results[i] = Some(s);
+            }
             Ok(_) => {}
             Err(e) => errors.push(e),
         }
@@ -168,16 +241,8 @@ pub fn run(args: EvalArgs) -> CmdResult {
         let _ = h.join();
     }
     bar.finish_and_clear();
-    if !errors.is_empty() {
-        let all_usage = errors.iter().all(|e| matches!(e, Exit::Usage(_)));
-        let text: Vec<&str> = errors
-            .iter()
-            .map(|e| match e {
-                Exit::Usage(m) | Exit::Internal(m) => m.as_str(),
-            })
-            .collect();
-        let msg = format!("{} episode(s) failed to run: {}", errors.len(), text.join("; "));
-        return Err(if all_usage { usage(msg) } else { internal(msg) });
+    if let Some(e) = failed(errors) {
+        return Err(e);
     }
     let summaries: Vec<RunSummary> = results.into_iter().flatten().collect();
     let report = EvalReport::new(summaries, started.elapsed().as_secs_f64(), jobs);
@@ -186,9 +251,9 @@ pub fn run(args: EvalArgs) -> CmdResult {
         std::fs::write(p, &md).map_err(|e| usage(format!("{}: {e}", p.display())))?;
     }
     if args.json {
-        println!("{}", serde_json::to_string(&report).map_err(internal)?);
+        print(&serde_json::to_string(&report).map_err(internal)?)?;
     } else {
-        println!("{md}");
+        print(&md)?;
     }
     Ok(0)
 }

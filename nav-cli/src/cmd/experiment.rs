@@ -19,6 +19,15 @@ use std::io::{BufRead, IsTerminal};
 use std::path::{Path, PathBuf};
 use std::sync::mpsc::Receiver;
 
+/// One line on standard error that never panics (a closed stderr loses the
+/// line, not the run).
+macro_rules! warn_line {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr(), $($arg)*);
+    }};
+}
+
 /// Options shared by `nav run` and `nav prompt`: the experiment whose
 /// grounding goes into the system prompt.
 #[derive(Args, Debug, Default, Clone)]
@@ -63,7 +72,7 @@ impl ExperimentArgs {
         }
         let merged = merge_files(&files, config.grounding.merge_format()?).map_err(|e| usage(e.to_string()))?;
         for w in &merged.warnings {
-            eprintln!("nav: warning: {w}");
+            warn_line!("nav: warning: {w}");
         }
         let text = merged.render_prompt_section();
         Ok((!text.trim().is_empty()).then_some(text))
@@ -142,7 +151,7 @@ impl FeedbackSource {
             Self::File { entries, next } => {
                 let rest = &entries[(*next).min(entries.len())..];
                 if !rest.is_empty() {
-                    eprintln!(
+                    warn_line!(
                         "nav: note: {} feedback entries are for steps after the last step ({last_step}); stacked at the end",
                         rest.len()
                     );
@@ -171,9 +180,9 @@ fn apply_typed(line: &str, step_id: u32, instruction: &str, record: &mut Episode
     match CategoryFeedback::parse(line) {
         Ok(fb) => {
             record.append_step_feedback(step_id, instruction, StepStatus::WiP, fb);
-            eprintln!("nav: feedback recorded at step {step_id}");
+            warn_line!("nav: feedback recorded at step {step_id}");
         }
-        Err(e) => eprintln!("nav: warning: feedback ignored: {e}"),
+        Err(e) => warn_line!("nav: warning: feedback ignored: {e}"),
     }
 }
 
@@ -221,7 +230,7 @@ pub fn final_grounding(
         let call = nav_planner::protocol::grounding::generate_final_grounding(vlm, req, Some(timestamp.clone()));
         match rt.block_on(call) {
             Ok((g, _)) => return g,
-            Err(e) => eprintln!("nav: warning: grounding generation failed ({e}); using the offline summary"),
+            Err(e) => warn_line!("nav: warning: grounding generation failed ({e}); using the offline summary"),
         }
     }
     nav_planner::offline::summarize_feedback(req, Some(timestamp))

@@ -5,6 +5,7 @@ use crate::config::NavConfig;
 use crate::exit::{CmdResult, internal, runtime, usage};
 use clap::Subcommand;
 use nav_memory::grounding::{GroundingRequest, MergeFormat, load_grounding_file, merge_files, render_txt};
+use std::io::Write;
 use std::path::PathBuf;
 
 /// Grounding subcommands.
@@ -41,9 +42,9 @@ pub fn run(cmd: GroundingCommand) -> CmdResult {
                 merge_files(&files, format.parse::<MergeFormat>().map_err(|e| usage(format!("--format: {e}")))?)
                     .map_err(|e| usage(e.to_string()))?;
             for w in &merged.warnings {
-                eprintln!("nav: warning: {w}");
+                let _ = writeln!(std::io::stderr(), "nav: warning: {w}");
             }
-            println!("{}", merged.render_prompt_section());
+            crate::exit::print(&merged.render_prompt_section())?;
             Ok(0)
         }
         GroundingCommand::Generate { episode_json, backend, config } => generate(&episode_json, &backend, config),
@@ -66,6 +67,6 @@ fn generate(path: &std::path::Path, backend: &super::VlmArgs, config: Option<Pat
     if txt.is_file() {
         nav_memory::write_atomic(&txt, format!("{}\n", render_txt(&file)).as_bytes()).map_err(internal)?;
     }
-    println!("{}", serde_json::to_string_pretty(&file.final_grounding).map_err(internal)?);
+    crate::exit::print(&serde_json::to_string_pretty(&file.final_grounding).map_err(internal)?)?;
     Ok(0)
 }

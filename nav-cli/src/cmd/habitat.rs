@@ -178,7 +178,8 @@ pub fn run(args: HabitatArgs) -> CmdResult {
             if json {
                 eprintln!("{line}");
             } else {
-                bar.suspend(|| println!("{line}"));
+                // a closed or full stdout shows up at the final report's write
+                bar.suspend(|| _ = crate::exit::print(&line));
             }
         }
         _ => {}
@@ -191,13 +192,13 @@ pub fn run(args: HabitatArgs) -> CmdResult {
         other => internal(other),
     })?;
     if args.json {
-        println!("{}", serde_json::to_string(&report).map_err(internal)?);
+        crate::exit::print(&serde_json::to_string(&report).map_err(internal)?)?;
     } else {
-        println!();
-        print!("{}", report.table());
+        let mut text = format!("\n{}", report.table());
         if let Some(p) = &args.log {
-            println!("  step log: {}", p.display());
+            text.push_str(&format!("  step log: {}\n", p.display()));
         }
+        crate::exit::print(text.trim_end_matches('\n'))?;
     }
     match &report.aborted {
         Some(why) => Err(Exit::Internal(format!("the run was aborted: {why}"))),

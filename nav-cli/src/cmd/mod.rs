@@ -63,9 +63,8 @@ pub fn load_arena(name: Option<&str>, file: Option<&Path>, protocol: ProtocolKin
         (_, Some(path)) => Arena::load(path).map(|a| (a, path.display().to_string())).map_err(|e| usage(e.to_string())),
         (name, None) => {
             let name = name.unwrap_or(default_arena(protocol));
-            Arena::builtin(name).map(|a| (a, format!("builtin:{name}"))).map_err(|e| {
-                usage(format!("{e} (built-in arenas: {}, proc_<seed>)", Arena::builtin_names().join(", ")))
-            })
+            // the error lists the built-in arenas itself
+            Arena::builtin(name).map(|a| (a, format!("builtin:{name}"))).map_err(|e| usage(e.to_string()))
         }
     }
 }

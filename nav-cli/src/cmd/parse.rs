@@ -2,8 +2,8 @@
 
 use crate::exit::{CmdResult, internal, usage};
 use clap::Args;
+use nav_core::bounded::read_to_string_limited;
 use nav_planner::protocol::{ParseReport, ProtocolKind};
-use std::io::Read;
 use std::path::PathBuf;
 
 /// Parse one raw VLM reply; prints {"ok": bool, "decision": …, "error": …}
@@ -17,22 +17,35 @@ pub struct ParseArgs {
     protocol: ProtocolKind,
     /// The reply; "-" or nothing reads standard input.
     file: Option<PathBuf>,
+    /// The largest reply read, in bytes (more is an error naming the limit).
+    #[arg(long, value_name = "BYTES", default_value_t = DEFAULT_MAX_REPLY_BYTES)]
+    max_bytes: u64,
 }
+
+/// `--max-bytes`' default: far above any model reply.
+pub const DEFAULT_MAX_REPLY_BYTES: u64 = 4 << 20;
 
 /// Runs the command.
 pub fn run(args: ParseArgs) -> CmdResult {
+    let limit = args.max_bytes;
     let text = match args.file.as_deref() {
-        None => read_stdin()?,
-        Some(p) if p.as_os_str() == "-" => read_stdin()?,
-        Some(p) => std::fs::read_to_string(p).map_err(|e| usage(format!("{}: {e}", p.display())))?,
+        None => read_stdin(limit)?,
+        Some(p) if p.as_os_str() == "-" => read_stdin(limit)?,
+        Some(p) => std::fs::File::open(p)
+            .and_then(|f| read_to_string_limited(f, limit))
+            .map_err(|e| usage(format!("{}: {e}{}", p.display(), hint(&e, limit))))?,
     };
     let report = ParseReport::parse(args.protocol, &text);
-    println!("{}", serde_json::to_string(&report).map_err(internal)?);
+    crate::exit::print(&serde_json::to_string(&report).map_err(internal)?)?;
     Ok(0)
 }
 
-fn read_stdin() -> Result<String, crate::exit::Exit> {
-    let mut s = String::new();
-    std::io::stdin().read_to_string(&mut s).map_err(|e| usage(format!("standard input: {e}")))?;
-    Ok(s)
+fn read_stdin(limit: u64) -> Result<String, crate::exit::Exit> {
+    read_to_string_limited(std::io::stdin().lock(), limit)
+        .map_err(|e| usage(format!("standard input: {e}{}", hint(&e, limit))))
+}
+
+/// Points at `--max-bytes` when the limit was the problem.
+fn hint(e: &std::io::Error, limit: u64) -> &'static str {
+    if e.to_string() == nav_core::bounded::too_large(limit).to_string() { " (raise it with --max-bytes)" } else { "" }
 }

@@ -130,6 +130,6 @@ pub fn run(args: PromptArgs) -> CmdResult {
     if !args.with_images {
         redact_images(&mut body);
     }
-    println!("{}", serde_json::to_string_pretty(&body).map_err(internal)?);
+    crate::exit::print(&serde_json::to_string_pretty(&body).map_err(internal)?)?;
     Ok(0)
 }

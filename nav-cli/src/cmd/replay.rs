@@ -56,6 +56,6 @@ pub fn run(args: ReplayArgs) -> CmdResult {
         if truncated { " (truncated log)" } else { "" }
     );
     crate::plot::draw(&arena, &records, &title, &args.plot)?;
-    println!("{}", args.plot.display());
+    crate::exit::print(&args.plot.display().to_string())?;
     Ok(0)
 }

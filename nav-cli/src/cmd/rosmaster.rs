@@ -213,7 +213,7 @@ async fn session(args: &RosmasterArgs, setup: Setup, log: StepLog) -> CmdResult 
         .with_info("command", json!("rosmaster"));
     let mut ctx = RunContext::new(&clock, &mut log).with_observer(observer);
     let outcome = lp.run(&mut robot, &mut ctx).await.map_err(nav_error)?;
-    println!("{}", summary(&outcome, lp.planner_name(), &robot, &progress, args));
+    crate::exit::print(&summary(&outcome, lp.planner_name(), &robot, &progress, args))?;
     Ok(0)
 }
 

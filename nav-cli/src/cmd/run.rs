@@ -2,7 +2,7 @@
 
 use crate::cmd::experiment::{EpisodeEnd, FeedbackSource, task_instruction};
 use crate::config::NavConfig;
-use crate::exit::{CmdResult, Exit, episode_error, internal, runtime, usage};
+use crate::exit::{CmdResult, Exit, episode_error, internal, print, runtime, usage};
 use clap::{Args, ValueEnum};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use nav_memory::grounding::{EpisodeGrounding, GroundingStore};
@@ -199,18 +199,19 @@ pub fn run(args: RunArgs) -> CmdResult {
         crate::plot::draw(&arena, &records, &title, path)?;
     }
     if args.json {
-        println!("{}", serde_json::to_string(&summary).map_err(internal)?);
+        print(&serde_json::to_string(&summary).map_err(internal)?)?;
     } else {
-        println!("{}", summary.report());
+        let mut text = summary.report();
         if let Some(p) = &args.plot {
-            println!("  picture: {}", p.display());
+            text.push_str(&format!("\n  picture: {}", p.display()));
         }
         if let Some(p) = &args.log {
-            println!("  step log: {}", p.display());
+            text.push_str(&format!("\n  step log: {}", p.display()));
         }
         for p in &grounding_files {
-            println!("  grounding: {}", p.display());
+            text.push_str(&format!("\n  grounding: {}", p.display()));
         }
+        print(&text)?;
     }
     Ok(if summary.passed { 0 } else { 1 })
 }

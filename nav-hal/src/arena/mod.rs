@@ -47,6 +47,9 @@ pub const DEFAULT_OBJECT_SUCCESS_M: f64 = 1.0;
 pub const DEFAULT_POINT_SUCCESS_M: f64 = 0.3;
 /// Default step limit (Habitat ObjectNav uses 500).
 pub const DEFAULT_MAX_STEPS: u32 = 500;
+/// The largest arena file [`Arena::load`] reads (the built-in houses are
+/// a few KiB).
+pub const MAX_ARENA_BYTES: u64 = 16 << 20;
 
 /// A world for the simulator. See the [module docs](self) for the format.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -303,10 +306,13 @@ impl Arena {
         Ok(arena)
     }
 
-    /// Reads, parses and validates an arena file; errors name the file.
+    /// Reads, parses and validates an arena file; errors name the file. A
+    /// file over [`MAX_ARENA_BYTES`] is an error naming the limit.
     pub fn load(path: impl AsRef<Path>) -> Result<Arena, HalError> {
         let path = path.as_ref();
-        let text = std::fs::read_to_string(path).map_err(|source| HalError::Io { path: path.to_path_buf(), source })?;
+        let text = std::fs::File::open(path)
+            .and_then(|f| nav_core::bounded::read_to_string_limited(f, MAX_ARENA_BYTES))
+            .map_err(|source| HalError::Io { path: path.to_path_buf(), source })?;
         Self::from_json_named(&text, &path.display().to_string())
     }
 

@@ -14,7 +14,7 @@
 
 mod types;
 
-/// The HAL's scans are nav-core's [`StampedScan`](nav_core::lidar::StampedScan) (one definition,
+/// The HAL's scans are nav-core's [`StampedScan`] (one definition,
 /// shared with the safety layer); re-exported here because every `Sensors::scan` caller needs it.
 pub use nav_core::lidar::StampedScan;
 pub use types::{

@@ -281,16 +281,14 @@ pub fn merge_files(paths: &[PathBuf], format: MergeFormat) -> Result<MergedGroun
         warnings.push(GroundingWarning { path: path.to_path_buf(), message });
     };
     for path in paths {
-        let text = match std::fs::read(path) {
-            Ok(bytes) => match String::from_utf8(bytes) {
-                Ok(text) => text,
-                Err(e) => {
-                    warn(path, format!("not UTF-8 text (invalid byte at offset {})", e.utf8_error().valid_up_to()));
-                    continue;
-                }
-            },
-            Err(source) if source.kind() == std::io::ErrorKind::NotFound => {
+        let text = match crate::snapshot::read_text(path, crate::snapshot::MAX_GROUNDING_BYTES) {
+            Ok(text) => text,
+            Err(MemoryError::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {
                 return Err(MemoryError::Io { op: "reading", path: path.clone(), source });
+            }
+            Err(MemoryError::Io { source, .. }) if source.kind() == std::io::ErrorKind::InvalidData => {
+                warn(path, format!("not UTF-8 text ({source})"));
+                continue;
             }
             Err(e) => {
                 warn(path, format!("unreadable: {e}"));

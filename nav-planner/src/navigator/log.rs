@@ -9,7 +9,7 @@ use nav_memory::DcRecord;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::fs::File;
-use std::io::{BufRead, BufReader, Write};
+use std::io::{BufReader, Seek, Write};
 use std::path::{Path, PathBuf};
 
 /// A pose as logged: metres and degrees.
@@ -101,6 +101,10 @@ pub struct StepRecord {
     #[serde(default, skip_serializing_if = "serde_json::Map::is_empty")]
     pub info: serde_json::Map<String, Value>,
 }
+
+/// The longest step log line [`read_log`] takes (step 0 carries the arena;
+/// a step may carry raw model replies).
+pub const MAX_LOG_LINE_BYTES: u64 = 64 << 20;
 
 /// Where step records go.
 #[derive(Debug)]
@@ -201,9 +205,7 @@ impl StepLog {
                 let mut line = serde_json::to_vec(record)
                     .map_err(|e| LogError::Io { path: path.clone(), source: std::io::Error::other(e) })?;
                 line.push(b'\n');
-                file.write_all(&line)
-                    .and_then(|()| file.flush())
-                    .map_err(|source| LogError::Io { path: path.clone(), source })
+                write_whole_line(file, &line).map_err(|source| LogError::Io { path: path.clone(), source })
             }
             Sink::Memory(v) => {
                 v.push(record.clone());
@@ -227,32 +229,67 @@ impl StepLog {
     }
 }
 
+/// A seekable file the step log can cut back after a failed write.
+trait LineSink: Write + Seek {
+    /// Sets the length to `len` bytes.
+    fn truncate_to(&mut self, len: u64) -> std::io::Result<()>;
+}
+
+impl LineSink for File {
+    fn truncate_to(&mut self, len: u64) -> std::io::Result<()> {
+        self.set_len(len)
+    }
+}
+
+/// Appends `line` (newline included) with one `write_all`; when that fails
+/// (`ENOSPC` half-way through), the file is cut back to its length before
+/// the write, so the log never ends in a partial line.
+fn write_whole_line(file: &mut impl LineSink, line: &[u8]) -> std::io::Result<()> {
+    let before = file.stream_position()?;
+    match file.write_all(line).and_then(|()| file.flush()) {
+        Ok(()) => Ok(()),
+        Err(e) => {
+            // best effort: the write error is the one worth reporting
+            let _ = file.truncate_to(before).and_then(|()| file.seek(std::io::SeekFrom::Start(before)).map(|_| ()));
+            Err(e)
+        }
+    }
+}
+
 /// Reads a step log back (for `nav replay`). Blank lines are skipped; a
 /// truncated last line (an interrupted run) is ignored with `truncated`
 /// set; any other bad line is an error naming the line.
+///
+/// The file is read line by line; a line over [`MAX_LOG_LINE_BYTES`] is an
+/// error naming the line and the limit.
 pub fn read_log(path: impl AsRef<Path>) -> Result<(Vec<StepRecord>, bool), LogError> {
     let path = path.as_ref().to_path_buf();
     let file = File::open(&path).map_err(|source| LogError::Io { path: path.clone(), source })?;
-    let lines: Vec<String> = BufReader::new(file)
-        .lines()
-        .collect::<Result<_, _>>()
-        .map_err(|source| LogError::Io { path: path.clone(), source })?;
-    let mut out = Vec::with_capacity(lines.len());
-    let mut truncated = false;
-    let last = lines.iter().rposition(|l| !l.trim().is_empty());
-    for (i, line) in lines.iter().enumerate() {
+    let mut reader = BufReader::new(file);
+    let mut out = Vec::new();
+    let mut buf = Vec::new();
+    // a line that does not parse is only forgiven when it is the last one
+    let mut pending: Option<(usize, String)> = None;
+    for i in 0.. {
+        let n = nav_core::bounded::read_line_limited(&mut reader, MAX_LOG_LINE_BYTES, &mut buf)
+            .map_err(|e| LogError::Parse { path: path.clone(), line: i + 1, message: e.to_string() })?;
+        if n == 0 {
+            break;
+        }
+        let line = String::from_utf8_lossy(&buf);
         if line.trim().is_empty() {
             continue;
         }
-        match serde_json::from_str::<StepRecord>(line) {
+        if let Some((line_no, message)) = pending.take() {
+            return Err(LogError::Parse { path, line: line_no, message });
+        }
+        match serde_json::from_str::<StepRecord>(&line) {
             Ok(r) => out.push(r),
-            Err(_) if Some(i) == last && !line.trim_end().ends_with('}') => truncated = true,
-            Err(e) => {
-                return Err(LogError::Parse { path, line: i + 1, message: e.to_string() });
-            }
+            Err(_) if !line.trim_end().ends_with('}') => pending = Some((i + 1, "not a complete step record".into())),
+            Err(e) => return Err(LogError::Parse { path, line: i + 1, message: e.to_string() }),
         }
     }
-    Ok((out, truncated))
+    Ok((out, pending.is_some()))
 }
 
 #[cfg(test)]
@@ -287,6 +324,68 @@ mod tests {
         let good = serde_json::to_string(&StepRecord::default()).unwrap();
         std::fs::write(&path, format!("{good}\nnot json\n{{}}\n")).unwrap();
         assert!(matches!(read_log(&path), Err(LogError::Parse { line: 2, .. })));
+    }
+
+    /// A disk that fills up after `room` bytes: writes are cut short, then fail.
+    struct FillingDisk {
+        data: Vec<u8>,
+        pos: usize,
+        room: usize,
+    }
+
+    impl Write for FillingDisk {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            let n = buf.len().min(self.room.saturating_sub(self.pos));
+            if n == 0 {
+                return Err(std::io::Error::from_raw_os_error(28));
+            }
+            self.data.truncate(self.pos);
+            self.data.extend_from_slice(&buf[..n]);
+            self.pos += n;
+            Ok(n)
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    impl Seek for FillingDisk {
+        fn seek(&mut self, to: std::io::SeekFrom) -> std::io::Result<u64> {
+            if let std::io::SeekFrom::Start(p) = to {
+                self.pos = p as usize;
+            }
+            Ok(self.pos as u64)
+        }
+    }
+
+    impl LineSink for FillingDisk {
+        fn truncate_to(&mut self, len: u64) -> std::io::Result<()> {
+            self.data.truncate(len as usize);
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn a_full_disk_never_leaves_a_partial_line() {
+        let mut disk = FillingDisk { data: Vec::new(), pos: 0, room: 30 };
+        write_whole_line(&mut disk, b"{\"step\":0}\n").unwrap();
+        let err = write_whole_line(&mut disk, b"{\"step\":1,\"action\":\"forward\"}\n").unwrap_err();
+        assert_eq!(err.raw_os_error(), Some(28));
+        assert_eq!(disk.data, b"{\"step\":0}\n", "cut back to the last whole line");
+        assert_eq!(disk.pos, disk.data.len(), "the next write appends after it");
+        // the real thing: /dev/full rejects the line, no panic
+        let mut log = StepLog {
+            sink: Sink::File { file: File::options().write(true).open("/dev/full").unwrap(), path: "/dev/full".into() },
+            lines: 0,
+            tap: None,
+        };
+        assert!(matches!(log.write(&StepRecord::default()), Err(LogError::Io { .. })));
+    }
+
+    #[test]
+    fn an_endless_log_line_is_an_error_naming_the_limit() {
+        let err = read_log("/dev/zero").unwrap_err();
+        assert!(err.to_string().contains("64 MiB limit") && err.to_string().contains("line 1"), "{err}");
     }
 
     #[test]

@@ -3,11 +3,11 @@
 //! simulator ([`episode`]), evaluation suites ([`eval`]) and episodes
 //! through the simulator bridge (`bridge_run`, feature `sim-bridge`).
 //!
-//! - [`objectnav_loop::run_objectnav`] — seed 000's panorama → planner → low-level
+//! - [`objectnav_loop::ObjectNavLoop`] — seed 000's panorama → planner → low-level
 //!   policy loop with Place–Anchor memory;
 //! - [`explore_loop::ExploreLoop`] — seeds 001/003's VLM decision task and 20 Hz
 //!   control task with the safety layer, watchdog tiers and pause/resume;
-//! - [`candidates_loop::run_candidates`] — seed 002's 13-step cycle.
+//! - [`candidates_loop::CandidatesLoop`] — seed 002's 13-step cycle.
 //!
 //! All three are generic over the robot (`R: Robot`, so the simulator, a
 //! rosbridge robot or a bridge process), take their planner as a trait
@@ -32,7 +32,7 @@ pub mod policy;
 mod pursuit;
 pub mod tracking;
 
-pub use log::{LogError, PlannerRecord, PoseRecord, StepLog, StepRecord, read_log};
+pub use log::{LogError, MAX_LOG_LINE_BYTES, PlannerRecord, PoseRecord, StepLog, StepRecord, read_log};
 
 use crate::protocol::CallRecord;
 use crate::vlm::Usage;

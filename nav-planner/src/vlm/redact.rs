@@ -52,13 +52,67 @@ const KEY_PREFIXES: &[&str] = &["sk-", "AIza", "ya29.", "xai-", "gsk_", "pk-", "
 /// Parameter names whose value is a credential (`key=abc`, `token=abc`).
 const CREDENTIAL_PARAMS: &[&str] = &["key", "token", "api_key", "apikey", "access_token", "x-goog-api-key"];
 
+/// Parts of a setting's name that mark its value as a credential
+/// (`api_key`, a typo such as `api_kee`, `token`, `client_secret`, …).
+const CREDENTIAL_NAME_PARTS: &[&str] = &["key", "kee", "token", "secret", "passw", "cred", "auth"];
+
+/// The shortest token the shape rule takes for a key without a known prefix.
+const LONG_TOKEN_CHARS: usize = 32;
+
+/// True for a long base64-ish token (at least 32 characters with upper- and
+/// lower-case letters and digits): the shape of most API keys and tokens.
+fn is_long_token(token: &str) -> bool {
+    token.len() >= LONG_TOKEN_CHARS
+        && token.chars().any(|c| c.is_ascii_uppercase())
+        && token.chars().any(|c| c.is_ascii_lowercase())
+        && token.chars().any(|c| c.is_ascii_digit())
+        && !token.contains('.')
+}
+
+/// The values of every `name = value` / `name: value` line of a
+/// configuration text whose name marks a credential (see
+/// [`redact`]'s key-name rule): pass them to [`redact`] as secrets so a
+/// parse error about that file cannot quote them, whatever their shape.
+/// Quotes, brackets and commas around a value are dropped.
+///
+/// ```
+/// use nav_planner::vlm::{credential_values, redact};
+/// let text = "[vlm]\napi_kee = \"plainsecretvalue\"\nmodel = \"gpt\"";
+/// let secrets = credential_values(text);
+/// assert_eq!(secrets, ["plainsecretvalue"]);
+/// let refs: Vec<&str> = secrets.iter().map(String::as_str).collect();
+/// assert_eq!(redact("bad value plainsecretvalue", &refs), "bad value [REDACTED]");
+/// ```
+pub fn credential_values(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for line in text.lines() {
+        let Some(i) = line.find(['=', ':']) else { continue };
+        let name = line[..i].trim().trim_matches(['"', '\'']).to_ascii_lowercase();
+        if !CREDENTIAL_NAME_PARTS.iter().any(|p| name.contains(p)) {
+            continue;
+        }
+        let value = line[i + 1..].trim().trim_matches(|c: char| matches!(c, '"' | '\'' | '[' | ']' | ',' | ' '));
+        for part in value.split(['"', '\'', ',', ' ']).filter(|p| !p.is_empty()) {
+            out.push(part.to_string());
+        }
+        if !value.is_empty() {
+            out.push(value.to_string());
+        }
+    }
+    out.sort_by_key(|s| std::cmp::Reverse(s.len()));
+    out.dedup();
+    out
+}
+
 fn is_token_char(c: char) -> bool {
     c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | '~' | '+' | '/' | '=')
 }
 
 /// Returns `text` with every occurrence of the given secrets, and anything
 /// shaped like a credential (known key prefixes, the token after `Bearer`,
-/// the value of `key=` / `token=`), replaced by `[REDACTED]`.
+/// the value of `key=` / `token=`, long base64-ish tokens of 32 characters
+/// or more mixing upper- and lower-case letters and digits), replaced by
+/// `[REDACTED]`.
 ///
 /// ```
 /// use nav_planner::vlm::redact;
@@ -94,7 +148,7 @@ pub fn redact(text: &str, secrets: &[&str]) -> String {
         let assigned = !param.is_empty()
             && !value.is_empty()
             && CREDENTIAL_PARAMS.iter().any(|k| param[..param.len() - 1].eq_ignore_ascii_case(k));
-        if introduced || prefixed || assigned {
+        if introduced || prefixed || assigned || is_long_token(value) {
             result.push_str(param);
             result.push_str(REDACTED);
         } else {
@@ -148,6 +202,11 @@ mod tests {
         assert_eq!(redact("", &["abcdef"]), "");
         assert_eq!(redact("... a..b. . end.", &[]), "... a..b. . end.");
         assert_eq!(redact("token ya29.abc.def.", &[]), "token [REDACTED].");
+        assert_eq!(redact("got Zq8uRt5LmN3bV7cX1zA9sD4fG6hJ2kL0 here", &[]), "got [REDACTED] here");
+        assert_eq!(
+            redact("a short Abc123 and a lowercase_only_identifier_of_length_40", &[]),
+            "a short Abc123 and a lowercase_only_identifier_of_length_40"
+        );
     }
 
     #[test]
@@ -162,6 +221,16 @@ mod tests {
     fn truncation_respects_char_boundaries() {
         assert_eq!(truncate_chars("한국어 텍스트", 3), "한국어…");
         assert_eq!(truncate_chars("abc", 3), "abc");
+    }
+
+    #[test]
+    fn credential_values_by_key_name() {
+        let text = "[sim]\napi_key = [\"abcdef123\", \"ghijkl456\"]\ntick_s = 0.5\nclient_secret: 'zzzzzz99'";
+        let v = credential_values(text);
+        for s in ["abcdef123", "ghijkl456", "zzzzzz99"] {
+            assert!(v.iter().any(|x| x == s), "{v:?}");
+        }
+        assert!(!v.iter().any(|x| x.contains("0.5")), "{v:?}");
     }
 
     proptest! {

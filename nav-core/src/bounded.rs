@@ -1,0 +1,88 @@
+//! Bounded reads: every reader of outside input (arena, config and
+//! grounding files, step logs, model replies) stops at a size limit instead
+//! of growing until the allocator gives up (`/dev/zero` as a file). The
+//! functions take a reader, so nav-core itself still opens nothing; the
+//! caller names the file in its error.
+
+use std::io::{self, BufRead, Read};
+
+/// The error for input over `limit` bytes: `InvalidData`, naming the limit.
+pub fn too_large(limit: u64) -> io::Error {
+    io::Error::new(io::ErrorKind::InvalidData, format!("larger than the {} limit", human_bytes(limit)))
+}
+
+/// `limit` as people read it: `16 MiB`, `512 KiB`, or bytes.
+pub fn human_bytes(limit: u64) -> String {
+    const MIB: u64 = 1 << 20;
+    const KIB: u64 = 1 << 10;
+    if limit >= MIB && limit % MIB == 0 {
+        format!("{} MiB", limit / MIB)
+    } else if limit >= KIB && limit % KIB == 0 {
+        format!("{} KiB", limit / KIB)
+    } else {
+        format!("{limit}-byte")
+    }
+}
+
+/// Reads all of `reader` as UTF-8, at most `limit` bytes: one byte more is
+/// [`too_large`]. Only `limit + 1` bytes are ever buffered.
+///
+/// ```
+/// use nav_core::bounded::read_to_string_limited;
+/// assert_eq!(read_to_string_limited("abc".as_bytes(), 3).unwrap(), "abc");
+/// let err = read_to_string_limited("abcd".as_bytes(), 3).unwrap_err();
+/// assert!(err.to_string().contains("3-byte limit"));
+/// ```
+pub fn read_to_string_limited(reader: impl Read, limit: u64) -> io::Result<String> {
+    let mut buf = Vec::new();
+    reader.take(limit.saturating_add(1)).read_to_end(&mut buf)?;
+    if buf.len() as u64 > limit {
+        return Err(too_large(limit));
+    }
+    String::from_utf8(buf).map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))
+}
+
+/// Reads one line (through `\n`, kept) into `buf`, cleared first; a line
+/// longer than `limit` bytes (without its newline) is [`too_large`].
+/// Returns the bytes read, 0 at the end of the input.
+///
+/// ```
+/// use nav_core::bounded::read_line_limited;
+/// let mut input = "ab\ncdef\n".as_bytes();
+/// let mut buf = Vec::new();
+/// assert_eq!(read_line_limited(&mut input, 3, &mut buf).unwrap(), 3);
+/// assert_eq!(buf, b"ab\n");
+/// assert!(read_line_limited(&mut input, 3, &mut buf).is_err());
+/// ```
+pub fn read_line_limited(reader: &mut impl BufRead, limit: u64, buf: &mut Vec<u8>) -> io::Result<usize> {
+    buf.clear();
+    let n = reader.by_ref().take(limit.saturating_add(1)).read_until(b'\n', buf)?;
+    let content = if buf.ends_with(b"\n") { n - 1 } else { n };
+    if content as u64 > limit {
+        return Err(too_large(limit));
+    }
+    Ok(n)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_endless_input_stops_at_the_limit() {
+        let err = read_to_string_limited(io::repeat(0), 1 << 20).unwrap_err();
+        assert_eq!(err.kind(), io::ErrorKind::InvalidData);
+        assert!(err.to_string().contains("1 MiB limit"), "{err}");
+        let mut endless = io::BufReader::new(io::repeat(b'x'));
+        let mut buf = Vec::new();
+        assert!(read_line_limited(&mut endless, 4096, &mut buf).is_err());
+        assert!(buf.len() <= 4097);
+        // exactly the limit is fine, with or without the newline
+        let mut input = "abc\nabc".as_bytes();
+        assert_eq!(read_line_limited(&mut input, 3, &mut buf).unwrap(), 4);
+        assert_eq!(read_line_limited(&mut input, 3, &mut buf).unwrap(), 3);
+        assert_eq!(read_line_limited(&mut input, 3, &mut buf).unwrap(), 0);
+        assert!(read_to_string_limited([0xff_u8].as_slice(), 4).is_err(), "not UTF-8");
+        assert_eq!(human_bytes(512 << 10), "512 KiB");
+    }
+}
