@@ -286,9 +286,16 @@ pub fn merge_files(paths: &[PathBuf], format: MergeFormat) -> Result<MergedGroun
             Err(MemoryError::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {
                 return Err(MemoryError::Io { op: "reading", path: path.clone(), source });
             }
-            Err(MemoryError::Io { source, .. }) if source.kind() == std::io::ErrorKind::InvalidData => {
+            // not UTF-8: skipped like other corrupt files (a file over the size limit is an error)
+            Err(MemoryError::Io { source, .. })
+                if source.get_ref().is_some_and(|e| e.is::<std::string::FromUtf8Error>()) =>
+            {
                 warn(path, format!("not UTF-8 text ({source})"));
                 continue;
+            }
+            // over the size limit (nav_core::bounded reports it as invalid data): an error naming the limit
+            Err(MemoryError::Io { source, .. }) if source.kind() == std::io::ErrorKind::InvalidData => {
+                return Err(MemoryError::Io { op: "reading", path: path.clone(), source });
             }
             Err(e) => {
                 warn(path, format!("unreadable: {e}"));
