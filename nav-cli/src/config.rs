@@ -24,12 +24,12 @@
 //!
 //! | table | keys and ranges |
 //! | --- | --- |
-//! | `[sim]` | `substep_s` [0.0001, 1]; `geodesic_cell_m`, `coverage_cell_m` [0.01, 10]; `robot_radius_m` (0, 5]; `action_time_s` [0, 3600]; `max_linear_mps` (0, 100]; `max_angular_rps` (0, 20]; `lidar.beams` 4..=100000; `camera.width/height` 2..=8192; `noise.*_frac` [0, 1] |
+//! | `[sim]` | `substep_s` [0.0001, 1]; `geodesic_cell_m`, `coverage_cell_m` [0.01, 10]; `robot_radius_m` (0, 5]; `action_time_s` [0, 3600]; `max_linear_mps` (0, 100]; `max_angular_rps` (0, 20]; `lidar.beams` 4..=10000; `camera.width/height` 2..=4096; coverage and geodesic grids over the arena ≤ 2^24 cells; `noise.*_frac` [0, 1] |
 //! | `[sim.step]`, `[objectnav.memory_config.step]` | `forward_m` (0, 10], `turn_deg` (0, 180] |
-//! | `[objectnav]` | `max_steps` 1..=1000000; `panorama_views` 1..=360; `max_replans_without_motion` 0..=1000 |
+//! | `[objectnav]` | `max_steps` 1..=1000000; `panorama_views` 1..=360 and views × `[sim.camera]` width × height ≤ 2^26 pixels; `max_replans_without_motion` 0..=1000 |
 //! | `[objectnav.memory_config]` | `anchor_forward_steps`, `dwell_k`, `dc_capacity`, `stuck_window`, `place_update_period`, `revisit_min_hints` ≥ 1; `localization_radius_m` (0, 1000] |
-//! | `[explore]` | `tick_s` [0.001, 10]; `max_time_s` (0, 1000000]; `max_decisions` 1..=1000000; `path_speed_mps` (0, 5]; `goal_tolerance_m` (0, 10]; `pacing.time_scale` (0, 1000000] |
-//! | `[explore.map]` | `size_m` (0, 1000] and ≤ 10000 cells per side; `resolution_m` [0.01, 1]; `inflation_m` [0, 10]; `unknown_cost` [1, 1000000] |
+//! | `[explore]` | `tick_s` [0.01, 10]; `max_time_s` (0, 1000000]; `max_decisions` 1..=1000000; `path_speed_mps` (0, 5]; `goal_tolerance_m` (0, 10]; `pacing.time_scale` (0, 1000000] |
+//! | `[explore.map]` | `size_m` (0, 1000] and ≤ 4096 cells per side; `resolution_m` [0.01, 1]; `inflation_m` [0, 10]; `unknown_cost` [1, 1000000] |
 //! | `[explore.safety.*]` | speeds (0, 5] m/s and creep < slow < medium < fast ≤ `max_linear_mps`; clearances stop < reject < full speed; TTC stop < slow < medium < full ≤ 60 s; watchdog continue < stop_wait < local_nav; `geofence.sample_step_s` [0.001, 10]; similarities [0, 1]; `triggers.min_adjacent_open` 1..=12 |
 //! | `[candidates]` | `max_cycles` 1..=1000000; `resolution_m` [0.01, 10]; `inference_timeout_s` (0, 3600]; `inflation_m` [0, 10]; `explore_until_known` [0, 1]; `candidates.w_*` [0, 1]; `candidates.max_candidates` 1..=100; `stuck.cycles` ≥ 1; `planner.waypoint_spacing` 1..=1000 |
 //!
@@ -59,6 +59,10 @@ use serde::Deserialize;
 use std::path::{Path, PathBuf};
 
 #[cfg(any(feature = "rosmaster", feature = "habitat"))]
+/// Most pixels one objectnav panorama may render (2^26: e.g. 12 views of
+/// 2048 × 2048, or 64 of 1024 × 1024), so a step's images stay bounded.
+pub const MAX_PANORAMA_PIXELS: usize = 1 << 26;
+
 fn hal_config_error(section: &str, e: nav_hal::HalError) -> ConfigError {
     match e {
         nav_hal::HalError::InvalidConfig { field, message } => ConfigError::new(field, message).under(section),
@@ -179,6 +183,7 @@ impl NavConfig {
         self.objectnav.validate().map_err(|e| e.under("objectnav"))?;
         self.explore.validate().map_err(|e| e.under("explore"))?;
         self.candidates.validate().map_err(|e| e.under("candidates"))?;
+        self.check_panorama()?;
         if let Some(vlm) = &self.vlm {
             vlm.validate().map_err(|e| {
                 let text = match e {
@@ -199,6 +204,23 @@ impl NavConfig {
             self.habitat.validate().map_err(|e| ConfigError::new("habitat", e.to_string()))?;
         }
         self.check_overridden()
+    }
+
+    /// The objectnav panorama (views × camera pixels) rendered every step
+    /// stays within [`MAX_PANORAMA_PIXELS`].
+    fn check_panorama(&self) -> Result<(), ConfigError> {
+        let c = &self.sim.camera;
+        let pixels = self.objectnav.panorama_views.saturating_mul(c.width).saturating_mul(c.height);
+        if pixels > MAX_PANORAMA_PIXELS {
+            return Err(ConfigError::new(
+                "objectnav.panorama_views",
+                format!(
+                    "{} views of {}×{} pixels ([sim.camera]) are {pixels} pixels per step, more than {MAX_PANORAMA_PIXELS}",
+                    self.objectnav.panorama_views, c.width, c.height
+                ),
+            ));
+        }
+        Ok(())
     }
 
     /// Keys `nav run`/`nav eval` would replace with something else are

@@ -74,8 +74,9 @@ pub fn runtime() -> Result<tokio::runtime::Runtime, Exit> {
 }
 
 /// How an episode's failure exits: a bad spec, arena or configuration
-/// value (the loops' own config checks included) is bad input, exit 2;
-/// anything else is internal, exit 3.
+/// value (the loops' own config checks included) is bad input, exit 2; a
+/// step log that cannot be written is an output failure, exit 3 naming
+/// the log; anything else is internal, exit 3.
 pub fn episode_error(e: nav_planner::navigator::episode::EpisodeError) -> Exit {
     use nav_planner::navigator::NavError;
     use nav_planner::navigator::episode::EpisodeError;
@@ -85,6 +86,8 @@ pub fn episode_error(e: nav_planner::navigator::episode::EpisodeError) -> Exit {
         EpisodeError::Hal(h) => usage(h.to_string()),
         EpisodeError::Nav(NavError::Config(m)) => usage(m),
         EpisodeError::Nav(NavError::InvalidConfig(c)) => usage(format!("config {}", section_and_key(&c))),
+        // the step log could not be written (a full disk): output, not a bug
+        EpisodeError::Nav(NavError::Log(e)) => Exit::Output(e.to_string()),
         EpisodeError::Nav(NavError::Memory(nav_memory::MemoryError::Config(c))) => {
             usage(format!("memory config {}", section_and_key(&c)))
         }

@@ -51,6 +51,15 @@ fn a_full_stdout_is_exit_3_with_a_message_never_a_panic() {
 }
 
 #[test]
+fn a_step_log_on_a_full_device_is_exit_3_naming_the_log() {
+    let o = nav(&["run", "--max-steps", "3", "--log", "/dev/full"]);
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(3), "{err}");
+    assert!(err.contains("step log /dev/full") && err.contains("No space left"), "{err}");
+    assert!(!err.contains("internal error") && !err.contains("panicked"), "{err}");
+}
+
+#[test]
 fn a_closed_stdout_pipe_ends_quietly_with_0() {
     let dir = tempfile::tempdir().unwrap();
     for args in printing_commands(dir.path()) {

@@ -193,6 +193,27 @@ pub struct CorrectionReport {
     pub skipped_out_of_bounds: u32,
 }
 
+/// The most cells any grid in navkit holds (2^24: 192 MiB of
+/// [`Cell`]s). Configuration checks derive their limits from it, so no
+/// combination of in-range values allocates without bound.
+pub const MAX_GRID_CELLS: usize = 1 << 24;
+
+/// Cells of a grid of square `cell_m` cells covering `width_m × height_m`
+/// (at least one per side; saturating, so absurd sizes compare as huge).
+pub fn cells_covering(width_m: f64, height_m: f64, cell_m: f64) -> usize {
+    let side = |len: f64| {
+        let n = (len / cell_m).ceil();
+        if n.is_finite() && n >= 1.0 {
+            n.min(usize::MAX as f64) as usize
+        } else if n.is_nan() {
+            usize::MAX
+        } else {
+            1
+        }
+    };
+    side(width_m).saturating_mul(side(height_m))
+}
+
 /// A rectangular occupancy grid. Cell `(0, 0)` is the south-west corner;
 /// `origin` is the world position of that cell's lower-left corner.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -211,8 +232,11 @@ impl OccupancyGrid {
         if width == 0 || height == 0 {
             return Err(CoreError::InvalidGrid(format!("size {width}x{height} must be non-zero")));
         }
-        if width.saturating_mul(height) > 64_000_000 {
-            return Err(CoreError::InvalidGrid(format!("size {width}x{height} is too large")));
+        let cells = width.saturating_mul(height);
+        if cells > MAX_GRID_CELLS {
+            return Err(CoreError::InvalidGrid(format!(
+                "size {width}x{height} is {cells} cells, more than {MAX_GRID_CELLS} (use coarser cells)"
+            )));
         }
         if !(resolution.is_finite() && resolution > 0.0) {
             return Err(CoreError::InvalidGrid(format!("resolution {resolution} must be positive")));

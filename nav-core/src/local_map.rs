@@ -15,7 +15,7 @@ use serde::{Deserialize, Serialize};
 #[serde(default, deny_unknown_fields)]
 pub struct LocalMapConfig {
     /// Side of the square map, metres, centred on the start (48); (0, 1000],
-    /// and at most 10000 cells per side at `resolution_m`.
+    /// and at most 4096 cells per side at `resolution_m`.
     pub size_m: f64,
     /// Cell size, metres (0.1, the seed's grid); [0.01, 1].
     pub resolution_m: f64,
@@ -45,8 +45,8 @@ impl Default for LocalMapConfig {
 }
 
 impl LocalMapConfig {
-    /// Largest map side in cells (a 10000² grid is 100 M cells).
-    pub const MAX_CELLS_PER_SIDE: f64 = 10_000.0;
+    /// Largest map side in cells (4096² is [`MAX_GRID_CELLS`](crate::grid::MAX_GRID_CELLS)).
+    pub const MAX_CELLS_PER_SIDE: f64 = 4096.0;
 
     /// Checks the ranges in the field docs; errors name the key.
     pub fn validate(&self) -> Result<(), crate::config::ConfigError> {

@@ -5,6 +5,7 @@ use super::scene::Scene;
 use super::{Arena, Feature, Goal, invalid};
 use crate::HalError;
 use nav_core::geometry::{Point2, polygon_area};
+use nav_core::grid::{MAX_GRID_CELLS, cells_covering};
 
 /// Grid cell used for the reachability check, metres.
 pub(crate) const REACH_CELL_M: f64 = 0.05;
@@ -40,8 +41,16 @@ fn check(arena: &Arena, radius: f64) -> Result<(), HalError> {
     if y0 >= y1 {
         return Err(invalid("bounds", format!("ymin must be < ymax (got {y0} and {y1})")));
     }
-    if (x1 - x0) * (y1 - y0) > 1.0e6 {
-        return Err(invalid("bounds", "area above 1 km² is not supported"));
+    let cells = cells_covering(x1 - x0, y1 - y0, REACH_CELL_M);
+    if cells > MAX_GRID_CELLS {
+        return Err(invalid(
+            "bounds",
+            format!(
+                "{:.0} m × {:.0} m is too large: the reachability check's {REACH_CELL_M} m grid would need {cells} cells, more than {MAX_GRID_CELLS} (about 200 m × 200 m)",
+                x1 - x0,
+                y1 - y0
+            ),
+        ));
     }
     for (i, w) in arena.walls.iter().enumerate() {
         let f = format!("walls[{i}]");

@@ -17,6 +17,7 @@ pub(crate) mod coverage;
 mod hal_impl;
 mod lidar;
 mod motion;
+pub use motion::MAX_SUBSTEPS;
 mod sensors;
 
 pub use camera::CameraConfig;
@@ -35,6 +36,7 @@ use nav_core::action::StepConfig;
 use nav_core::config::{ConfigError, below, count_in, finite, in_range, in_range_above};
 use nav_core::drive::DriveKind;
 use nav_core::geometry::{Point2, Pose2};
+use nav_core::grid::{MAX_GRID_CELLS, cells_covering};
 use nav_core::raster::Rgb;
 use nav_core::time::ManualClock;
 use rand::SeedableRng;
@@ -110,7 +112,8 @@ pub struct SimConfig {
     /// Range: (0, 20].
     pub max_angular_rps: f64,
     /// Integration step of velocity commands, seconds.
-    /// Range: [0.0001, 1] (smaller steps would not end in reasonable time).
+    /// Range: [0.0001, 1] (smaller steps would not end in reasonable time);
+    /// one motion takes at most [`MAX_SUBSTEPS`] steps.
     pub substep_s: f64,
     /// Cruise speed of `move_to` (seed 002 `moveSpeedMs`), m/s.
     /// Range: (0, 10].
@@ -122,10 +125,10 @@ pub struct SimConfig {
     /// Range: (0, 10].
     pub waypoint_threshold_m: f64,
     /// The LiDAR.
-    /// Range: range_min [0, range_max), range_max (0, 1000], beams 4..=100000.
+    /// Range: range_min [0, range_max), range_max (0, 1000], beams 4..=10000 (more than any 2D LiDAR).
     pub lidar: SimLidarConfig,
     /// The camera.
-    /// Range: width and height 2..=8192, hfov_deg (0, 179), height_m (0, 10], wall_height_m above height_m and at most 100, max_depth_m (0, 1000].
+    /// Range: width and height 2..=4096, hfov_deg (0, 179), height_m (0, 10], wall_height_m above height_m and at most 100, max_depth_m (0, 1000].
     pub camera: CameraConfig,
     /// Noise (off by default).
     /// Range: see `NoiseConfig`.
@@ -204,15 +207,33 @@ impl SimConfig {
         in_range("geodesic_cell_m", self.geodesic_cell_m, 0.01, 10.0)
     }
 
+    /// Checks that the coverage and geodesic grids over an arena of
+    /// `bounds` stay within [`MAX_GRID_CELLS`] (errors name the cell key).
+    pub fn check_grids(&self, bounds: [f64; 4]) -> Result<(), ConfigError> {
+        let (w, h) = (bounds[2] - bounds[0], bounds[3] - bounds[1]);
+        for (key, cell) in [("coverage_cell_m", self.coverage_cell_m), ("geodesic_cell_m", self.geodesic_cell_m)] {
+            let cells = cells_covering(w, h, cell);
+            if cells > MAX_GRID_CELLS {
+                return Err(ConfigError::new(
+                    key,
+                    format!(
+                        "{cell} m cells over this {w:.1} m × {h:.1} m arena make {cells} cells, more than {MAX_GRID_CELLS}; use larger cells"
+                    ),
+                ));
+            }
+        }
+        Ok(())
+    }
+
     fn check_sensors(&self) -> Result<(), ConfigError> {
         let l = &self.lidar;
         in_range_above("lidar.range_max", f64::from(l.range_max), 0.0, 1000.0)?;
         in_range("lidar.range_min", f64::from(l.range_min), 0.0, 1000.0)?;
         below("lidar.range_min", f64::from(l.range_min), "lidar.range_max", f64::from(l.range_max))?;
-        count_in("lidar.beams", l.beams, 4, 100_000)?;
+        count_in("lidar.beams", l.beams, 4, 10_000)?;
         let c = &self.camera;
-        count_in("camera.width", c.width, 2, 8192)?;
-        count_in("camera.height", c.height, 2, 8192)?;
+        count_in("camera.width", c.width, 2, 4096)?;
+        count_in("camera.height", c.height, 2, 4096)?;
         finite("camera.hfov_deg", c.hfov_deg)?;
         if !(c.hfov_deg > 0.0 && c.hfov_deg < 179.0) {
             return Err(ConfigError::new("camera.hfov_deg", format!("must be in (0, 179) (got {})", c.hfov_deg)));
@@ -273,6 +294,7 @@ impl SimWorld {
     pub fn new(arena: Arena, config: SimConfig) -> Result<Self, HalError> {
         config.validate()?;
         arena.validate_for_radius(config.robot_radius_m)?;
+        config.check_grids(arena.bounds)?;
         let scene = Scene::from_arena(&arena);
         let rooms = arena.rooms.iter().map(|r| (r.points(), room_colour(&r.name), r.name.clone())).collect();
         let mut styles = Vec::with_capacity(scene.circles.len());

@@ -21,6 +21,10 @@ use rand::Rng;
 const TRAJECTORY_SPACING_M: f64 = 0.05;
 
 /// A standard normal sample (Box–Muller) from the seeded generator.
+/// At most this many integration steps per motion: a long motion at a
+/// fine `substep_s` uses longer steps rather than running without end.
+pub const MAX_SUBSTEPS: usize = 200_000;
+
 pub(crate) fn gaussian(rng: &mut impl Rng) -> f64 {
     let u1: f64 = rng.random::<f64>().max(f64::MIN_POSITIVE);
     let u2: f64 = rng.random();
@@ -98,7 +102,7 @@ impl SimWorld {
         command.validate()?;
         let (v, w) = self.limit(command.linear, command.angular);
         let factors = self.odom_factors();
-        let steps = (command.duration_s / self.config.substep_s).ceil().max(0.0) as usize;
+        let steps = ((command.duration_s / self.config.substep_s).ceil().max(0.0) as usize).min(MAX_SUBSTEPS);
         let dt = if steps > 0 { command.duration_s / steps as f64 } else { 0.0 };
         let mut out = MotionOutcome { distance_m: 0.0, duration_s: 0.0, collided: false, stopped_early: false };
         for _ in 0..steps {
@@ -132,7 +136,7 @@ impl SimWorld {
         let dist0 = self.odom.position().distance(goal);
         let turn0 = normalize_angle(self.odom.position().bearing_to(goal) - self.odom.yaw).abs();
         let budget = 3.0 * (dist0 / speed + turn0 / rot) + 5.0;
-        let dt = self.config.substep_s;
+        let dt = self.config.substep_s.max(budget / MAX_SUBSTEPS as f64);
         let mut out = MotionOutcome { distance_m: 0.0, duration_s: 0.0, collided: false, stopped_early: false };
         loop {
             let here = self.odom.position();

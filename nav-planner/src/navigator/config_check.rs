@@ -28,7 +28,7 @@ impl ObjectNavLoopConfig {
 impl ExploreLoopConfig {
     /// Checks the ranges in the field docs; errors name the key.
     pub fn validate(&self) -> Result<(), ConfigError> {
-        in_range("tick_s", self.tick_s, 0.001, 10.0)?;
+        in_range("tick_s", self.tick_s, 0.01, 10.0)?;
         in_range_above("max_time_s", self.max_time_s, 0.0, 1_000_000.0)?;
         count_in("max_decisions", self.max_decisions, 1, MAX_BUDGET)?;
         self.safety.validate().map_err(|e| e.under("safety"))?;

@@ -498,7 +498,7 @@ async fn candidates_episode(
             OccupancyGrid::covering(x0, y0, x1, y1, cfg.resolution_m)
         }
     }
-    .map_err(|e| EpisodeError::Spec(e.to_string()))?;
+    .map_err(|e| EpisodeError::Spec(format!("[candidates] resolution_m {}: {e}", cfg.resolution_m)))?;
     let goal = match &arena.goal {
         Some(Goal::Point { x, y }) => Some(Point2::new(*x, *y)),
         _ => None,
@@ -697,8 +697,9 @@ pub async fn initial_request(spec: &EpisodeSpec) -> Result<crate::vlm::VlmReques
         }
         ProtocolKind::Candidates => {
             let [x0, y0, x1, y1] = arena.bounds;
-            let mut grid = OccupancyGrid::covering(x0, y0, x1, y1, spec.candidates.resolution_m)
-                .map_err(|e| EpisodeError::Spec(e.to_string()))?;
+            let resolution = spec.candidates.resolution_m;
+            let mut grid = OccupancyGrid::covering(x0, y0, x1, y1, resolution)
+                .map_err(|e| EpisodeError::Spec(format!("[candidates] resolution_m {resolution}: {e}")))?;
             grid.integrate_scan(pose, &scan, &spec.candidates.integration);
             grid.mark_visited(pose.position());
             let goal = match &arena.goal {

@@ -94,7 +94,7 @@ pub enum Pacing {
 #[serde(default, deny_unknown_fields)]
 pub struct ExploreLoopConfig {
     /// Control period, seconds (0.05 = 20 Hz).
-    /// Range: [0.001, 10].
+    /// Range: [0.01, 10] (100 Hz; finer ticks multiply the work per simulated second).
     pub tick_s: f64,
     /// Time budget, seconds of loop time.
     /// Range: (0, 1000000].
