@@ -7,7 +7,7 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use nav_hal::arena::Arena;
 use nav_planner::navigator::StepLog;
 use nav_planner::navigator::episode::{EpisodeSpec, PlannerChoice, RunSummary, run_episode};
-use nav_planner::navigator::eval::{EvalConfig, EvalReport, default_suite};
+use nav_planner::navigator::eval::{EpisodeKey, EvalConfig, EvalReport, default_suite, shard};
 use nav_planner::protocol::ProtocolKind;
 use std::collections::VecDeque;
 use std::io::IsTerminal;
@@ -23,8 +23,15 @@ use std::time::Instant;
 /// and the offline planner with memory off and on; the candidates protocol's
 /// offline planner in the four seed-002 arenas; the explore protocol's
 /// offline planner in `exploration` and `house_a`.
+///
+/// On a cluster: `--shard K/N --jsonl shard-K.jsonl` in each array task,
+/// then `nav eval merge shard-*.jsonl` (docs/EVALUATION.md).
 #[derive(Args, Debug)]
+#[command(args_conflicts_with_subcommands = true)]
 pub struct EvalArgs {
+    /// `nav eval merge`: one table from the JSON lines of shards or runs.
+    #[command(subcommand)]
+    command: Option<EvalCommand>,
     /// Only these arenas (comma-separated built-in names) instead of the default suite.
     #[arg(long, value_delimiter = ',')]
     arenas: Vec<String>,
@@ -54,9 +61,129 @@ pub struct EvalArgs {
     /// Also write the Markdown report to this file.
     #[arg(long, value_name = "PATH")]
     markdown: Option<PathBuf>,
+    /// Run only the K-th of N disjoint, deterministic slices of the suite
+    /// (1-based: a SLURM array task or Kubernetes completion index + 1);
+    /// the N slices together are the whole suite, once.
+    #[arg(long, value_name = "K/N")]
+    shard: Option<Shard>,
+    /// With --jsonl: keep the episodes that file already holds, run only the
+    /// missing ones and append them (a re-queued job continues).
+    #[arg(long, requires = "jsonl")]
+    resume: bool,
     /// Configuration file (TOML).
     #[arg(long, value_name = "FILE")]
     config: Option<PathBuf>,
+}
+
+/// `nav eval` subcommands.
+#[derive(clap::Subcommand, Debug)]
+enum EvalCommand {
+    /// Merge the JSON lines of shards (or interrupted runs) into the table
+    /// a single `nav eval` prints; an episode found twice counts once.
+    Merge(MergeArgs),
+}
+
+/// `nav eval merge FILES…`.
+#[derive(Args, Debug)]
+struct MergeArgs {
+    /// JSON-lines files written by `nav eval --jsonl`.
+    #[arg(required = true, value_name = "FILES")]
+    files: Vec<PathBuf>,
+    /// Print all summaries and aggregates as one JSON object.
+    #[arg(long)]
+    json: bool,
+    /// Also write the Markdown report to this file.
+    #[arg(long, value_name = "PATH")]
+    markdown: Option<PathBuf>,
+}
+
+/// `--shard K/N`: the K-th (1-based) of N slices.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Shard {
+    index: usize,
+    count: usize,
+}
+
+impl std::str::FromStr for Shard {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, String> {
+        let bad = || format!("expected K/N with 1 <= K <= N (e.g. 2/8), got {s:?}");
+        let (k, n) = s.split_once('/').ok_or_else(bad)?;
+        let index: usize = k.trim().parse().map_err(|_| bad())?;
+        let count: usize = n.trim().parse().map_err(|_| bad())?;
+        if index == 0 || index > count {
+            return Err(bad());
+        }
+        Ok(Self { index, count })
+    }
+}
+
+/// Largest JSON line read back from a `--jsonl` file (one episode summary
+/// is a few KiB).
+const MAX_SUMMARY_LINE_BYTES: u64 = 1 << 20;
+
+/// The summaries in a `--jsonl` file; a line that is not a summary is bad
+/// input naming the file and line. A missing file is empty with `missing_ok`.
+fn read_summaries(path: &std::path::Path, missing_ok: bool) -> Result<Vec<RunSummary>, Exit> {
+    let file = match std::fs::File::open(path) {
+        Ok(f) => f,
+        Err(e) if missing_ok && e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(usage(format!("{}: {e}", path.display()))),
+    };
+    let mut reader = std::io::BufReader::new(file);
+    let mut buf = Vec::new();
+    let mut out = Vec::new();
+    for line in 1.. {
+        buf.clear();
+        let n = nav_core::bounded::read_line_limited(&mut reader, MAX_SUMMARY_LINE_BYTES, &mut buf)
+            .map_err(|e| usage(format!("{}, line {line}: {e}", path.display())))?;
+        if n == 0 {
+            break;
+        }
+        if buf.iter().all(u8::is_ascii_whitespace) {
+            continue;
+        }
+        let s: RunSummary = serde_json::from_slice(&buf)
+            .map_err(|e| usage(format!("{}, line {line}: not an episode summary: {e}", path.display())))?;
+        out.push(s);
+    }
+    Ok(out)
+}
+
+/// `nav eval merge`: one report from many JSON-lines files.
+fn merge(args: &MergeArgs) -> CmdResult {
+    let mut seen = std::collections::HashSet::new();
+    let mut summaries = Vec::new();
+    let mut duplicates = 0usize;
+    for path in &args.files {
+        for s in read_summaries(path, false)? {
+            if seen.insert(EpisodeKey::of_summary(&s)) {
+                summaries.push(s);
+            } else {
+                duplicates += 1;
+            }
+        }
+    }
+    if duplicates > 0 {
+        eprintln!("nav: warning: {duplicates} episode(s) found more than once; each counted once");
+    }
+    let wall_s = summaries.iter().map(|s| s.wall_ms).sum::<f64>() / 1000.0;
+    report(EvalReport::new(summaries, wall_s, args.files.len()), args.json, args.markdown.as_deref())
+}
+
+/// Prints (and optionally writes) a finished report.
+fn report(report: EvalReport, json: bool, markdown: Option<&std::path::Path>) -> CmdResult {
+    let md = report.markdown();
+    if let Some(p) = markdown {
+        std::fs::write(p, &md).map_err(|e| crate::exit::write_error(&p.display().to_string(), &e))?;
+    }
+    if json {
+        print(&serde_json::to_string(&report).map_err(internal)?)?;
+    } else {
+        print(&md)?;
+    }
+    Ok(0)
 }
 
 fn parse_config(s: &str) -> Result<(ProtocolKind, PlannerChoice, bool), Exit> {
@@ -175,8 +302,15 @@ struct EpisodeLines {
 }
 
 impl EpisodeLines {
-    fn create(path: &std::path::Path) -> Result<Self, Exit> {
-        let file = std::fs::File::create(path).map_err(|e| usage(format!("--jsonl {}: {e}", path.display())))?;
+    /// A new file, or (`append`, for --resume) the existing one continued.
+    fn open(path: &std::path::Path, append: bool) -> Result<Self, Exit> {
+        let mut options = std::fs::OpenOptions::new();
+        if append {
+            options.append(true).create(true);
+        } else {
+            options.write(true).create(true).truncate(true);
+        }
+        let file = options.open(path).map_err(|e| usage(format!("--jsonl {}: {e}", path.display())))?;
         Ok(Self { file, path: path.to_path_buf() })
     }
 
@@ -193,8 +327,21 @@ impl EpisodeLines {
 
 /// Runs the command.
 pub fn run(args: EvalArgs) -> CmdResult {
+    if let Some(EvalCommand::Merge(m)) = &args.command {
+        return merge(m);
+    }
     let config = NavConfig::load_opt(args.config.as_deref())?;
-    let all = specs(&args, &config)?;
+    let mut all = specs(&args, &config)?;
+    if let Some(s) = args.shard {
+        all = shard(all, s.index, s.count);
+    }
+    // --resume: the episodes the --jsonl file already holds are done
+    let done = match (&args.jsonl, args.resume) {
+        (Some(p), true) => read_summaries(p, true)?,
+        _ => Vec::new(),
+    };
+    let finished: std::collections::HashSet<EpisodeKey> = done.iter().map(EpisodeKey::of_summary).collect();
+    all.retain(|s| !finished.contains(&EpisodeKey::of_spec(s)));
     let n = all.len();
     let jobs = args.jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get())).max(1);
     let bar = if args.json || !std::io::stderr().is_terminal() {
@@ -219,7 +366,7 @@ pub fn run(args: EvalArgs) -> CmdResult {
     }
     drop(tx);
     let mut lines = match &args.jsonl {
-        Some(p) => Some(EpisodeLines::create(p)?),
+        Some(p) => Some(EpisodeLines::open(p, args.resume)?),
         None => None,
     };
     let mut results: Vec<Option<RunSummary>> = vec![None; n];
@@ -244,16 +391,7 @@ pub fn run(args: EvalArgs) -> CmdResult {
     if let Some(e) = failed(errors) {
         return Err(e);
     }
-    let summaries: Vec<RunSummary> = results.into_iter().flatten().collect();
-    let report = EvalReport::new(summaries, started.elapsed().as_secs_f64(), jobs);
-    let md = report.markdown();
-    if let Some(p) = &args.markdown {
-        std::fs::write(p, &md).map_err(|e| usage(format!("{}: {e}", p.display())))?;
-    }
-    if args.json {
-        print(&serde_json::to_string(&report).map_err(internal)?)?;
-    } else {
-        print(&md)?;
-    }
-    Ok(0)
+    let mut summaries = done;
+    summaries.extend(results.into_iter().flatten());
+    report(EvalReport::new(summaries, started.elapsed().as_secs_f64(), jobs), args.json, args.markdown.as_deref())
 }

@@ -105,6 +105,64 @@ pub fn default_suite(base: &EvalConfig, house_seeds: u64, procedural: u64) -> Re
     Ok(out)
 }
 
+/// What identifies one episode of a suite: the key `nav eval --resume`
+/// skips finished episodes by and `nav eval merge` de-duplicates by.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct EpisodeKey {
+    /// Arena name.
+    pub arena: String,
+    /// Protocol (`objectnav`, …).
+    pub protocol: String,
+    /// Planner (`offline`, …).
+    pub planner: String,
+    /// Memory on.
+    pub memory: bool,
+    /// Episode seed.
+    pub seed: u64,
+}
+
+impl EpisodeKey {
+    /// The key of an episode about to run.
+    pub fn of_spec(s: &EpisodeSpec) -> Self {
+        Self {
+            arena: s.arena.name.clone(),
+            protocol: s.protocol.as_str().to_string(),
+            planner: s.planner.as_str().to_string(),
+            memory: s.memory,
+            seed: s.seed,
+        }
+    }
+
+    /// The key of a finished episode.
+    pub fn of_summary(s: &RunSummary) -> Self {
+        Self {
+            arena: s.arena.clone(),
+            protocol: s.protocol.clone(),
+            planner: s.planner.clone(),
+            memory: s.memory,
+            seed: s.seed,
+        }
+    }
+}
+
+impl std::fmt::Display for EpisodeKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let memory = if self.memory { "on" } else { "off" };
+        write!(f, "{} {} {} memory {} seed {}", self.arena, self.protocol, self.planner, memory, self.seed)
+    }
+}
+
+/// One of `count` disjoint slices of a suite (`index` is 1-based): every
+/// `count`-th episode starting at `index - 1`, so the slices cover the
+/// suite exactly once, are deterministic, and are balanced across the
+/// suite's kinds of episodes. Empty for an `index` outside `1..=count`.
+pub fn shard<T>(suite: Vec<T>, index: usize, count: usize) -> Vec<T> {
+    if index == 0 || index > count {
+        return Vec::new();
+    }
+    suite.into_iter().enumerate().filter(|(i, _)| i % count == index - 1).map(|(_, t)| t).collect()
+}
+
 /// Aggregates of one configuration.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Aggregate {
@@ -164,8 +222,11 @@ fn median(mut v: Vec<f64>) -> Option<f64> {
 }
 
 impl EvalReport {
-    /// Aggregates summaries by configuration and arena group.
-    pub fn new(summaries: Vec<RunSummary>, wall_s: f64, jobs: usize) -> Self {
+    /// Aggregates summaries by configuration and arena group; summaries
+    /// are listed in [`EpisodeKey`] order, so the report does not depend on
+    /// the order episodes finished in or on how a suite was sharded.
+    pub fn new(mut summaries: Vec<RunSummary>, wall_s: f64, jobs: usize) -> Self {
+        summaries.sort_by_cached_key(EpisodeKey::of_summary);
         let mut groups: BTreeMap<(String, String), Vec<&RunSummary>> = BTreeMap::new();
         for s in &summaries {
             let cfg = format!("{} / {} / memory {}", s.protocol, s.planner, if s.memory { "on" } else { "off" });
@@ -249,5 +310,22 @@ impl EvalReport {
             }
         }
         s
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shards_cover_the_suite_once_whatever_the_count() {
+        let suite: Vec<u32> = (0..23).collect();
+        for count in 1..=7 {
+            let mut all: Vec<u32> = (1..=count).flat_map(|k| shard(suite.clone(), k, count)).collect();
+            all.sort_unstable();
+            assert_eq!(all, suite, "{count} shards");
+        }
+        assert!(shard(suite.clone(), 0, 3).is_empty());
+        assert!(shard(suite, 4, 3).is_empty());
     }
 }
