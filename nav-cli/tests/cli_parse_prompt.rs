@@ -293,6 +293,15 @@ fn prompt_openai_wire_bodies() {
     let v = prompt(&["--protocol", "candidates", "--vlm", "openai", "--model", "qwen2.5-vl:7b"]);
     assert_eq!(v["model"], "qwen2.5-vl:7b");
     assert!(texts(&v["messages"][1]["content"]).contains("=== CYCLE 1 ==="));
+    assert_eq!(v["temperature"].to_string(), "0.3");
+    assert!(v.get("max_completion_tokens").is_some(), "OpenAI's own endpoint gets the newer limit: {v}");
+
+    // a local server gets `max_tokens`; a reasoning model no temperature
+    let args = ["--protocol", "candidates", "--vlm", "openai", "--base-url", "http://127.0.0.1:8080/v1"];
+    let v = prompt(&args);
+    assert!(v.get("max_tokens").is_some() && v.get("max_completion_tokens").is_none(), "{v}");
+    let v = prompt(&["--protocol", "candidates", "--vlm", "openai", "--model", "gpt-5-mini"]);
+    assert!(v.get("temperature").is_none() && v.get("max_completion_tokens").is_some(), "{v}");
 }
 
 #[test]
@@ -329,6 +338,7 @@ fn prompt_anthropic_wire_bodies() {
 
     let v = prompt(&["--protocol", "candidates", "--vlm", "anthropic"]);
     assert!(texts(&v["messages"][0]["content"]).contains("HISTORY:"));
+    assert!(v.get("temperature").is_none(), "current Claude models reject sampling parameters: {v}");
 }
 
 #[test]

@@ -156,3 +156,16 @@ fn eval_tabulates_configurations() {
     let o = nav(&["eval", "--arenas", "simple", "--configs", "teleport:offline"]);
     assert_eq!(o.status.code(), Some(2));
 }
+
+#[test]
+fn timeout_must_be_a_positive_number_of_seconds() {
+    for bad in ["0", "-3", "soon", "NaN", "4000"] {
+        let o = nav(&["run", &format!("--timeout={bad}")]);
+        assert_eq!(o.status.code(), Some(2), "--timeout {bad}");
+        assert!(stderr(&o).contains("--timeout"), "{}", stderr(&o));
+    }
+    let o = nav(&["run", "--protocol", "candidates", "--timeout", "30", "--json"]);
+    assert!(o.status.code().is_some_and(|c| c <= 1), "{}", stderr(&o));
+    let o = nav(&["eval", "--arenas", "simple", "--configs", "candidates:offline", "--timeout", "2.5", "--json"]);
+    assert!(o.status.code().is_some_and(|c| c <= 1), "{}", stderr(&o));
+}

@@ -67,7 +67,7 @@ async fn explore_request_shape_and_tool_use_answer() {
     let request = server.only_request();
     assert_eq!(request.path, "/v1/messages");
     assert_eq!(request.header("x-api-key"), Some(TEST_KEY));
-    assert_eq!(request.header("anthropic-version"), Some("2023-06-01"));
+    assert_eq!(request.header("anthropic-version"), Some(nav_planner::vlm::ANTHROPIC_VERSION));
     assert_eq!(request.header("authorization"), None);
     let source = &request.body["messages"][0]["content"][0]["source"];
     assert_eq!(source["media_type"], "image/jpeg");
@@ -164,6 +164,7 @@ fault_tests!(
     server_error_is_retried,
     server_errors_exhaust_attempts,
     client_error_is_not_retried,
+    oversized_reply_is_rejected,
     reset_mid_body_is_retried,
     resets_exhaust_attempts,
     refused_connection,

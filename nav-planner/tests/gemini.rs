@@ -236,6 +236,7 @@ fault_tests!(
     server_error_is_retried,
     server_errors_exhaust_attempts,
     client_error_is_not_retried,
+    oversized_reply_is_rejected,
     reset_mid_body_is_retried,
     resets_exhaust_attempts,
     refused_connection,

@@ -183,6 +183,7 @@ fault_tests!(
     server_error_is_retried,
     server_errors_exhaust_attempts,
     client_error_is_not_retried,
+    oversized_reply_is_rejected,
     reset_mid_body_is_retried,
     resets_exhaust_attempts,
     refused_connection,
@@ -191,3 +192,66 @@ fault_tests!(
     refusal_is_refused,
     secrets_never_leak,
 );
+
+#[tokio::test]
+async fn structured_output_falls_back_and_remembers_what_worked() {
+    let decision = r#"{"goal_flag": false, "angle": 30}"#;
+    let llama_rejects = || {
+        Reply::status(
+            500,
+            json!({"error": {"message": "[{'type': 'literal_error', 'loc': ('body', 'response_format', 'type'), \
+                'msg': \"Input should be 'text' or 'json_object'\"}]", "type": "internal_server_error"}}),
+        )
+    };
+    let answer = || Reply::json(completion(json!({"role": "assistant", "content": decision}), "stop"));
+    // json_schema rejected (the transport's retries of the 500 included),
+    // then json_object with the schema answers, and the next call starts
+    // there.
+    let server =
+        ScriptedServer::start(vec![llama_rejects(), llama_rejects(), llama_rejects(), answer(), answer()]).await;
+    let vlm = KIT.backend_with(&server.url(), |c| c.max_attempts = 3);
+    assert_eq!(vlm.complete(json_request()).await.unwrap().text, decision);
+    assert_eq!(vlm.complete(json_request()).await.unwrap().text, decision);
+    let formats: Vec<Value> = server.requests().iter().map(|r| r.body["response_format"]["type"].clone()).collect();
+    assert_eq!(
+        formats,
+        vec![
+            json!("json_schema"),
+            json!("json_schema"),
+            json!("json_schema"),
+            json!("json_object"),
+            json!("json_object")
+        ]
+    );
+    let body = &server.requests()[3].body;
+    assert_eq!(body["response_format"]["schema"], json_request().json_schema.unwrap().schema);
+    assert!(body["messages"][0]["content"].as_str().unwrap().contains("Reply with only one JSON object"));
+
+    // a server that rejects json_object too ends with the schema in the prompt only
+    let rejects =
+        |what: &str| Reply::status(400, json!({"error": {"message": format!("unsupported response_format {what}")}}));
+    let server = ScriptedServer::start(vec![rejects("json_schema"), rejects("json_object"), answer()]).await;
+    let vlm = KIT.backend(&server.url());
+    assert_eq!(vlm.complete(json_request()).await.unwrap().text, decision);
+    let last = server.requests().pop().unwrap().body;
+    assert!(last.get("response_format").is_none(), "{last}");
+    // other errors are not a capability problem
+    let server = ScriptedServer::start(vec![Reply::status(400, json!({"error": {"message": "bad image"}}))]).await;
+    let e = KIT.backend(&server.url()).complete(json_request()).await.unwrap_err();
+    assert!(matches!(e, VlmError::Http { status: 400, .. }), "{e:?}");
+    assert_eq!(server.request_count(), 1);
+}
+
+#[tokio::test]
+async fn a_reply_that_echoes_the_key_is_scrubbed() {
+    let echo = format!("your key is {TEST_KEY}, going left");
+    let server = ScriptedServer::start(vec![Reply::json(completion(
+        json!({"role": "assistant", "content": echo, "tool_calls": [
+            {"id": "c1", "type": "function", "function": {"name": "f", "arguments": format!("{{\"note\": \"{TEST_KEY}\"}}")}}]}),
+        "tool_calls",
+    ))])
+    .await;
+    let reply = KIT.backend(&server.url()).complete(json_request()).await.unwrap();
+    assert_eq!(reply.text, "your key is [REDACTED], going left");
+    assert_eq!(reply.tool_calls[0].arguments, json!({"note": "[REDACTED]"}));
+}

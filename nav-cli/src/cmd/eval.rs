@@ -73,6 +73,10 @@ pub struct EvalArgs {
     /// Configuration file (TOML).
     #[arg(long, value_name = "FILE")]
     config: Option<PathBuf>,
+    /// Deadline of each model call in seconds and the loops' inference
+    /// timeouts (the candidates loop's 5 s default).
+    #[arg(long, value_name = "SECONDS", value_parser = super::parse_timeout)]
+    timeout: Option<f64>,
 }
 
 /// `nav eval` subcommands.
@@ -212,6 +216,7 @@ fn specs(args: &EvalArgs, config: &NavConfig) -> Result<Vec<EpisodeSpec>, Exit> 
     let mut out = suite(args, config)?;
     for s in &mut out {
         s.max_steps = config.budget(s.protocol);
+        s.call_timeout_s = args.timeout;
     }
     Ok(out)
 }

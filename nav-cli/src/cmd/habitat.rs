@@ -119,7 +119,8 @@ pub fn run(args: HabitatArgs) -> CmdResult {
     let mut runner = BridgeRunner::new(run_cfg.clone())
         .map_err(|e| usage(e.to_string()))?
         .with_loop_config(config.objectnav.clone())
-        .with_grounding(config.grounding_text()?);
+        .with_grounding(config.grounding_text()?)
+        .with_call_timeout(args.backend.timeout);
     if run_cfg.planner == PlannerChoice::Vlm {
         runner = runner.with_vlm(args.backend.build(&config)?);
     } else if args.backend.vlm.is_some() {

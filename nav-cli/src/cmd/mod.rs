@@ -35,13 +35,31 @@ pub struct VlmArgs {
     /// Base URL (OpenAI-compatible servers: OpenRouter, Ollama, vLLM, llama.cpp).
     #[arg(long)]
     pub base_url: Option<String>,
+    /// Deadline of each model call in seconds, retries included (default:
+    /// [vlm] timeout_s, 8 s); also the loops' inference timeouts (the
+    /// candidates loop's 5 s). Raise it for local models on a CPU.
+    #[arg(long, value_name = "SECONDS", value_parser = parse_timeout)]
+    pub timeout: Option<f64>,
+}
+
+/// `--timeout SECONDS`: a positive, finite number of seconds up to an hour.
+pub(crate) fn parse_timeout(s: &str) -> Result<f64, String> {
+    let t: f64 = s.trim().parse().map_err(|_| format!("{s:?} is not a number of seconds"))?;
+    if t.is_finite() && t > 0.0 && t <= 3600.0 {
+        Ok(t)
+    } else {
+        Err(format!("{s} must be more than 0 and at most 3600 seconds"))
+    }
 }
 
 impl VlmArgs {
     /// Builds the backend these options (over `config`'s `[vlm]`) name;
     /// exit 2 naming the problem (unknown provider, missing key, …).
     pub fn build(&self, config: &NavConfig) -> Result<Arc<dyn VisionLanguageModel>, Exit> {
-        let backend = config.backend(self.vlm.as_deref(), self.model.as_deref(), self.base_url.as_deref())?;
+        let mut backend = config.backend(self.vlm.as_deref(), self.model.as_deref(), self.base_url.as_deref())?;
+        if let Some(t) = self.timeout {
+            backend.timeout_s = t;
+        }
         build_backend(&backend).map(Arc::from).map_err(|e| usage(e.to_string()))
     }
 }

@@ -6,8 +6,8 @@ use crate::exit::{CmdResult, internal, runtime, usage};
 use clap::Args;
 use nav_planner::navigator::episode::{EpisodeSpec, initial_request};
 use nav_planner::protocol::ProtocolKind;
-use nav_planner::vlm::wire::{anthropic, f32_json, gemini, openai};
-use nav_planner::vlm::{Part, Provider, VlmRequest};
+use nav_planner::vlm::wire::{self, f32_json};
+use nav_planner::vlm::{Part, VlmRequest};
 use serde_json::{Value, json};
 use std::path::PathBuf;
 
@@ -31,6 +31,10 @@ pub struct PromptArgs {
     /// Model id for the wire format.
     #[arg(long)]
     model: Option<String>,
+    /// Base URL of an OpenAI-compatible server (compatible servers get
+    /// `max_tokens`, OpenAI itself `max_completion_tokens`).
+    #[arg(long, value_name = "URL")]
+    base_url: Option<String>,
     /// Send no images.
     #[arg(long)]
     text_only: bool,
@@ -115,16 +119,10 @@ pub fn run(args: PromptArgs) -> CmdResult {
     let mut body = match args.vlm.as_deref() {
         None => neutral(&req, args.with_images),
         Some(name) => {
-            let provider = Provider::ALL
-                .into_iter()
-                .find(|p| p.as_str() == name)
-                .ok_or_else(|| usage(format!("--vlm {name:?}: expected openai, gemini, vertex or anthropic")))?;
-            let model = args.model.clone().unwrap_or_else(|| provider.default_model().to_string());
-            match provider {
-                Provider::OpenAi => openai::encode(&req, &openai::OpenAiOptions::new(model)),
-                Provider::Gemini | Provider::Vertex => gemini::encode(&req, None),
-                Provider::Anthropic => anthropic::encode(&req, &anthropic::AnthropicOptions::new(model)),
-            }
+            // The same config and options the backend would use (the
+            // `[vlm]` section of --config included).
+            let cfg = config.backend(Some(name), args.model.as_deref(), args.base_url.as_deref())?;
+            wire::request_body(&cfg, &req)
         }
     };
     if !args.with_images {

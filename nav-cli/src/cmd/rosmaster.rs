@@ -115,7 +115,11 @@ impl Setup {
                 None
             }
         };
-        let prompt = ExplorePromptConfig { text_only: args.text_only, ..ExplorePromptConfig::default() };
+        let prompt = ExplorePromptConfig {
+            text_only: args.text_only,
+            timeout_s: args.backend.timeout.unwrap_or(ExplorePromptConfig::default().timeout_s),
+            ..ExplorePromptConfig::default()
+        };
         Ok(Self { robot, explore, vlm, prompt })
     }
 

@@ -120,6 +120,7 @@ pub fn build_spec(args: &RunArgs, config: &NavConfig) -> Result<EpisodeSpec, Exi
     }
     spec.grounding = args.experiment.grounding_text(config)?;
     spec.verbalized_entropy = args.experiment.verbalized_entropy(config);
+    spec.call_timeout_s = args.backend.timeout;
     if args.planner == PlannerChoice::Vlm {
         spec.vlm = Some(args.backend.build(config)?);
     } else if args.backend.vlm.is_some() {

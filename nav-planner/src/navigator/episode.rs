@@ -4,6 +4,7 @@
 //! summary, seed 002 report). `nav run`, `nav eval` and the integration
 //! tests all go through [`run_episode`].
 
+use crate::navigator::billing::{BackendSummary, LEDGER_SETTLE};
 use crate::navigator::candidates_loop::{
     CandidatesEnd, CandidatesLoop, CandidatesLoopConfig, CandidatesTask, WorldModelMode, rasterize_arena,
 };
@@ -20,7 +21,7 @@ use crate::protocol::candidates::{CandidatePlanner, CandidatePromptConfig, VlmCa
 use crate::protocol::explore::{ExplorePlanner, ExplorePromptConfig, VlmExplorePlanner};
 use crate::protocol::objectnav::{ObjectNavPlanner, ObjectNavPromptConfig, VlmObjectNavPlanner};
 use crate::protocol::scene::{SceneAnalyzer, VlmSceneAnalyzer};
-use crate::vlm::VisionLanguageModel;
+use crate::vlm::{LedgerVlm, VisionLanguageModel};
 use nav_core::geometry::Point2;
 use nav_core::grid::OccupancyGrid;
 use nav_hal::HalError;
@@ -91,6 +92,10 @@ pub struct EpisodeSpec {
     pub text_only: bool,
     /// The model, for `PlannerChoice::Vlm`.
     pub vlm: Option<Arc<dyn VisionLanguageModel>>,
+    /// The deadline of every model call, seconds (`--timeout`): replaces
+    /// the protocols' request timeouts (8 s; candidates 15 s), the scene
+    /// analyzer's, and the candidates loop's inference timeout (5 s).
+    pub call_timeout_s: Option<f64>,
     /// Grounding knowledge (seed 004, merged and rendered) for the system
     /// prompt of every protocol.
     pub grounding: Option<String>,
@@ -131,6 +136,7 @@ impl EpisodeSpec {
             max_steps: None,
             text_only: false,
             vlm: None,
+            call_timeout_s: None,
             grounding: None,
             verbalized_entropy: false,
             sim: SimConfig::default(),
@@ -212,6 +218,13 @@ pub struct RunSummary {
     pub passed: bool,
     /// The criteria.
     pub criteria: Vec<CriterionResult>,
+    /// Model calls that failed (errors, timeouts, HTTP errors); answered
+    /// calls are in `vlm_calls`.
+    #[serde(default)]
+    pub vlm_failures: u32,
+    /// Per-backend call statistics (seed 002 adapter statistics).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub backends: Vec<BackendSummary>,
 }
 
 impl RunSummary {
@@ -270,6 +283,20 @@ impl RunSummary {
             self.completion_tokens,
             self.fallbacks
         );
+        for b in &self.backends {
+            let _ = writeln!(
+                s,
+                "  backend {}: {} ok, {} failed, mean latency {:.0} ms, tokens {}+{}, ${:.4}{}",
+                b.backend,
+                b.successes,
+                b.failures,
+                b.mean_latency_ms,
+                b.prompt_tokens,
+                b.completion_tokens,
+                b.cost_usd,
+                if b.unsettled > 0 { format!(", {} unanswered at the end", b.unsettled) } else { String::new() }
+            );
+        }
         let _ = write!(s, "  ended: {} | {:.0} ms", self.end, self.wall_ms);
         s
     }
@@ -365,6 +392,20 @@ pub async fn run_episode(
 ) -> Result<RunSummary, EpisodeError> {
     let wall = Instant::now();
     check_configs(spec)?;
+    // The run's bill: every model call goes through one ledger, which also
+    // counts replies the loop stopped waiting for.
+    let ledger = match (spec.planner, &spec.vlm) {
+        (PlannerChoice::Vlm, Some(v)) => Some(Arc::new(LedgerVlm::shared(Arc::clone(v)))),
+        _ => None,
+    };
+    let metered_spec;
+    let spec = match &ledger {
+        Some(l) => {
+            metered_spec = EpisodeSpec { vlm: Some(l.clone() as Arc<dyn VisionLanguageModel>), ..spec.clone() };
+            &metered_spec
+        }
+        None => spec,
+    };
     let mut sim_cfg = spec.sim.clone();
     sim_cfg.noise.seed = spec.seed;
     let arena = seeded_arena(&spec.arena, spec.seed, sim_cfg.robot_radius_m)?;
@@ -396,8 +437,32 @@ pub async fn run_episode(
     };
     let judged = Judged { spec, arena: &arena, max_steps, planner_name, wall_ms: 0.0 };
     let mut summary = judge(judged, &hal, run);
+    if let Some(ledger) = &ledger {
+        let unsettled = ledger.settle(LEDGER_SETTLE).await;
+        if unsettled > 0 {
+            tracing::warn!(
+                unsettled,
+                "model calls still unanswered {} s after the episode ended",
+                LEDGER_SETTLE.as_secs()
+            );
+        }
+        apply_ledger(&mut summary, ledger, unsettled);
+    }
     summary.wall_ms = wall.elapsed().as_secs_f64() * 1000.0;
     Ok(summary)
+}
+
+/// Replaces the loop's own call counts with the ledger's: answered calls,
+/// their tokens and cost (late and superseded ones included), failures, and
+/// the per-backend line.
+pub fn apply_ledger(summary: &mut RunSummary, ledger: &LedgerVlm, unsettled: usize) {
+    let stats = ledger.stats();
+    summary.vlm_calls = u32::try_from(stats.successes).unwrap_or(u32::MAX);
+    summary.vlm_failures = u32::try_from(stats.failures).unwrap_or(u32::MAX);
+    summary.prompt_tokens = stats.usage.prompt_tokens;
+    summary.completion_tokens = stats.usage.completion_tokens;
+    summary.cost_usd = stats.cost_usd;
+    summary.backends = vec![BackendSummary::from_ledger(ledger, unsettled)];
 }
 
 /// `vlm:PROVIDER/MODEL` for a model, else the planner's name; an error for
@@ -447,12 +512,15 @@ async fn objectnav_episode(
                 text_only: spec.text_only,
                 grounding: spec.grounding.clone(),
                 verbalized_entropy: spec.verbalized_entropy,
+                timeout_s: spec.call_timeout_s.unwrap_or(ObjectNavPromptConfig::default().timeout_s),
                 ..ObjectNavPromptConfig::default()
             },
         )),
     };
     let scene: Box<dyn SceneAnalyzer> = match (&spec.planner, &spec.vlm, spec.text_only) {
-        (PlannerChoice::Vlm, Some(v), false) => Box::new(VlmSceneAnalyzer::new(v.clone(), 8.0)),
+        (PlannerChoice::Vlm, Some(v), false) => {
+            Box::new(VlmSceneAnalyzer::new(v.clone(), spec.call_timeout_s.unwrap_or(8.0)))
+        }
         _ => Box::new(OfflineSceneAnalyzer::new()),
     };
     let policy = Box::new(HeadingPolicy::new(HeadingPolicyConfig {
@@ -482,6 +550,7 @@ async fn candidates_episode(
                 text_only: spec.text_only,
                 grounding: spec.grounding.clone(),
                 verbalized_entropy: spec.verbalized_entropy,
+                timeout_s: spec.call_timeout_s.unwrap_or(CandidatePromptConfig::default().timeout_s),
                 ..CandidatePromptConfig::default()
             },
         )),
@@ -489,6 +558,7 @@ async fn candidates_episode(
     let cfg = CandidatesLoopConfig {
         max_cycles: max_steps,
         goal_tolerance_m: arena.success_distance_m(),
+        inference_timeout_s: spec.call_timeout_s.unwrap_or(spec.candidates.inference_timeout_s),
         ..spec.candidates.clone()
     };
     let grid = match cfg.world_model {
@@ -534,6 +604,7 @@ async fn explore_episode(
                 text_only: spec.text_only,
                 grounding: spec.grounding.clone(),
                 verbalized_entropy: spec.verbalized_entropy,
+                timeout_s: spec.call_timeout_s.unwrap_or(ExplorePromptConfig::default().timeout_s),
                 ..ExplorePromptConfig::default()
             },
             spec.explore.safety.clone(),
@@ -653,6 +724,8 @@ fn judge(j: Judged<'_>, hal: &SimHal, run: LoopResult) -> RunSummary {
         median_overhead_ms: stats.median_overhead_ms(),
         passed,
         criteria,
+        vlm_failures: 0,
+        backends: Vec::new(),
     }
 }
 

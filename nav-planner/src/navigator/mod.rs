@@ -20,6 +20,7 @@
 //! target its camera has lost at close range.
 
 #[cfg(feature = "sim-bridge")]
+pub mod billing;
 pub mod bridge_run;
 pub mod candidates_loop;
 pub mod config_check;

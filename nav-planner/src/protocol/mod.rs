@@ -178,13 +178,24 @@ impl CallRecord {
             let calls = serde_json::to_string(&calls).unwrap_or_default();
             raw = if raw.is_empty() { calls } else { format!("{raw}\n{calls}") };
         }
-        self.raw.push(raw);
+        self.raw.push(cap_raw(raw));
     }
 
     /// Adds a failed model call.
     pub fn add_failure(&mut self, error: &str) {
         self.vlm_calls += 1;
         self.errors.push(error.to_string());
+    }
+}
+
+/// The most characters of one raw reply kept in a [`CallRecord`] (and so
+/// in one step-log line); the rest is cut with a note of how much.
+pub const MAX_RAW_CHARS: usize = 16 * 1024;
+
+fn cap_raw(raw: String) -> String {
+    match raw.char_indices().nth(MAX_RAW_CHARS) {
+        None => raw,
+        Some((cut, _)) => format!("{}… [{} more bytes not logged]", &raw[..cut], raw.len() - cut),
     }
 }
 
@@ -240,6 +251,15 @@ pub(crate) fn get_f64(obj: &Map<String, Value>, key: &str, path: &str) -> Result
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn raw_replies_are_capped_per_record() {
+        let mut record = CallRecord::default();
+        record.add_response(&crate::vlm::VlmResponse::from_text("é".repeat(MAX_RAW_CHARS + 10)));
+        let raw = &record.raw[0];
+        assert!(raw.ends_with("… [20 more bytes not logged]"), "{}", &raw[raw.len() - 40..]);
+        assert_eq!(raw.chars().filter(|&c| c == 'é').count(), MAX_RAW_CHARS);
+    }
 
     #[test]
     fn parse_report_uses_the_fallback_when_invalid() {

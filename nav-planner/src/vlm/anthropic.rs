@@ -15,7 +15,8 @@ use super::{
 pub const ANTHROPIC_BASE_URL: &str = "https://api.anthropic.com";
 
 /// Anthropic Messages: `POST {base}/v1/messages` with `x-api-key`
-/// (`ANTHROPIC_API_KEY`) and `anthropic-version` (default `2023-06-01`).
+/// (`ANTHROPIC_API_KEY`) and `anthropic-version` (default
+/// [`ANTHROPIC_VERSION`](super::ANTHROPIC_VERSION)).
 /// See [`wire::anthropic`](super::wire::anthropic) for the body, prompt
 /// caching and JSON mode.
 ///
@@ -58,11 +59,7 @@ impl AnthropicBackend {
         let api_key = cfg.resolve_key(env).ok_or_else(|| cfg.missing_credentials())?;
         let base_url = cfg.base_url.as_deref().unwrap_or(ANTHROPIC_BASE_URL).trim_end_matches('/').to_string();
         let url = if base_url.ends_with("/v1/messages") { base_url.clone() } else { format!("{base_url}/v1/messages") };
-        let options = AnthropicOptions {
-            model: cfg.model_id().to_string(),
-            default_max_tokens: cfg.max_tokens,
-            strict_tools: cfg.anthropic.strict_tools,
-        };
+        let options = AnthropicOptions::from_config(cfg);
         Ok(Self {
             transport: HttpTransport::new("anthropic", cfg)?,
             url,

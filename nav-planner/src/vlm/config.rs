@@ -139,12 +139,25 @@ impl Default for VertexConfig {
     }
 }
 
+/// The default cap on a reply body: 4 MiB (a navigation reply is a few KB).
+pub const DEFAULT_MAX_REPLY_BYTES: usize = 4 << 20;
+
+/// The `anthropic-version` header navkit sends by default: the one the
+/// official Python SDK (anthropic 2.10) sends.
+pub const ANTHROPIC_VERSION: &str = "2026-10-21";
+
 /// Anthropic-specific settings.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct AnthropicConfig {
-    /// The `anthropic-version` header.
+    /// The `anthropic-version` header (default [`ANTHROPIC_VERSION`], the
+    /// official SDK's; that version has no sampling parameters).
     pub version: String,
+    /// Send the request's `temperature`. Off by default: the current API
+    /// version removed `temperature`/`top_p`/`top_k`, and Claude Opus 4.7,
+    /// Sonnet 5 and later reject them on any version. Turn it on only for
+    /// an older model together with an older `version` (`2023-06-01`).
+    pub sampling: bool,
     /// Send `strict` on tools (with the structured-outputs beta header);
     /// off by default because older API versions reject the field.
     pub strict_tools: bool,
@@ -155,7 +168,8 @@ pub struct AnthropicConfig {
 impl Default for AnthropicConfig {
     fn default() -> Self {
         Self {
-            version: "2023-06-01".into(),
+            version: ANTHROPIC_VERSION.into(),
+            sampling: false,
             strict_tools: false,
             strict_tools_beta: "structured-outputs-2025-11-13".into(),
         }
@@ -210,6 +224,9 @@ pub struct BackendConfig {
     /// Default output token limit when a request sets none (Anthropic
     /// requires one: 1024 when unset).
     pub max_tokens: Option<u32>,
+    /// The largest reply body accepted, bytes (default 4 MiB); a larger
+    /// one is an invalid response, never read into memory whole.
+    pub max_reply_bytes: usize,
     /// Price overrides and additions ($ per 1M tokens) on top of the
     /// built-in table.
     pub prices: BTreeMap<String, ModelPrice>,
@@ -237,6 +254,7 @@ impl Default for BackendConfig {
             retry_base_delay_s: 0.25,
             max_retry_delay_s: 5.0,
             max_tokens: None,
+            max_reply_bytes: DEFAULT_MAX_REPLY_BYTES,
             prices: BTreeMap::new(),
             extra_headers: BTreeMap::new(),
             vertex: VertexConfig::default(),
@@ -352,6 +370,12 @@ impl BackendConfig {
         }
         if self.max_tokens == Some(0) {
             return bad("vlm.max_tokens must be positive".into());
+        }
+        if !(1024..=(1 << 30)).contains(&self.max_reply_bytes) {
+            return bad(format!(
+                "vlm.max_reply_bytes must be between 1024 and 1073741824, got {}",
+                self.max_reply_bytes
+            ));
         }
         if let Some(url) = &self.base_url {
             let rest = url.strip_prefix("http://").or_else(|| url.strip_prefix("https://"));

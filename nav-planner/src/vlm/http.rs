@@ -50,6 +50,7 @@ pub(crate) struct HttpTransport {
     policy: RetryPolicy,
     provider: &'static str,
     extra_headers: HeaderMap,
+    max_reply_bytes: usize,
 }
 
 fn ms(d: Duration) -> u64 {
@@ -114,7 +115,7 @@ impl HttpTransport {
             })?;
             extra_headers.insert(name, secret_header(value)?);
         }
-        Ok(Self { client, policy, provider, extra_headers })
+        Ok(Self { client, policy, provider, extra_headers, max_reply_bytes: cfg.max_reply_bytes })
     }
 
     /// The configured default deadline of a call.
@@ -234,8 +235,9 @@ impl HttpTransport {
         };
         let status = response.status().as_u16();
         let response_headers = response.headers().clone();
-        let body = match response.bytes().await {
-            Ok(b) => b.to_vec(),
+        let body = match self.read_capped(response).await {
+            Ok(Ok(b)) => b,
+            Ok(Err(too_big)) => return Outcome::Fatal(too_big),
             Err(e) => return transport_error(e),
         };
         match status {
@@ -251,6 +253,31 @@ impl HttpTransport {
             }
             _ => Outcome::Fatal(VlmError::Http { status, message: redact(&error_message(&body), secrets) }),
         }
+    }
+}
+
+impl HttpTransport {
+    /// Reads a response body of at most `max_reply_bytes`; a larger one
+    /// (announced or actual) is a clear [`VlmError::InvalidResponse`]
+    /// before more of it is held in memory.
+    async fn read_capped(&self, mut response: reqwest::Response) -> Result<Result<Vec<u8>, VlmError>, reqwest::Error> {
+        let cap = self.max_reply_bytes;
+        let too_big = |what: String| {
+            Ok(Err(VlmError::InvalidResponse {
+                message: format!("the reply body is {what}, over the {cap}-byte limit (vlm.max_reply_bytes)"),
+            }))
+        };
+        if let Some(len) = response.content_length().filter(|&l| l > cap as u64) {
+            return too_big(format!("{len} bytes"));
+        }
+        let mut body = Vec::new();
+        while let Some(chunk) = response.chunk().await? {
+            if body.len() + chunk.len() > cap {
+                return too_big(format!("more than {cap} bytes"));
+            }
+            body.extend_from_slice(&chunk);
+        }
+        Ok(Ok(body))
     }
 }
 
@@ -273,6 +300,7 @@ pub(crate) fn finish(
             return Err(e);
         }
     };
+    scrub_reply(&mut response, secrets);
     response.latency_ms = started.elapsed().as_secs_f64() * 1e3;
     response.attempts = reply.attempts;
     if response.model.is_empty() {
@@ -292,6 +320,25 @@ pub(crate) fn finish(
         "VLM call finished"
     );
     Ok(response)
+}
+
+/// Removes `secrets` from a reply that echoes them (text, refusal, tool
+/// arguments), so the step log and the terminal never show a key.
+fn scrub_reply(response: &mut VlmResponse, secrets: &[&str]) {
+    let secrets: Vec<&str> = secrets.iter().copied().filter(|s| s.trim().len() >= 6).collect();
+    let leaks = |t: &str| secrets.iter().any(|s| t.contains(s.trim()));
+    if leaks(&response.text) {
+        response.text = redact(&response.text, &secrets);
+    }
+    if let Some(r) = response.refusal.as_mut().filter(|r| leaks(r)) {
+        *r = redact(r, &secrets);
+    }
+    for call in &mut response.tool_calls {
+        if leaks(&call.arguments.to_string()) {
+            let clean = redact(&call.arguments.to_string(), &secrets);
+            call.arguments = serde_json::from_str(&clean).unwrap_or(Value::String(clean));
+        }
+    }
 }
 
 /// The error with `secrets` (and anything key-shaped) removed from its text.

@@ -8,7 +8,9 @@
 //! - Test doubles beside the trait: [`ScriptedVlm`] (queued replies, errors,
 //!   timeouts, silence; records requests) and [`FnVlm`] (a closure).
 //! - [`MeteredVlm`] wraps any model and keeps [`VlmStats`] (calls,
-//!   successes, failures by kind, tokens, latency, cost).
+//!   successes, failures by kind, tokens, latency, cost); [`LedgerVlm`]
+//!   does the same for a whole run, counting replies that arrive after the
+//!   caller stopped waiting (the bill of the run).
 //! - HTTP backends, each behind a cargo feature: `OpenAiBackend` (`openai`:
 //!   OpenAI, OpenRouter, Ollama, vLLM, llama.cpp server), `GeminiBackend`
 //!   (`gemini`: Google AI and Vertex AI), `AnthropicBackend` (`anthropic`).
@@ -21,6 +23,7 @@
 
 mod config;
 mod error;
+mod ledger;
 mod metered;
 mod pricing;
 mod redact;
@@ -49,12 +52,13 @@ use serde::{Deserialize, Serialize};
 #[cfg(feature = "anthropic")]
 pub use anthropic::AnthropicBackend;
 pub use config::{
-    AnthropicConfig, BackendConfig, CommandLine, Provider, RetryPolicy, VertexConfig, build_backend,
-    build_backend_with_env, is_local_url,
+    ANTHROPIC_VERSION, AnthropicConfig, BackendConfig, CommandLine, DEFAULT_MAX_REPLY_BYTES, Provider, RetryPolicy,
+    VertexConfig, build_backend, build_backend_with_env, is_local_url,
 };
 pub use error::VlmError;
 #[cfg(feature = "gemini")]
 pub use gemini::GeminiBackend;
+pub use ledger::LedgerVlm;
 pub use metered::{MeteredVlm, VlmStats};
 #[cfg(feature = "openai")]
 pub use openai::OpenAiBackend;

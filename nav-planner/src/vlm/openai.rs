@@ -1,5 +1,6 @@
 //! [`OpenAiBackend`]: Chat Completions over HTTP (feature `openai`).
 
+use std::sync::Mutex;
 use std::time::Instant;
 
 use async_trait::async_trait;
@@ -7,7 +8,7 @@ use reqwest::header::{AUTHORIZATION, HeaderMap};
 
 use super::config::is_local_url;
 use super::http::{HttpTransport, call_deadline, finish, redact_error, secret_header};
-use super::wire::openai::{OpenAiOptions, decode, encode};
+use super::wire::openai::{JsonMode, OpenAiOptions, decode, encode};
 use super::{
     BackendConfig, BackendInfo, PriceTable, Provider, Secret, VisionLanguageModel, VlmError, VlmRequest, VlmResponse,
 };
@@ -40,6 +41,22 @@ pub struct OpenAiBackend {
     options: OpenAiOptions,
     api_key: Option<Secret>,
     prices: PriceTable,
+    /// The structured-output mode that works with this server, learnt from
+    /// its rejections and kept for the rest of the run.
+    json_mode: Mutex<JsonMode>,
+}
+
+/// True when an error is a server rejecting the `response_format` field
+/// (HTTP 400/422, or llama-cpp-python's 500 "response_format.type: Input
+/// should be 'text' or 'json_object'").
+fn rejects_response_format(e: &VlmError) -> bool {
+    match e {
+        VlmError::Http { status: 400 | 422 | 500, message } => {
+            let m = message.to_ascii_lowercase();
+            m.contains("response_format") || m.contains("json_schema") || m.contains("json_object")
+        }
+        _ => false,
+    }
 }
 
 impl OpenAiBackend {
@@ -68,12 +85,7 @@ impl OpenAiBackend {
         } else {
             format!("{base_url}/chat/completions")
         };
-        let options = OpenAiOptions {
-            model: cfg.model_id().to_string(),
-            default_max_tokens: cfg.max_tokens,
-            // OpenAI's own API wants the newer field; compatible servers the old one.
-            max_completion_tokens_field: base_url.contains("api.openai.com"),
-        };
+        let options = OpenAiOptions::from_config(cfg);
         Ok(Self {
             transport: HttpTransport::new("openai", cfg)?,
             url,
@@ -81,6 +93,7 @@ impl OpenAiBackend {
             options,
             api_key,
             prices: cfg.price_table(),
+            json_mode: Mutex::new(JsonMode::JsonSchema),
         })
     }
 
@@ -89,9 +102,15 @@ impl OpenAiBackend {
         &self.url
     }
 
-    /// The exact JSON body this backend would send for a request.
+    /// The exact JSON body this backend would send for a request now (in
+    /// the structured-output mode the server has accepted so far).
     pub fn request_body(&self, req: &VlmRequest) -> serde_json::Value {
-        encode(req, &self.options)
+        encode(req, &OpenAiOptions { json_mode: self.json_mode(), ..self.options.clone() })
+    }
+
+    /// The structured-output mode in use (see [`JsonMode`]).
+    pub fn json_mode(&self) -> JsonMode {
+        *self.json_mode.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 }
 
@@ -108,7 +127,33 @@ impl VisionLanguageModel for OpenAiBackend {
             headers.insert(AUTHORIZATION, secret_header(&format!("Bearer {}", key.expose()))?);
         }
         let deadline = call_deadline(req.timeout, &self.transport);
-        let reply = self.transport.post_json(&self.url, headers, &body, started, deadline, &secrets).await?;
+        let mut body = body;
+        let reply = loop {
+            match self.transport.post_json(&self.url, headers.clone(), &body, started, deadline, &secrets).await {
+                Ok(reply) => break reply,
+                // Capability fallback: step down once per rejection, remember
+                // it for the rest of the run, and log the change once.
+                Err(e) if req.json_schema.is_some() && rejects_response_format(&e) => {
+                    let mut mode = self.json_mode.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+                    let sent = body.get("response_format").and_then(|f| f.get("type")).and_then(|t| t.as_str());
+                    match sent {
+                        None => return Err(e),
+                        Some(t) if t == mode.as_str() => {
+                            let Some(next) = mode.fallback() else { return Err(e) };
+                            tracing::warn!(server = %self.base_url, rejected = mode.as_str(), now = next.as_str(),
+                                error = %e, "the server rejects this structured-output mode; \
+                                using the next one for the rest of the run");
+                            *mode = next;
+                        }
+                        // another call already stepped down
+                        Some(_) => {}
+                    }
+                    drop(mode);
+                    body = self.request_body(&req);
+                }
+                Err(e) => return Err(e),
+            }
+        };
         finish(decode(&reply.body), &reply, started, &self.options.model, &self.prices, "openai", &secrets)
     }
 

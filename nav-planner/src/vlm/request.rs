@@ -395,10 +395,7 @@ mod tests {
             .text("u")
             .tools(vec![tool("a"), tool("b")])
             .tool_choice(ToolChoice::Only(vec!["b".into()]))
-            .turn(Turn::Assistant {
-                text: None,
-                tool_calls: vec![RawToolCall { id: "c1".into(), name: "a".into(), arguments: json!({}) }],
-            })
+            .turn(Turn::Assistant { text: None, tool_calls: vec![RawToolCall::new("c1", "a", json!({}))] })
             .turn(Turn::ToolResult { call_id: "c1".into(), name: "a".into(), content: "{}".into() });
         assert_eq!(req.validate(), Ok(()));
         assert_eq!(req.callable_tools().len(), 1);

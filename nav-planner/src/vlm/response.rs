@@ -14,12 +14,23 @@ pub struct RawToolCall {
     /// valid JSON it is kept verbatim as a JSON string, so the protocol's
     /// parser can repair or reject it with a precise message.
     pub arguments: serde_json::Value,
+    /// The opaque `thoughtSignature` Gemini attached to this call's part.
+    /// Gemini 3 rejects a replayed `functionCall` without it, so the Gemini
+    /// codec echoes it in follow-up turns; other providers have none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub thought_signature: Option<String>,
 }
 
 impl RawToolCall {
-    /// A tool call with these fields.
+    /// A tool call with these fields (and no thought signature).
     pub fn new(id: impl Into<String>, name: impl Into<String>, arguments: serde_json::Value) -> Self {
-        Self { id: id.into(), name: name.into(), arguments }
+        Self { id: id.into(), name: name.into(), arguments, thought_signature: None }
+    }
+
+    /// Sets the Gemini thought signature.
+    pub fn with_thought_signature(mut self, signature: impl Into<String>) -> Self {
+        self.thought_signature = Some(signature.into());
+        self
     }
 }
 

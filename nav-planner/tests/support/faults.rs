@@ -106,6 +106,21 @@ pub async fn client_error_is_not_retried(kit: &Kit) {
     assert_eq!(server.request_count(), 1, "{}", kit.name);
 }
 
+/// A reply over `max_reply_bytes` is an invalid response naming the limit,
+/// not retried, and the key never shows.
+pub async fn oversized_reply_is_rejected(kit: &Kit) {
+    let mut big = (kit.ok)();
+    big["padding"] = json!(format!("{}{}", super::TEST_KEY, "x".repeat(64 * 1024)));
+    let server = ScriptedServer::start(vec![Reply::json(big.clone()), Reply::json(big)]).await;
+    let vlm = kit.backend_with(&server.url(), |c| c.max_reply_bytes = 16 * 1024);
+    let err = vlm.complete(simple(Duration::from_secs(2))).await.unwrap_err();
+    let text = err.to_string();
+    assert!(matches!(err, VlmError::InvalidResponse { .. }), "{}: {err:?}", kit.name);
+    assert!(text.contains("over the 16384-byte limit (vlm.max_reply_bytes)"), "{text}");
+    assert!(!text.contains(super::TEST_KEY));
+    assert_eq!(server.request_count(), 1, "{}", kit.name);
+}
+
 /// A connection reset in the middle of the body is retried.
 pub async fn reset_mid_body_is_retried(kit: &Kit) {
     let body = (kit.ok)().to_string();

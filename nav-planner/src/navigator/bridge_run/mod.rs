@@ -192,6 +192,7 @@ pub struct BridgeRunner<'a> {
     vlm: Option<Arc<dyn VisionLanguageModel>>,
     grounding: Option<String>,
     policy: Option<(String, PolicyFactory<'a>)>,
+    call_timeout_s: Option<f64>,
 }
 
 impl std::fmt::Debug for BridgeRunner<'_> {
@@ -208,7 +209,14 @@ impl<'a> BridgeRunner<'a> {
     /// A runner with the default loop settings.
     pub fn new(config: BridgeRunConfig) -> Result<Self, EpisodeError> {
         config.validate()?;
-        Ok(Self { config, objectnav: ObjectNavLoopConfig::default(), vlm: None, grounding: None, policy: None })
+        Ok(Self {
+            config,
+            objectnav: ObjectNavLoopConfig::default(),
+            vlm: None,
+            grounding: None,
+            policy: None,
+            call_timeout_s: None,
+        })
     }
 
     /// ObjectNav loop settings (panorama views, memory parameters, ...);
@@ -221,6 +229,13 @@ impl<'a> BridgeRunner<'a> {
     /// The model for `PlannerChoice::Vlm` (and the scene analyzer).
     pub fn with_vlm(mut self, vlm: Arc<dyn VisionLanguageModel>) -> Self {
         self.vlm = Some(vlm);
+        self
+    }
+
+    /// The deadline of every model call, seconds (`--timeout`), instead of
+    /// the protocol's and scene analyzer's 8 s.
+    pub fn with_call_timeout(mut self, seconds: Option<f64>) -> Self {
+        self.call_timeout_s = seconds;
         self
     }
 
@@ -333,6 +348,7 @@ impl<'a> BridgeRunner<'a> {
                 ObjectNavPromptConfig {
                     text_only: self.config.text_only,
                     grounding: self.grounding.clone(),
+                    timeout_s: self.call_timeout_s.unwrap_or(ObjectNavPromptConfig::default().timeout_s),
                     ..ObjectNavPromptConfig::default()
                 },
             )),
@@ -341,7 +357,9 @@ impl<'a> BridgeRunner<'a> {
 
     fn scene_analyzer(&self) -> Box<dyn SceneAnalyzer> {
         match (self.config.planner, &self.vlm, self.config.text_only) {
-            (PlannerChoice::Vlm, Some(v), false) => Box::new(VlmSceneAnalyzer::new(v.clone(), 8.0)),
+            (PlannerChoice::Vlm, Some(v), false) => {
+                Box::new(VlmSceneAnalyzer::new(v.clone(), self.call_timeout_s.unwrap_or(8.0)))
+            }
             _ => Box::new(OfflineSceneAnalyzer::new()),
         }
     }

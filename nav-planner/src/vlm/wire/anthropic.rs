@@ -7,7 +7,10 @@
 //! `assistant` turns with `tool_use` blocks and `user` turns with
 //! `tool_result` blocks, `tools: [{name, description, input_schema}]`,
 //! `tool_choice {type: auto | any | none}` (a restricted choice sends only
-//! the allowed tools with `any`), `max_tokens` (required).
+//! the allowed tools with `any`), `max_tokens` (required). No sampling
+//! parameters: API version 2026-10-21 removed `temperature`, `top_p` and
+//! `top_k`, and current models reject them on every version; the request's
+//! temperature is sent only with [`AnthropicOptions::sampling`].
 //!
 //! JSON mode: Anthropic has no response-schema field in the stable API, so a
 //! request with a JSON schema and no tools declares one tool named after the
@@ -23,7 +26,7 @@
 use serde_json::{Map, Value, json};
 
 use super::{arguments_object, base64, count, embedded_error, f32_json, json_instruction, parse_body};
-use crate::vlm::{Part, RawToolCall, ToolChoice, Turn, Usage, VlmError, VlmRequest, VlmResponse};
+use crate::vlm::{BackendConfig, Part, RawToolCall, ToolChoice, Turn, Usage, VlmError, VlmRequest, VlmResponse};
 
 /// Output limit used when neither the request nor the config sets one
 /// (Anthropic requires `max_tokens`).
@@ -38,12 +41,25 @@ pub struct AnthropicOptions {
     pub default_max_tokens: Option<u32>,
     /// Send `strict` on tools (needs the structured-outputs beta header).
     pub strict_tools: bool,
+    /// Send the request's `temperature` (opt-in: the current API version
+    /// and current models reject sampling parameters).
+    pub sampling: bool,
 }
 
 impl AnthropicOptions {
     /// Options for a model with the default limit and no strict tools.
     pub fn new(model: impl Into<String>) -> Self {
-        Self { model: model.into(), default_max_tokens: None, strict_tools: false }
+        Self { model: model.into(), default_max_tokens: None, strict_tools: false, sampling: false }
+    }
+
+    /// The options a backend with this config uses.
+    pub fn from_config(cfg: &BackendConfig) -> Self {
+        Self {
+            model: cfg.model_id().to_string(),
+            default_max_tokens: cfg.max_tokens,
+            strict_tools: cfg.anthropic.strict_tools,
+            sampling: cfg.anthropic.sampling,
+        }
     }
 }
 
@@ -140,7 +156,7 @@ pub fn encode(req: &VlmRequest, opts: &AnthropicOptions) -> Value {
             body.insert("tool_choice".into(), json!({"type": choice}));
         }
     }
-    if let Some(t) = req.temperature {
+    if let (true, Some(t)) = (opts.sampling, req.temperature) {
         body.insert("temperature".into(), f32_json(t));
     }
     Value::Object(body)
@@ -177,7 +193,7 @@ pub fn decode(body: &[u8], json_tool: Option<&str>) -> Result<VlmResponse, VlmEr
                 }
                 let id = block.get("id").and_then(Value::as_str).filter(|s| !s.is_empty());
                 let id = id.map_or_else(|| format!("call_{}", tool_calls.len()), str::to_string);
-                tool_calls.push(RawToolCall { id, name: name.into(), arguments: input });
+                tool_calls.push(RawToolCall::new(id, name, input));
             }
             _ => {}
         }
@@ -219,6 +235,7 @@ mod tests {
         assert_eq!(body["tool_choice"], json!({"type": "tool", "name": "decision"}));
         assert_eq!(body["tools"][0]["input_schema"], schema);
         assert_eq!(body["max_tokens"], DEFAULT_MAX_TOKENS);
+        assert!(body.get("temperature").is_none());
         let reply = decode(
             br#"{"content": [{"type": "tool_use", "id": "t1", "name": "decision", "input": {"angle": 30}}],
                 "stop_reason": "tool_use"}"#,
@@ -242,6 +259,14 @@ mod tests {
         assert!(body["system"][1].get("cache_control").is_none());
         assert_eq!(body["tools"][0]["strict"], true);
         assert_eq!(body["tool_choice"], json!({"type": "auto"}));
+    }
+
+    #[test]
+    fn temperature_is_sent_only_when_sampling_is_opted_in() {
+        let req = VlmRequest::new("s").text("u").temperature(0.2);
+        assert!(encode(&req, &AnthropicOptions::new("claude-sonnet-5")).get("temperature").is_none());
+        let old = AnthropicOptions { sampling: true, ..AnthropicOptions::new("claude-3-5-haiku") };
+        assert_eq!(encode(&req, &old)["temperature"], json!(0.2));
     }
 
     #[test]

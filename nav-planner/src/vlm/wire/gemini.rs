@@ -5,7 +5,8 @@
 //!
 //! Request: `systemInstruction`, `contents` (role `user` with `text` and
 //! `inlineData {mimeType, data}` parts; follow-up `model` turns with
-//! `functionCall` parts and `user` turns with `functionResponse` parts),
+//! `functionCall` parts, each with the `thoughtSignature` the reply carried,
+//! and `user` turns with `functionResponse` parts),
 //! `tools: [{functionDeclarations}]` with parameters converted by
 //! [`to_gemini`], `toolConfig.functionCallingConfig {mode: ANY | AUTO |
 //! NONE, allowedFunctionNames}`, `generationConfig {temperature,
@@ -13,8 +14,9 @@
 //! function calling with a JSON response schema, so with tools the schema
 //! becomes an instruction appended to the system prompt.
 //!
-//! Response: `candidates[0].content.parts` (`text`, `functionCall`; `thought`
-//! parts skipped), `finishReason` (SAFETY, RECITATION and the other block
+//! Response: `candidates[0].content.parts` (`text`, `functionCall` with its
+//! part's `thoughtSignature` kept on the [`RawToolCall`]; `thought` parts
+//! skipped), `finishReason` (SAFETY, RECITATION and the other block
 //! reasons → [`VlmError::Refused`]), `promptFeedback.blockReason`,
 //! `usageMetadata` (`promptTokenCount`, `candidatesTokenCount` +
 //! `thoughtsTokenCount`, `cachedContentTokenCount`), `modelVersion`.
@@ -65,11 +67,14 @@ pub fn encode(req: &VlmRequest, default_max_tokens: Option<u32>) -> Value {
         match turn {
             Turn::Assistant { text, tool_calls } => {
                 let mut parts: Vec<Value> = text.iter().filter(|t| !t.is_empty()).map(|t| json!({"text": t})).collect();
-                parts.extend(
-                    tool_calls
-                        .iter()
-                        .map(|c| json!({"functionCall": {"name": c.name, "args": arguments_object(&c.arguments)}})),
-                );
+                parts.extend(tool_calls.iter().map(|c| {
+                    let mut part = json!({"functionCall": {"name": c.name, "args": arguments_object(&c.arguments)}});
+                    // Gemini 3 answers 400 to a replayed call without its signature.
+                    if let Some(signature) = &c.thought_signature {
+                        part["thoughtSignature"] = json!(signature);
+                    }
+                    part
+                }));
                 contents.push(json!({"role": "model", "parts": parts}));
             }
             Turn::ToolResult { name, content, .. } => {
@@ -179,7 +184,13 @@ pub fn decode(body: &[u8]) -> Result<VlmResponse, VlmError> {
             let id = call.get("id").and_then(Value::as_str).filter(|s| !s.is_empty());
             let id = id.map_or_else(|| format!("call_{}", tool_calls.len()), str::to_string);
             let arguments = call.get("args").cloned().unwrap_or_else(|| json!({}));
-            tool_calls.push(RawToolCall { id, name: name.into(), arguments });
+            let signature = part.get("thoughtSignature").and_then(Value::as_str).filter(|s| !s.is_empty());
+            tool_calls.push(RawToolCall {
+                id,
+                name: name.into(),
+                arguments,
+                thought_signature: signature.map(str::to_string),
+            });
         }
     }
     let usage = v.get("usageMetadata").map_or_else(Usage::default, |u| Usage {
@@ -231,6 +242,37 @@ mod tests {
         assert!(body["systemInstruction"]["parts"][0]["text"].as_str().unwrap().contains("JSON Schema"));
         assert_eq!(body["tools"][0]["functionDeclarations"][0], json!({"name": "noop", "description": "nothing"}));
         assert_eq!(body["toolConfig"]["functionCallingConfig"]["mode"], "AUTO");
+    }
+
+    #[test]
+    fn thought_signatures_are_echoed_on_replayed_calls() {
+        let reply = decode(
+            br#"{"candidates": [{"content": {"role": "model", "parts": [
+                {"functionCall": {"name": "look", "args": {"q": "door"}}, "thoughtSignature": "c2lnLTE="}]},
+                "finishReason": "STOP"}]}"#,
+        )
+        .unwrap();
+        assert_eq!(reply.tool_calls[0].thought_signature.as_deref(), Some("c2lnLTE="));
+        let req = VlmRequest::new("s")
+            .text("u")
+            .tools(vec![ToolSpec::new("look", "l", json!({"type": "object", "properties": {}}))])
+            .turn(Turn::Assistant { text: None, tool_calls: reply.tool_calls.clone() })
+            .turn(Turn::ToolResult {
+                call_id: reply.tool_calls[0].id.clone(),
+                name: "look".into(),
+                content: "{}".into(),
+            });
+        let body = encode(&req, None);
+        assert_eq!(
+            body["contents"][1]["parts"][0],
+            json!({"functionCall": {"name": "look", "args": {"q": "door"}}, "thoughtSignature": "c2lnLTE="})
+        );
+        let unsigned = RawToolCall::new("c", "look", json!({}));
+        let req = req.clone();
+        let mut turns = req.turns.clone();
+        turns[0] = Turn::Assistant { text: None, tool_calls: vec![unsigned] };
+        let body = encode(&VlmRequest { turns, ..req }, None);
+        assert!(body["contents"][1]["parts"][0].get("thoughtSignature").is_none());
     }
 
     #[test]

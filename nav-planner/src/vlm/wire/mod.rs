@@ -16,7 +16,28 @@ pub mod openai;
 use base64::Engine as _;
 use serde_json::Value;
 
-use super::{JsonSchemaSpec, VlmError, redact::truncate_chars};
+use super::{BackendConfig, JsonSchemaSpec, Provider, VlmError, VlmRequest, redact::truncate_chars};
+
+/// The exact JSON body the configured backend sends for `req` (the model id
+/// of Gemini and Vertex goes in the URL, not the body). The HTTP backends
+/// build their bodies through the same options, so `nav prompt` prints what
+/// is sent.
+///
+/// ```
+/// use nav_planner::vlm::{BackendConfig, Provider, VlmRequest, wire};
+///
+/// let cfg = BackendConfig::new(Provider::Anthropic);
+/// let body = wire::request_body(&cfg, &VlmRequest::new("s").text("u").temperature(0.2));
+/// assert_eq!(body["model"], "claude-haiku-4-5");
+/// assert!(body.get("temperature").is_none()); // opt-in: [vlm.anthropic] sampling = true
+/// ```
+pub fn request_body(cfg: &BackendConfig, req: &VlmRequest) -> Value {
+    match cfg.provider {
+        Provider::OpenAi => openai::encode(req, &openai::OpenAiOptions::from_config(cfg)),
+        Provider::Gemini | Provider::Vertex => gemini::encode(req, cfg.max_tokens),
+        Provider::Anthropic => anthropic::encode(req, &anthropic::AnthropicOptions::from_config(cfg)),
+    }
+}
 
 /// Base64 (standard alphabet, padded) of image bytes.
 pub(crate) fn base64(data: &[u8]) -> String {

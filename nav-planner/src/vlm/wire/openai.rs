@@ -7,15 +7,18 @@
 //! parameters, strict}}]`, `tool_choice` `auto` / `required` / `none` (a
 //! restricted choice sends only the allowed tools with `required`),
 //! `parallel_tool_calls: false` with tools (seed 003 §3.16: reasoning text
-//! then one action), `response_format: {"type": "json_schema", ...}`.
+//! then one action), `response_format: {"type": "json_schema", ...}`,
+//! `max_completion_tokens` for OpenAI itself and reasoning models
+//! (`max_tokens` for compatible servers), no `temperature` for reasoning
+//! models ([`is_reasoning_model`]).
 //!
 //! Response: `choices[0].message` (`content`, `tool_calls`, `refusal`),
 //! `finish_reason`, `usage` with `prompt_tokens_details.cached_tokens`.
 
 use serde_json::{Map, Value, json};
 
-use super::{arguments_from_text, base64, count, embedded_error, f32_json, parse_body};
-use crate::vlm::{Part, RawToolCall, ToolChoice, Turn, Usage, VlmError, VlmRequest, VlmResponse};
+use super::{arguments_from_text, base64, count, embedded_error, f32_json, json_instruction, parse_body};
+use crate::vlm::{BackendConfig, Part, RawToolCall, ToolChoice, Turn, Usage, VlmError, VlmRequest, VlmResponse};
 
 /// Body options that are not part of the request itself.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -27,13 +30,91 @@ pub struct OpenAiOptions {
     /// Send the limit as `max_completion_tokens` (required by OpenAI's newer
     /// models) rather than `max_tokens` (what compatible servers accept).
     pub max_completion_tokens_field: bool,
+    /// Send the request's `temperature`; off for reasoning models, which
+    /// accept only the default.
+    pub sampling: bool,
+    /// How a request's JSON schema is sent (the capability fallback of
+    /// compatible servers steps down through these).
+    pub json_mode: JsonMode,
+}
+
+/// How a JSON schema reaches an OpenAI-compatible server, most capable
+/// first. A backend starts at [`JsonMode::JsonSchema`] and steps down when
+/// the server rejects the field (llama-cpp-python accepts only `text` and
+/// `json_object`, with an optional `schema` it turns into a grammar).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord)]
+pub enum JsonMode {
+    /// `response_format: {"type": "json_schema", "json_schema": {…}}`.
+    #[default]
+    JsonSchema,
+    /// `response_format: {"type": "json_object", "schema": {…}}`, plus the
+    /// schema as an instruction in the system prompt.
+    JsonObject,
+    /// No `response_format`: the schema as an instruction only.
+    PromptOnly,
+}
+
+impl JsonMode {
+    /// The next less capable mode, if any.
+    pub fn fallback(self) -> Option<Self> {
+        match self {
+            JsonMode::JsonSchema => Some(JsonMode::JsonObject),
+            JsonMode::JsonObject => Some(JsonMode::PromptOnly),
+            JsonMode::PromptOnly => None,
+        }
+    }
+
+    /// The name used in logs: `json_schema`, `json_object` or `prompt`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            JsonMode::JsonSchema => "json_schema",
+            JsonMode::JsonObject => "json_object",
+            JsonMode::PromptOnly => "prompt",
+        }
+    }
 }
 
 impl OpenAiOptions {
-    /// Options for a model with `max_tokens` and no default limit.
+    /// Options for a model with `max_tokens` and no default limit; a
+    /// reasoning model ([`is_reasoning_model`]) gets `max_completion_tokens`
+    /// and no temperature.
     pub fn new(model: impl Into<String>) -> Self {
-        Self { model: model.into(), default_max_tokens: None, max_completion_tokens_field: false }
+        let model = model.into();
+        let reasoning = is_reasoning_model(&model);
+        Self {
+            model,
+            default_max_tokens: None,
+            max_completion_tokens_field: reasoning,
+            sampling: !reasoning,
+            json_mode: JsonMode::JsonSchema,
+        }
     }
+
+    /// The options a backend with this config uses: OpenAI's own endpoint
+    /// (no `base_url`, or `api.openai.com`) and reasoning models get
+    /// `max_completion_tokens`; compatible servers `max_tokens`.
+    pub fn from_config(cfg: &BackendConfig) -> Self {
+        let mut options = Self::new(cfg.model_id());
+        options.default_max_tokens = cfg.max_tokens;
+        options.max_completion_tokens_field |= cfg.base_url.as_deref().is_none_or(|u| u.contains("api.openai.com"));
+        options
+    }
+}
+
+/// True for OpenAI's reasoning models — the o-series (`o1`, `o3-mini`,
+/// `o4-mini`…) and GPT-5 (`gpt-5`, `gpt-5.1-mini`…), also behind a router
+/// prefix (`openai/gpt-5`) — which reject `max_tokens` and any temperature
+/// but the default.
+///
+/// ```
+/// use nav_planner::vlm::wire::openai::is_reasoning_model;
+/// assert!(is_reasoning_model("o4-mini") && is_reasoning_model("openai/gpt-5-mini"));
+/// assert!(!is_reasoning_model("gpt-4o-mini") && !is_reasoning_model("qwen2.5-vl:7b"));
+/// ```
+pub fn is_reasoning_model(model: &str) -> bool {
+    let name = model.rsplit('/').next().unwrap_or(model).to_ascii_lowercase();
+    let o_series = name.strip_prefix('o').is_some_and(|rest| rest.starts_with(|c: char| c.is_ascii_digit()));
+    o_series || name.starts_with("gpt-5")
 }
 
 fn part_json(part: &Part) -> Value {
@@ -49,8 +130,15 @@ fn part_json(part: &Part) -> Value {
 /// The request body.
 pub fn encode(req: &VlmRequest, opts: &OpenAiOptions) -> Value {
     let mut messages = Vec::new();
-    if !req.system.is_empty() {
-        messages.push(json!({"role": "system", "content": req.system}));
+    let mut system = req.system.clone();
+    if let (Some(spec), JsonMode::JsonObject | JsonMode::PromptOnly) = (&req.json_schema, opts.json_mode) {
+        if !system.is_empty() {
+            system.push_str("\n\n");
+        }
+        system.push_str(&json_instruction(spec));
+    }
+    if !system.is_empty() {
+        messages.push(json!({"role": "system", "content": system}));
     }
     // A single text part goes as a plain string, which every compatible
     // server accepts; anything else as content parts.
@@ -109,12 +197,17 @@ pub fn encode(req: &VlmRequest, opts: &OpenAiOptions) -> Value {
         body.insert("parallel_tool_calls".into(), json!(false));
     }
     if let Some(spec) = &req.json_schema {
-        body.insert(
-            "response_format".into(),
-            json!({"type": "json_schema", "json_schema": {"name": spec.name, "schema": spec.schema, "strict": spec.strict}}),
-        );
+        let format = match opts.json_mode {
+            JsonMode::JsonSchema => Some(json!({"type": "json_schema", "json_schema":
+                {"name": spec.name, "schema": spec.schema, "strict": spec.strict}})),
+            JsonMode::JsonObject => Some(json!({"type": "json_object", "schema": spec.schema})),
+            JsonMode::PromptOnly => None,
+        };
+        if let Some(format) = format {
+            body.insert("response_format".into(), format);
+        }
     }
-    if let Some(t) = req.temperature {
+    if let (true, Some(t)) = (opts.sampling, req.temperature) {
         body.insert("temperature".into(), f32_json(t));
     }
     if let Some(n) = req.max_tokens.or(opts.default_max_tokens) {
@@ -168,11 +261,7 @@ pub fn decode(body: &[u8]) -> Result<VlmResponse, VlmError> {
                 Some(other) => other.clone(),
             };
             let id = call.get("id").and_then(Value::as_str).filter(|s| !s.is_empty());
-            tool_calls.push(RawToolCall {
-                id: id.map_or_else(|| format!("call_{i}"), str::to_string),
-                name: name.into(),
-                arguments,
-            });
+            tool_calls.push(RawToolCall::new(id.map_or_else(|| format!("call_{i}"), str::to_string), name, arguments));
         }
     }
     let refusal = message.get("refusal").and_then(Value::as_str).filter(|s| !s.is_empty()).map(str::to_string);
@@ -238,6 +327,35 @@ mod tests {
         assert_eq!(body["messages"][0]["content"][0]["image_url"]["detail"], "high");
         assert_eq!(body["max_completion_tokens"], 9);
         assert!(body.get("tools").is_none() && body.get("tool_choice").is_none());
+    }
+
+    #[test]
+    fn json_modes_step_down_to_the_prompt() {
+        let schema = json!({"type": "object", "properties": {"a": {"type": "integer"}}});
+        let req = VlmRequest::new("sys").text("u").json_schema("d", schema.clone(), true);
+        let mut opts = OpenAiOptions::new("m");
+        assert_eq!(encode(&req, &opts)["response_format"]["type"], "json_schema");
+        assert_eq!(encode(&req, &opts)["messages"][0]["content"], "sys");
+        opts.json_mode = JsonMode::JsonObject;
+        let body = encode(&req, &opts);
+        assert_eq!(body["response_format"], json!({"type": "json_object", "schema": schema}));
+        assert!(body["messages"][0]["content"].as_str().unwrap().contains("JSON Schema"));
+        opts.json_mode = JsonMode::PromptOnly;
+        let body = encode(&req, &opts);
+        assert!(body.get("response_format").is_none());
+        assert!(body["messages"][0]["content"].as_str().unwrap().starts_with("sys\n\nReply with only one JSON"));
+        assert_eq!(JsonMode::JsonSchema.fallback(), Some(JsonMode::JsonObject));
+        assert_eq!(JsonMode::PromptOnly.fallback(), None);
+    }
+
+    #[test]
+    fn reasoning_models_get_the_newer_limit_and_no_temperature() {
+        let req = VlmRequest::new("s").text("u").temperature(0.2).max_tokens(50);
+        let body = encode(&req, &OpenAiOptions::new("gpt-5-mini"));
+        assert_eq!(body["max_completion_tokens"], 50);
+        assert!(body.get("temperature").is_none() && body.get("max_tokens").is_none());
+        let body = encode(&req, &OpenAiOptions::new("qwen2.5-vl"));
+        assert_eq!((body["max_tokens"].clone(), body["temperature"].clone()), (json!(50), json!(0.2)));
     }
 
     #[test]

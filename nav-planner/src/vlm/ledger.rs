@@ -1,0 +1,167 @@
+//! [`LedgerVlm`]: the bill of a run. Every call runs to its end in its own
+//! task, so a reply that arrives after the caller stopped waiting (a loop's
+//! inference timeout, a superseded request) is still counted — the provider
+//! bills it all the same.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::{Duration, Instant};
+
+use async_trait::async_trait;
+use tokio::sync::Notify;
+
+use super::{BackendInfo, VisionLanguageModel, VlmError, VlmRequest, VlmResponse, VlmStats};
+
+#[derive(Debug, Default)]
+struct Shared {
+    stats: Mutex<VlmStats>,
+    in_flight: AtomicUsize,
+    idle: Notify,
+}
+
+impl Shared {
+    fn lock(&self) -> MutexGuard<'_, VlmStats> {
+        self.stats.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// Wraps a model and keeps the run's [`VlmStats`] the way a bill would:
+/// each call is spawned as its own task that records its outcome when it
+/// ends, whether or not the caller is still waiting. A call whose caller
+/// gave up keeps running until the backend's own deadline; [`settle`]
+/// waits for those before the run's totals are read.
+///
+/// Needs a Tokio runtime (calls are spawned).
+///
+/// ```
+/// use std::time::Duration;
+/// use nav_planner::vlm::{LedgerVlm, ScriptStep, ScriptedVlm, VisionLanguageModel, VlmRequest, VlmResponse};
+///
+/// # tokio::runtime::Builder::new_current_thread().enable_all().build()?.block_on(async {
+/// let late = ScriptStep::Reply(VlmResponse::from_text("late"));
+/// let ledger = LedgerVlm::new(ScriptedVlm::new().then_delayed(Duration::from_millis(50), late));
+/// // the caller stops waiting after 10 ms…
+/// let gave_up = tokio::time::timeout(Duration::from_millis(10), ledger.complete(VlmRequest::new("s").text("u"))).await;
+/// assert!(gave_up.is_err());
+/// // …but the answered request still counts once it arrives
+/// ledger.settle(Duration::from_secs(1)).await;
+/// assert_eq!(ledger.stats().successes, 1);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// # })?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+///
+/// [`settle`]: LedgerVlm::settle
+pub struct LedgerVlm {
+    inner: Arc<dyn VisionLanguageModel>,
+    shared: Arc<Shared>,
+}
+
+impl std::fmt::Debug for LedgerVlm {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LedgerVlm").field("model", &self.inner.describe()).field("stats", &self.stats()).finish()
+    }
+}
+
+impl LedgerVlm {
+    /// Wraps a model with an empty ledger.
+    pub fn new(inner: impl VisionLanguageModel + 'static) -> Self {
+        Self::shared(Arc::new(inner))
+    }
+
+    /// Wraps a shared model with an empty ledger.
+    pub fn shared(inner: Arc<dyn VisionLanguageModel>) -> Self {
+        Self { inner, shared: Arc::new(Shared::default()) }
+    }
+
+    /// The totals so far (calls still in flight are not in them yet).
+    pub fn stats(&self) -> VlmStats {
+        self.shared.lock().clone()
+    }
+
+    /// Calls started whose outcome is not recorded yet.
+    pub fn in_flight(&self) -> usize {
+        self.shared.in_flight.load(Ordering::SeqCst)
+    }
+
+    /// Waits until no call is in flight or `max_wait` passed; returns how
+    /// many calls were still in flight (0 = the ledger is complete).
+    pub async fn settle(&self, max_wait: Duration) -> usize {
+        let until = tokio::time::Instant::now() + max_wait;
+        loop {
+            let idle = self.shared.idle.notified();
+            let left = self.in_flight();
+            if left == 0 {
+                return 0;
+            }
+            if tokio::time::timeout_at(until, idle).await.is_err() {
+                return self.in_flight();
+            }
+        }
+    }
+}
+
+#[async_trait]
+impl VisionLanguageModel for LedgerVlm {
+    async fn complete(&self, req: VlmRequest) -> Result<VlmResponse, VlmError> {
+        let inner = Arc::clone(&self.inner);
+        let shared = Arc::clone(&self.shared);
+        shared.in_flight.fetch_add(1, Ordering::SeqCst);
+        let task = tokio::spawn(async move {
+            let start = Instant::now();
+            let result = inner.complete(req).await;
+            {
+                let mut stats = shared.lock();
+                match &result {
+                    Ok(reply) => stats.record_success(reply),
+                    Err(e) => stats.record_failure(e, start.elapsed().as_secs_f64() * 1e3),
+                }
+            }
+            shared.in_flight.fetch_sub(1, Ordering::SeqCst);
+            shared.idle.notify_waiters();
+            result
+        });
+        task.await.unwrap_or_else(|e| {
+            Err(VlmError::Connection { message: format!("the model call task ended abnormally: {e}") })
+        })
+    }
+
+    fn describe(&self) -> BackendInfo {
+        self.inner.describe()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::vlm::{ScriptStep, ScriptedVlm, Usage};
+
+    #[tokio::test]
+    async fn late_superseded_and_failed_calls_are_all_on_the_bill() {
+        let usage = Usage { prompt_tokens: 100, completion_tokens: 10, ..Usage::default() };
+        let scripted = ScriptedVlm::new()
+            .then_reply(VlmResponse::from_text("on time").with_usage(usage))
+            .then_delayed(Duration::from_millis(80), ScriptStep::Reply(VlmResponse::from_text("late")))
+            .then_delayed(Duration::from_millis(40), ScriptStep::Reply(VlmResponse::from_text("superseded")))
+            .then_error(VlmError::Http { status: 500, message: "boom".into() });
+        let ledger = LedgerVlm::new(scripted);
+        let req = || VlmRequest::new("s").text("u");
+        assert!(ledger.complete(req()).await.is_ok());
+        // the caller's inference timeout passes before the reply
+        assert!(tokio::time::timeout(Duration::from_millis(5), ledger.complete(req())).await.is_err());
+        // a newer request replaces this one: its future is dropped
+        drop(ledger.complete(req()));
+        let superseded = ledger.complete(req());
+        tokio::select! {
+            _ = superseded => {}
+            () = tokio::time::sleep(Duration::from_millis(1)) => {}
+        }
+        assert!(ledger.complete(req()).await.is_err());
+        assert_eq!(ledger.settle(Duration::from_secs(2)).await, 0);
+        let stats = ledger.stats();
+        // the call dropped before it was polled never started; the other four ended
+        assert_eq!((stats.calls, stats.successes, stats.failures), (4, 3, 1), "{stats:?}");
+        assert_eq!(stats.usage.prompt_tokens, 100);
+        assert_eq!(stats.failures_by_kind["http"], 1);
+    }
+}
