@@ -101,7 +101,15 @@ impl CandidatesStart {
             _ => None,
         };
         let candidates = generate_candidates(
-            &CandidateInput { grid: &grid, clearance: None, robot: pose, goal, stuck: false, waypoints: &[] },
+            &CandidateInput {
+                grid: &grid,
+                clearance: None,
+                robot: pose,
+                goal,
+                stuck: false,
+                waypoints: &[],
+                reachable: None,
+            },
             &spec.candidates.candidates,
         );
         let goal_text = match goal {
