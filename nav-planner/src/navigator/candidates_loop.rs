@@ -9,7 +9,7 @@
 //! The world model comes from one of three sources ([`WorldModelMode`]):
 //! the rasterized arena, depth-camera frames (`candidates_vision`, the
 //! seed's vision mode and the default) or a 360° LiDAR. Coverage is what
-//! the camera saw in every mode. Candidates are offered only where the
+//! the camera saw (and, in LiDAR mode, the LiDAR). Candidates are offered only where the
 //! planner can reach them under its inflation.
 //!
 //! [`CandidatesLoop::new`] validates the configuration;
@@ -171,8 +171,9 @@ pub struct CandidatesOutcome {
     pub predictions: (u32, u32),
     /// Final stuck counter.
     pub stuck_counter: u32,
-    /// Fraction of the grid's cells the camera saw (the seed's exploration:
-    /// known cells / total cells).
+    /// Fraction of the grid's cells the sensors saw (the seed's exploration:
+    /// known cells / total cells): the camera in every mode, and the LiDAR in
+    /// LiDAR mode; never predictions, model corrections or a rasterized map.
     pub coverage: f64,
     /// The final world model.
     pub grid: OccupancyGrid,
@@ -283,7 +284,8 @@ struct RunState {
     last_action: Option<LastAction>,
     cost_cfg: CostMapConfig,
     grid: OccupancyGrid,
-    /// What the camera saw (coverage only).
+    /// What the sensors saw (coverage only): camera frames in every mode,
+    /// LiDAR scans in LiDAR mode.
     seen: OccupancyGrid,
     camera: CameraMapper,
     /// The topology: anchors on the driven path (the `w` candidates).
@@ -487,6 +489,8 @@ impl CandidatesLoop {
         if self.config.world_model == WorldModelMode::Lidar && robot.capabilities().lidar {
             let scan = robot.scan().await?.scan;
             st.grid.integrate_scan(pose, &scan, &self.config.integration);
+            // in LiDAR mode the LiDAR builds the map, so what it sees counts as explored too
+            st.seen.integrate_scan(pose, &scan, &self.config.integration);
         }
         st.grid.mark_visited(pose.position());
         st.seen.mark_visited(pose.position());

@@ -667,7 +667,7 @@ fn judge(j: Judged<'_>, hal: &SimHal, run: LoopResult) -> RunSummary {
     ));
     if let Some(m) = min_cov {
         let how = if run.coverage.is_some() {
-            "known cells / total cells of the world-model grid, from the robot's camera frames"
+            "known cells / total cells of the world-model grid, as the robot's camera (and in LiDAR mode its LiDAR) saw them"
         } else {
             "free cells seen by the simulated sensors / free cells reachable from the start"
         };
