@@ -20,7 +20,7 @@ use super::candidates_vision::{CameraMapper, CameraMapping};
 use super::log::{PlannerRecord, StepRecord};
 use super::{EpisodeStats, NavError, RunContext};
 use crate::protocol::candidates::{
-    ActionType, CandidateDecision, CandidateFrame, CandidatePlanner, HistoryEntry, LastAction, NavMode,
+    ActionType, CandidateDecision, CandidateFrame, CandidatePlanner, HistoryEntry, LastAction, NavMode, TopologySummary,
 };
 use crate::protocol::{CallRecord, PlannerReply};
 use nav_core::astar::{CostMap, CostMapConfig, GridPlanner, PlannerConfig, distance_field};
@@ -229,6 +229,8 @@ pub struct CandidatesPreview {
     pub candidates: Vec<Candidate>,
     /// The OBJECTS lines.
     pub objects: Vec<String>,
+    /// The topology graph's size (the WAYPOINTS line).
+    pub topology: Option<TopologySummary>,
 }
 
 /// The seed-002 candidates loop over a robot (see the module docs).
@@ -328,6 +330,17 @@ impl Topology {
                 self.current = Some(self.graph.add(pose, PlaceId(0), cycle, reason, self.current));
             }
         }
+    }
+
+    /// The graph's size for the prompt's WAYPOINTS line; `None` before the
+    /// first anchor.
+    fn summary(&self) -> Option<TopologySummary> {
+        let anchors = self.graph.anchors();
+        if anchors.is_empty() {
+            return None;
+        }
+        let edges = anchors.iter().map(|a| a.neighbors.len()).sum::<usize>() / 2;
+        Some(TopologySummary { waypoints: anchors.len(), edges })
     }
 
     /// Every anchor but the current one, as a named waypoint.
@@ -478,7 +491,8 @@ impl CandidatesLoop {
         let pose = self.observe(robot, &mut st).await?;
         let candidates = self.offer(&st, pose, false);
         let objects = if robot.capabilities().detections { visible_objects(robot, pose).await } else { Vec::new() };
-        Ok(CandidatesPreview { grid: st.grid, pose, candidates, objects })
+        let topology = st.topology.summary();
+        Ok(CandidatesPreview { grid: st.grid, pose, candidates, objects, topology })
     }
 
     /// Sensing of step 1: a camera frame (vision mode and coverage), a LiDAR
@@ -689,6 +703,7 @@ impl CandidatesLoop {
             grid: &st.grid,
             candidates: &view.cands,
             objects: &objects,
+            topology: st.topology.summary(),
             history: &st.history,
             camera: camera.as_ref(),
             map_image: config.map_image,

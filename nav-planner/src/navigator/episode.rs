@@ -798,6 +798,7 @@ pub async fn initial_request(spec: &EpisodeSpec) -> Result<crate::vlm::VlmReques
                 grid,
                 candidates: cands,
                 objects: &preview.objects,
+                topology: preview.topology,
                 history: &[],
                 camera: camera.as_ref(),
                 map_image: spec.candidates.map_image,

@@ -465,6 +465,16 @@ pub struct HistoryEntry {
     pub result: String,
 }
 
+/// The size of the robot's topology graph, for the seed's
+/// `[WAYPOINTS: N waypoints, N edges]` line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TopologySummary {
+    /// Waypoints (anchors) in the graph.
+    pub waypoints: usize,
+    /// Undirected edges between them.
+    pub edges: usize,
+}
+
 /// Everything one candidates cycle shows the model (the seed's
 /// `NavigationFrame`).
 #[derive(Debug, Clone, Copy)]
@@ -491,6 +501,8 @@ pub struct CandidateFrame<'a> {
     pub candidates: &'a [Candidate],
     /// Known objects (`label (x, y)`).
     pub objects: &'a [String],
+    /// The topology the robot has built (the `[WAYPOINTS: …]` line), if any.
+    pub topology: Option<TopologySummary>,
     /// Recent decisions, newest first.
     pub history: &'a [HistoryEntry],
     /// The camera view, if any.
@@ -533,8 +545,14 @@ pub fn frame_text(f: &CandidateFrame<'_>) -> String {
         let _ = writeln!(s, "  goal: ({:.2}, {:.2}) +/- {:.1}m", goal.x, goal.y, f.goal_tolerance_m);
     }
     let _ = writeln!(s, "  occupancy: {}", g.to_rle());
+    if !f.objects.is_empty() || f.topology.is_some() {
+        s.push('\n');
+    }
     if !f.objects.is_empty() {
-        let _ = writeln!(s, "\nOBJECTS: {}", f.objects.join(", "));
+        let _ = writeln!(s, "OBJECTS: {}", f.objects.join(", "));
+    }
+    if let Some(t) = f.topology {
+        let _ = writeln!(s, "WAYPOINTS: {} waypoints, {} edges", t.waypoints, t.edges);
     }
     s.push_str("\nCANDIDATES:\n");
     if f.candidates.is_empty() {

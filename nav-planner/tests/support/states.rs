@@ -18,7 +18,7 @@ use nav_planner::navigator::candidates_loop::{CandidatesLoop, CandidatesLoopConf
 use nav_planner::navigator::episode::{EpisodeSpec, seeded_arena};
 use nav_planner::offline::OfflineCandidatePlanner;
 use nav_planner::protocol::ProtocolKind;
-use nav_planner::protocol::candidates::{CandidateFrame, NavMode};
+use nav_planner::protocol::candidates::{CandidateFrame, NavMode, TopologySummary};
 use nav_planner::protocol::explore::ExploreSnapshot;
 use nav_planner::protocol::objectnav::ObjectNavObservation;
 
@@ -85,6 +85,8 @@ pub struct CandidatesStart {
     pub pose: Pose2,
     pub grid: OccupancyGrid,
     pub candidates: Vec<Candidate>,
+    pub objects: Vec<String>,
+    pub topology: Option<TopologySummary>,
     pub camera: Option<RgbFrame>,
     pub map_image: bool,
 }
@@ -112,6 +114,7 @@ impl CandidatesStart {
         let lp = CandidatesLoop::new(config, Box::new(OfflineCandidatePlanner::new()), task).unwrap();
         let preview = lp.preview(&mut hal).await.unwrap();
         let (pose, grid, candidates) = (preview.pose, preview.grid, preview.candidates);
+        let (objects, topology) = (preview.objects, preview.topology);
         let camera = if spec.text_only { None } else { Some(hal.rgb().await.unwrap().frame) };
         Self {
             goal_text,
@@ -120,6 +123,8 @@ impl CandidatesStart {
             pose,
             grid,
             candidates,
+            objects,
+            topology,
             camera,
             map_image: spec.candidates.map_image,
         }
@@ -137,7 +142,8 @@ impl CandidatesStart {
             last_action: None,
             grid: &self.grid,
             candidates: &self.candidates,
-            objects: &[],
+            objects: &self.objects,
+            topology: self.topology,
             history: &[],
             camera: self.camera.as_ref(),
             map_image: self.map_image,
