@@ -290,16 +290,31 @@ async fn nudge<R: Robot + ?Sized>(robot: &mut R, pose: Pose2, motion: &mut Motio
         motion.events.push(json!({"event": "nudge", "skipped": "the cell ahead is blocked"}));
         return Ok(Execution::new(ActionResult::Blocked, "no nudge: the cell ahead is blocked", 0.0));
     }
-    let Some(out) = within(motion.bridge.action_timeout_s, robot.move_to(ahead)).await? else {
-        robot.stop().await.ok();
-        return Ok(timeout_exec("the nudge", motion.bridge.action_timeout_s));
+    let timeout_s = motion.bridge.action_timeout_s;
+    let out = if robot.capabilities().velocity {
+        // a timed creep covers the whole step; `move_to` would stop within its arrival threshold
+        let cmd = VelocityCommand { linear: NUDGE_SPEED_MPS, angular: 0.0, duration_s: step / NUDGE_SPEED_MPS };
+        within(timeout_s.max(cmd.duration_s + 1.0), robot.drive(cmd)).await?
+    } else {
+        within(timeout_s, robot.move_to(ahead)).await?
     };
+    let Some(mut out) = out else {
+        robot.stop().await.ok();
+        return Ok(timeout_exec("the nudge", timeout_s));
+    };
+    // what odometry saw (a real base's `drive` reports no distance)
+    if let Ok(o) = robot.odometry().await {
+        out.distance_m = o.pose.position().distance(pose.position());
+    }
     motion.events.push(json!({"event": "nudge", "moved_m": out.distance_m, "collided": out.collided}));
     if out.collided {
         return collided(robot, pose, ahead, out, motion).await;
     }
     Ok(Execution::new(ActionResult::Moved, format!("nudged {:.2} m forward", out.distance_m), out.distance_m))
 }
+
+/// The nudge's forward speed where the base takes velocity commands, m/s.
+const NUDGE_SPEED_MPS: f64 = 0.10;
 
 /// Seed 002 on contact: report `collision`; the contact point (one robot
 /// radius ahead along the motion) is marked an obstacle by the loop; the

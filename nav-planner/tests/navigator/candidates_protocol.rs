@@ -186,3 +186,35 @@ async fn a_collision_marks_the_contact_point_as_an_obstacle() {
     assert_eq!(cells[gy * 50 + gx], nav_core::grid::CellState::Obstacle, "contact ({x:.2}, {y:.2})");
     assert!(next.contains("LAST ACTION: MOVE_TO -> collision"), "{next}");
 }
+
+#[tokio::test]
+async fn no_path_and_no_frontier_nudges_10_cm_forward_and_says_so() {
+    // ground-truth mode knows the whole map, so no frontier candidate exists; MOVE_TO into the wall
+    // has no path, and the EXPLORE fallback has nowhere to go but the seed's 10 cm nudge
+    let prompts = Arc::new(Mutex::new(Vec::new()));
+    let p = prompts.clone();
+    let answer = move |r: &VlmRequest| {
+        p.lock().unwrap().push(text_of(r));
+        json!({"action": {"type": "MOVE_TO", "target_m": [0.0, 2.6]}, "fallback": {"if_failed": "EXPLORE"},
+               "explanation": "through the wall"})
+    };
+    let mut spec = spec("simple", answer);
+    spec.candidates.world_model = WorldModelMode::GroundTruth;
+    spec.max_steps = Some(2);
+    let (_, records) = run(&spec).await;
+    let r = &records[1];
+    assert_eq!(r.info["result"], "blocked", "{:?}", r.info);
+    assert!(events(std::slice::from_ref(r), "path_failed").next().is_some(), "{:?}", r.events);
+    let (_, nudge) = events(std::slice::from_ref(r), "nudge").next().expect("a nudge event");
+    let moved = nudge["moved_m"].as_f64().unwrap();
+    assert!((moved - 0.10).abs() < 0.02, "nudged {moved} m");
+    let (a, b) = (records[0].gt_pose.unwrap(), r.gt_pose.unwrap());
+    let d = ((b.x - a.x).powi(2) + (b.y - a.y).powi(2)).sqrt();
+    assert!((d - 0.10).abs() < 0.02, "the robot moved {d} m");
+    // the heading is kept: the nudge goes straight ahead
+    assert!((b.yaw_deg - a.yaw_deg).abs() < 1.0, "{} -> {}", a.yaw_deg, b.yaw_deg);
+    let prompts = prompts.lock().unwrap();
+    let next = &prompts[1];
+    assert!(next.contains("LAST ACTION: MOVE_TO -> blocked"), "{next}");
+    assert!(next.contains("fallback EXPLORE without a path: nudged 0.10 m forward"), "{next}");
+}
