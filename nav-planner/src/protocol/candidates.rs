@@ -519,7 +519,7 @@ pub fn frame_text(f: &CandidateFrame<'_>) -> String {
     s.push('\n');
     s.push_str("STATE:\n");
     let _ = writeln!(s, "  position: ({:.2}, {:.2})", f.pose.x, f.pose.y);
-    let _ = writeln!(s, "  heading: {:.0} degrees", f.pose.yaw.to_degrees());
+    let _ = writeln!(s, "  heading: {:.0} degrees", heading_deg(f.pose.yaw));
     let _ = writeln!(s, "  mode: {}", f.mode.as_str());
     if let Some(n) = f.stuck_cycles {
         let _ = writeln!(s, "  STUCK for {n} cycles");
@@ -540,7 +540,7 @@ pub fn frame_text(f: &CandidateFrame<'_>) -> String {
     let _ = writeln!(s, "  grid: {}x{} @ {}m", g.width(), g.height(), g.resolution());
     let _ = writeln!(s, "  origin: ({:.2}, {:.2})", g.origin().x, g.origin().y);
     let _ = writeln!(s, "  exploration: {:.0}%", g.known_fraction() * 100.0);
-    let _ = writeln!(s, "  robot: ({:.2}, {:.2}) heading {:.0} degrees", f.pose.x, f.pose.y, f.pose.yaw.to_degrees());
+    let _ = writeln!(s, "  robot: ({:.2}, {:.2}) heading {:.0} degrees", f.pose.x, f.pose.y, heading_deg(f.pose.yaw));
     if let Some(goal) = f.goal {
         let _ = writeln!(s, "  goal: ({:.2}, {:.2}) +/- {:.1}m", goal.x, goal.y, f.goal_tolerance_m);
     }
@@ -570,6 +570,11 @@ pub fn frame_text(f: &CandidateFrame<'_>) -> String {
     }
     s.push_str("\nRespond with a JSON navigation decision:");
     s
+}
+
+/// A heading in whole degrees, never "-0".
+fn heading_deg(yaw: f64) -> f64 {
+    yaw.to_degrees().round() + 0.0
 }
 
 /// How candidates requests are built.
