@@ -218,3 +218,30 @@ async fn no_path_and_no_frontier_nudges_10_cm_forward_and_says_so() {
     assert!(next.contains("LAST ACTION: MOVE_TO -> blocked"), "{next}");
     assert!(next.contains("fallback EXPLORE without a path: nudged 0.10 m forward"), "{next}");
 }
+
+#[tokio::test]
+async fn the_waypoints_line_counts_the_anchor_graph_as_it_grows() {
+    let prompts = Arc::new(Mutex::new(Vec::new()));
+    let p = prompts.clone();
+    let answer = move |r: &VlmRequest| {
+        p.lock().unwrap().push(text_of(r));
+        candidates_answer(r)
+    };
+    let (s, _) = run(&spec("simple", answer)).await;
+    assert!(s.passed, "{}", s.report());
+    let counts: Vec<(usize, usize)> = prompts
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|t| {
+            let l = t.lines().find_map(|l| l.strip_prefix("WAYPOINTS: ")).unwrap_or_else(|| panic!("{t}"));
+            let (w, e) = l.split_once(" waypoints, ").unwrap();
+            (w.parse().unwrap(), e.trim_end_matches(" edges").parse().unwrap())
+        })
+        .collect();
+    assert_eq!(counts[0], (1, 0), "the start anchor");
+    // the robot drove about 4 m: one anchor per metre, each linked to the one before
+    let (w, e) = *counts.last().unwrap();
+    assert!(w >= 3 && e + 1 >= w, "{counts:?}");
+    assert!(counts.windows(2).all(|p| p[1].0 >= p[0].0 && p[1].1 >= p[0].1), "{counts:?}");
+}
