@@ -31,7 +31,7 @@
 //! | `[explore]` | `tick_s` [0.01, 10]; `max_time_s` (0, 1000000]; `max_decisions` 1..=1000000; `path_speed_mps` (0, 5]; `goal_tolerance_m` (0, 10]; `pacing.time_scale` (0, 1000000] |
 //! | `[explore.map]` | `size_m` (0, 1000] and ≤ 4096 cells per side; `resolution_m` [0.01, 1]; `inflation_m` [0, 10]; `unknown_cost` [1, 1000000] |
 //! | `[explore.safety.*]` | speeds (0, 5] m/s and creep < slow < medium < fast ≤ `max_linear_mps`; clearances stop < reject < full speed; TTC stop < slow < medium < full ≤ 60 s; watchdog continue < stop_wait < local_nav; `geofence.sample_step_s` [0.001, 10]; similarities [0, 1]; `triggers.min_adjacent_open` 1..=12 |
-//! | `[candidates]` | `max_cycles` 1..=1000000; `resolution_m` [0.01, 10]; `inference_timeout_s` (0, 3600]; `inflation_m` [0, 10]; `explore_until_known` [0, 1]; `candidates.w_*` [0, 1]; `candidates.max_candidates` 1..=100; `stuck.cycles` ≥ 1; `planner.waypoint_spacing` 1..=1000 |
+//! | `[candidates]` | `max_cycles` 1..=1000000; `resolution_m` [0.01, 10]; `inference_timeout_s` (0, 3600]; `inflation_m` [0, 10]; `explore_until_known` [0, 1]; `candidates.w_*` [0, 1]; `candidates.max_candidates` 1..=100; `stuck.cycles` ≥ 1; `planner.waypoint_spacing` 1..=1000; `world_model` vision (default) \| lidar \| ground_truth; `camera.fov_deg` [1, 179], `camera.range_m` [0.2, 20], `camera.initial_scan_views` 0..=36; `bridge.rotate_speed_dps` (0, 720], `bridge.nudge_m` [0, 1], `bridge.action_timeout_s` (0, 3600]; `waypoint_spacing_m` [0, 100]; `max_stuck_counter` (docs/CANDIDATES.md) |
 //!
 //! # Who decides what
 //!

@@ -169,10 +169,15 @@ fn candidates_parse_and_stop_fallback() {
         json!({"action": {"type": "MOVE_TO", "target_id": "c1"}, "fallback": {"if_failed": "EXPLORE"},
                "explanation": "closest to the goal"})
     );
-    // The free-form normalizer (seed 002 synonym table) also makes a valid decision.
-    let v = parse_file("candidates", r#"{"action": "go_to", "target": "c2", "reason": "closer"}"#);
+    // The free-form normalizer (seed 002 synonym table) maps names to a valid decision…
+    let v = parse_file("candidates", r#"{"action": "go_to", "target": "c2", "fallback": "scan", "reason": "closer"}"#);
     assert_eq!(v["ok"], true, "{v}");
     assert_eq!(v["decision"]["action"], json!({"type": "MOVE_TO", "target_id": "c2"}));
+    assert_eq!(v["decision"]["fallback"], json!({"if_failed": "EXPLORE"}));
+    // …but never invents what is missing: no fallback is invalid (seed 002 validation rules).
+    let v = parse_file("candidates", r#"{"action": "go_to", "target": "c2", "reason": "closer"}"#);
+    assert_eq!(v["ok"], false, "{v}");
+    assert!(v["error"].as_str().unwrap().starts_with("fallback"), "{v}");
 
     let v = report(&nav_stdin(&["parse", "--protocol", "candidates", "-"], "let me think {"));
     assert_eq!(v["ok"], false);

@@ -217,6 +217,7 @@ fn bench_candidates(c: &mut Criterion) {
         goal: Some(Point2::new(2.0, 2.0)),
         stuck: true,
         waypoints: &[],
+        reachable: None,
     };
     let cfg = CandidateConfig::default();
     c.bench_function("candidates_50x50", |b| b.iter(|| black_box(generate_candidates(&input, &cfg).len())));

@@ -231,6 +231,11 @@ pub struct CandidateInput<'a> {
     pub stuck: bool,
     /// Topology waypoints, if a topology exists.
     pub waypoints: &'a [TopologyWaypoint],
+    /// Which cells the local planner can reach from the robot (one flag per
+    /// grid cell, row-major), if known: a candidate on any other cell is not
+    /// offered, and a frontier cluster is represented by its reachable
+    /// member nearest to its centroid (clusters with none are skipped).
+    pub reachable: Option<&'a [bool]>,
 }
 
 /// Generates, scores, deduplicates and ranks candidates.
@@ -243,7 +248,7 @@ pub struct CandidateInput<'a> {
 /// for i in 0..2500 { let p = g.pos_of(i); g.set(p, CellState::Free, 1.0); }
 /// let input = CandidateInput {
 ///     grid: &g, clearance: None, robot: Pose2::new(-1.5, -1.5, 0.0),
-///     goal: Some(Point2::new(1.5, 1.5)), stuck: false, waypoints: &[],
+///     goal: Some(Point2::new(1.5, 1.5)), stuck: false, waypoints: &[], reachable: None,
 /// };
 /// let cands = generate_candidates(&input, &CandidateConfig::default());
 /// assert!(!cands.is_empty() && cands.len() <= 5);
@@ -261,8 +266,16 @@ pub fn generate_candidates(input: &CandidateInput<'_>, cfg: &CandidateConfig) ->
         }
     };
     let clearance_at = |g: GridPos| grid.index(g).map(|i| clearance[i] as f64);
+    let reachable = input.reachable.filter(|r| r.len() == grid.width() * grid.height());
+    let can_reach = |g: GridPos| match reachable {
+        Some(r) => grid.index(g).is_some_and(|i| r[i]),
+        None => true,
+    };
     let base_factors = |p: Point2| -> Option<ScoreFactors> {
         let g = grid.world_to_grid(p)?;
+        if !can_reach(g) {
+            return None;
+        }
         let cl = clearance_at(g)?;
         let feasible = cl > 0.0 && !grid.state(g).is_blocking();
         Some(ScoreFactors {
@@ -299,22 +312,30 @@ pub fn generate_candidates(input: &CandidateInput<'_>, cfg: &CandidateConfig) ->
         }
     }
 
-    // Frontier cluster centroids (top clusters by size).
-    for cluster in find_frontiers(grid).into_iter().take(cfg.max_frontiers) {
-        // snap the centroid onto a traversable member cell when needed
+    // Frontier cluster centroids (top clusters by size, reachable ones only when reachability is known).
+    let mut frontiers = 0;
+    for cluster in find_frontiers(grid) {
+        if frontiers >= cfg.max_frontiers {
+            break;
+        }
+        // snap the centroid onto a traversable (and reachable) member cell when needed
         let mut p = cluster.centroid;
-        let centroid_ok = grid.world_to_grid(p).is_some_and(|g| grid.state(g).is_traversable());
-        if !centroid_ok {
-            if let Some(best) = cluster.cells.iter().min_by(|a, b| {
+        let usable = |g: GridPos| grid.state(g).is_traversable() && can_reach(g);
+        if !grid.world_to_grid(p).is_some_and(usable) {
+            let best = cluster.cells.iter().filter(|g| usable(**g)).min_by(|a, b| {
                 grid.grid_to_world(**a).distance_sq(p).total_cmp(&grid.grid_to_world(**b).distance_sq(p))
-            }) {
-                p = grid.grid_to_world(*best);
+            });
+            match best {
+                Some(best) => p = grid.grid_to_world(*best),
+                None if reachable.is_some() => continue,
+                None => {}
             }
         }
         if let Some(mut f) = base_factors(p) {
             f.novelty = f.novelty.max((cluster.size as f64 / 20.0).min(1.0));
             f.feasibility *= 1.0 / (1.0 + 0.5 * robot.distance(p));
             push(CandidateKind::Frontier, p, f, format!("explore unknown ({} frontier cells)", cluster.size));
+            frontiers += 1;
         }
     }
 
@@ -332,7 +353,7 @@ pub fn generate_candidates(input: &CandidateInput<'_>, cfg: &CandidateConfig) ->
                 }
                 let g = GridPos::new(c.x + dx, c.y + dy);
                 let Some(cell) = grid.get(g) else { continue };
-                if !cell.state.is_traversable() {
+                if !cell.state.is_traversable() || !can_reach(g) {
                     continue;
                 }
                 let Some(cl) = clearance_at(g) else { continue };
@@ -424,6 +445,7 @@ mod tests {
             goal: Some(Point2::new(2.0, 0.0)),
             stuck: false,
             waypoints: &[],
+            reachable: None,
         };
         let cands = generate_candidates(&input, &CandidateConfig { max_candidates: 10, ..CandidateConfig::default() });
         let subs: Vec<f64> = cands.iter().filter(|c| c.kind == CandidateKind::Subgoal).map(|c| c.position.x).collect();
@@ -453,6 +475,7 @@ mod tests {
             goal: Some(Point2::new(-1.0, 1.5)),
             stuck: true,
             waypoints: &[TopologyWaypoint { name: "door".into(), position: Point2::new(0.0, -2.0) }],
+            reachable: None,
         };
         let cands = generate_candidates(&input, &CandidateConfig::default());
         assert!(cands.len() <= 5);
@@ -476,6 +499,7 @@ mod tests {
             goal: None,
             stuck: true,
             waypoints: &[],
+            reachable: None,
         };
         let cands = generate_candidates(&input, &CandidateConfig::default());
         let rec: Vec<_> = cands.iter().filter(|c| c.kind == CandidateKind::Recovery).collect();
@@ -501,7 +525,7 @@ mod tests {
             }
             let input = CandidateInput {
                 grid: &g, clearance: None, robot: Pose2::new(rx, ry, 0.0),
-                goal: has_goal.then_some(Point2::new(gx, gy)), stuck, waypoints: &[],
+                goal: has_goal.then_some(Point2::new(gx, gy)), stuck, waypoints: &[], reachable: None,
             };
             let cfg = CandidateConfig::default();
             let cands = generate_candidates(&input, &cfg);

@@ -201,6 +201,21 @@ impl AnchorGraph {
         id
     }
 
+    /// Links two existing anchors both ways (a loop closure: the robot came
+    /// back to `b` from `a`); unknown ids and self-links are ignored.
+    pub fn link(&mut self, a: AnchorId, b: AnchorId) {
+        let n = self.anchors.len();
+        if a == b || (a.0 as usize) >= n || (b.0 as usize) >= n {
+            return;
+        }
+        if !self.anchors[a.0 as usize].neighbors.contains(&b) {
+            self.anchors[a.0 as usize].neighbors.push(b);
+        }
+        if !self.anchors[b.0 as usize].neighbors.contains(&a) {
+            self.anchors[b.0 as usize].neighbors.push(a);
+        }
+    }
+
     /// The anchor with this id.
     pub fn get(&self, id: AnchorId) -> Option<&Anchor> {
         self.anchors.get(id.0 as usize)

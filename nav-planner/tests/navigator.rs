@@ -13,6 +13,8 @@
 
 #[path = "navigator/candidates.rs"]
 mod candidates;
+#[path = "navigator/candidates_protocol.rs"]
+mod candidates_protocol;
 #[path = "navigator/doubles.rs"]
 mod doubles;
 #[path = "navigator/explore.rs"]

@@ -5,7 +5,8 @@
 //! prompt` prints and the backends send. Each is snapshotted with images and
 //! text-only, provider-neutral (image bytes replaced by their size and
 //! SHA-256, so the snapshot also pins the rendered images) and as the OpenAI
-//! Chat Completions body (image payloads redacted).
+//! Chat Completions body (image payloads redacted). One more snapshot pins
+//! the candidates prompt where the detector reports objects (`house_a`).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use serde_json::{Value, json};
@@ -184,4 +185,27 @@ async fn explore_request_states_the_configured_speeds() {
         desc,
         "Movement speed: slow (0.1 m/s, near obstacles), medium (0.2 m/s, normal), fast (0.3 m/s, open space)"
     );
+}
+
+/// The candidates prompt where the detector reports objects: `house_a`'s
+/// start, where the camera sees furniture. The OBJECTS block lists each with
+/// its position in the odometry frame and its distance, between the world
+/// model and the WAYPOINTS line, as in seed 002's layout.
+#[tokio::test]
+async fn candidates_objects_block_lists_what_the_detector_reports() {
+    let mut s = spec(ProtocolKind::Candidates, true);
+    s.arena = Arena::builtin("house_a").unwrap();
+    s.arena_source = "builtin:house_a".into();
+    let text = user_text(&initial_request(&s).await.unwrap());
+    let objects = text.lines().find(|l| l.starts_with("OBJECTS: ")).unwrap_or_else(|| panic!("no OBJECTS in {text}"));
+    let (objects_at, waypoints_at, world_at) = (
+        text.find("\nOBJECTS: ").unwrap(),
+        text.find("\nWAYPOINTS: 1 waypoints, 0 edges").unwrap(),
+        text.find("WORLD MODEL:").unwrap(),
+    );
+    assert!(world_at < objects_at && objects_at < waypoints_at, "{text}");
+    assert!(objects.contains("m away"), "{objects}");
+    // everything but the occupancy string (pinned by the other candidates snapshots)
+    let shown: Vec<&str> = text.lines().filter(|l| !l.trim_start().starts_with("occupancy: ")).collect();
+    insta::assert_snapshot!("candidates_house_a_objects", shown.join("\n"));
 }

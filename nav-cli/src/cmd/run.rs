@@ -59,8 +59,9 @@ pub struct RunArgs {
     /// sets it, else the arena's criteria).
     #[arg(long)]
     pub max_steps: Option<u32>,
-    /// Candidates protocol world model: vision (LiDAR) or ground-truth
-    /// (default: `[candidates] world_model` of --config, else vision).
+    /// Candidates protocol world model: vision (depth-camera frames, 60°
+    /// field of view, after a 6 × 60° scan), lidar (a 360° LiDAR) or
+    /// ground-truth (default: `[candidates] world_model` of --config, else vision).
     #[arg(long, value_enum)]
     pub world_model: Option<WorldModelArg>,
     /// Write the step log (JSONL, one flushed line per step).
@@ -89,8 +90,10 @@ pub struct RunArgs {
 /// The candidates protocol's world model.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum WorldModelArg {
-    /// Built from LiDAR (unknown cells cost 50).
+    /// Built from depth-camera frames, seed 002's vision mode (unknown cells cost 50).
     Vision,
+    /// Built from a 360° LiDAR (unknown cells cost 50).
+    Lidar,
     /// The arena rasterized (unknown cells cost 5).
     GroundTruth,
 }
@@ -112,6 +115,7 @@ pub fn build_spec(args: &RunArgs, config: &NavConfig) -> Result<EpisodeSpec, Exi
     if let Some(w) = args.world_model {
         spec.candidates.world_model = match w {
             WorldModelArg::Vision => WorldModelMode::Vision,
+            WorldModelArg::Lidar => WorldModelMode::Lidar,
             WorldModelArg::GroundTruth => WorldModelMode::GroundTruth,
         };
     }

@@ -2,27 +2,36 @@
 //! goal check → stuck detection → candidates → world-model serialization
 //! (+ optional map image) → inference with a timeout (timeout → STOP
 //! fallback, confidence −0.3) → parse → guarded corrections → predictive
-//! pass → A* → cycle result → HAL execution (the path's second waypoint;
-//! 90° rotation on a ROTATE_TO fallback) → result fed back.
+//! pass → A* → cycle result → HAL execution (`candidates_exec`: the path's
+//! second waypoint, the fallback on a planning failure, the 10 cm nudge,
+//! ROTATE_TO in closed loop) → result fed back.
+//!
+//! The world model comes from one of three sources ([`WorldModelMode`]):
+//! the rasterized arena, depth-camera frames (`candidates_vision`, the
+//! seed's vision mode and the default) or a 360° LiDAR. Coverage is what
+//! the camera saw (and, in LiDAR mode, the LiDAR). Candidates are offered only where the
+//! planner can reach them under its inflation.
 //!
 //! [`CandidatesLoop::new`] validates the configuration;
 //! [`CandidatesLoop::run`] drives one run over a robot.
 
+use super::candidates_exec::{BridgeConfig, Execution, Motion, execute};
+use super::candidates_vision::{CameraMapper, CameraMapping};
 use super::log::{PlannerRecord, StepRecord};
 use super::{EpisodeStats, NavError, RunContext};
 use crate::protocol::candidates::{
-    ActionType, CandidateDecision, CandidateFrame, CandidatePlanner, FallbackType, HistoryEntry, LastAction, NavMode,
+    ActionType, CandidateDecision, CandidateFrame, CandidatePlanner, HistoryEntry, LastAction, NavMode, TopologySummary,
 };
 use crate::protocol::{CallRecord, PlannerReply};
-use nav_core::astar::{CostMap, CostMapConfig, GridPlanner, PathResult, PlannerConfig};
-use nav_core::candidates::{Candidate, CandidateConfig, CandidateInput, generate_candidates};
-use nav_core::geometry::{Point2, Pose2, normalize_angle};
+use nav_core::astar::{CostMap, CostMapConfig, GridPlanner, PlannerConfig, distance_field};
+use nav_core::candidates::{Candidate, CandidateConfig, CandidateInput, TopologyWaypoint, generate_candidates};
+use nav_core::geometry::{Point2, Pose2};
 use nav_core::grid::{CellState, CorrectionGuard, OccupancyGrid, ScanIntegration};
 use nav_core::predict::PredictiveModel;
 use nav_core::stuck::{StuckConfig, StuckDetector};
-use nav_core::time::Clock;
 use nav_hal::arena::Arena;
-use nav_hal::hal::{Robot, VelocityCommand};
+use nav_hal::hal::Robot;
+use nav_memory::{AnchorGraph, AnchorId, AnchorReason, PlaceId};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use std::time::{Duration, Instant};
@@ -33,8 +42,19 @@ use std::time::{Duration, Instant};
 pub enum WorldModelMode {
     /// The arena rasterized once; unknown cells cost 5.
     GroundTruth,
-    /// Built from LiDAR each cycle; unknown cells cost 50.
+    /// The seed's vision mode (the default): built from depth-camera frames
+    /// (60° field of view) after a 6 × 60° scan; unknown cells cost 50.
     Vision,
+    /// Built from a 360° LiDAR each cycle (robots with a laser); unknown
+    /// cells cost 50.
+    Lidar,
+}
+
+impl WorldModelMode {
+    /// Whether the grid is built from sensors (vision or LiDAR).
+    pub fn is_sensed(self) -> bool {
+        self != WorldModelMode::GroundTruth
+    }
 }
 
 /// Settings of the candidates loop.
@@ -70,8 +90,21 @@ pub struct CandidatesLoopConfig {
     /// Hard inflation around obstacles for planning, metres (robot radius + margin).
     /// Range: [0, 10].
     pub inflation_m: f64,
-    /// How LiDAR updates the vision-mode grid.
+    /// How a scan (LiDAR, or a camera frame's rays) updates the grid.
     pub integration: ScanIntegration,
+    /// How camera frames update the grid in vision mode, and the coverage
+    /// in every mode.
+    pub camera: CameraMapping,
+    /// The HAL bridge settings (rotation, nudge, action timeout).
+    pub bridge: BridgeConfig,
+    /// Spacing of the topology's anchors on the driven path, metres (1.0);
+    /// 0 turns the topology and its `w` candidates off.
+    /// Range: [0, 100].
+    pub waypoint_spacing_m: f64,
+    /// The Stuck Recovery criterion: the final stuck counter may be at
+    /// most this (10).
+    /// Range: 0..=1000000.
+    pub max_stuck_counter: u32,
     /// In exploration mode, stop once this coverage of the grid is known.
     /// Range: [0, 1].
     pub explore_until_known: f64,
@@ -93,6 +126,10 @@ impl Default for CandidatesLoopConfig {
             planner: PlannerConfig::default(),
             inflation_m: 0.33,
             integration: ScanIntegration { max_free_range_m: 6.0, ..ScanIntegration::default() },
+            camera: CameraMapping::default(),
+            bridge: BridgeConfig::default(),
+            waypoint_spacing_m: 1.0,
+            max_stuck_counter: 10,
             explore_until_known: 0.98,
         }
     }
@@ -134,6 +171,10 @@ pub struct CandidatesOutcome {
     pub predictions: (u32, u32),
     /// Final stuck counter.
     pub stuck_counter: u32,
+    /// Fraction of the grid's cells the sensors saw (the seed's exploration:
+    /// known cells / total cells): the camera in every mode, and the LiDAR in
+    /// LiDAR mode; never predictions, model corrections or a rasterized map.
+    pub coverage: f64,
     /// The final world model.
     pub grid: OccupancyGrid,
 }
@@ -163,15 +204,6 @@ pub fn rasterize_arena(arena: &Arena, resolution: f64) -> Result<OccupancyGrid, 
     Ok(g)
 }
 
-fn target_of(d: &CandidateDecision, cands: &[Candidate]) -> Option<Point2> {
-    if let Some(id) = &d.action.target_id {
-        if let Some(c) = cands.iter().find(|c| &c.id == id) {
-            return Some(c.position);
-        }
-    }
-    d.action.target_m.map(|[x, y]| Point2::new(x, y))
-}
-
 /// What one candidates run is for: the goal (none in exploration mode),
 /// its text for the prompt, and the initial world model (the rasterized
 /// arena in ground-truth mode, an unknown grid over the arena bounds in
@@ -184,6 +216,21 @@ pub struct CandidatesTask {
     pub goal_text: String,
     /// The initial world model.
     pub grid: OccupancyGrid,
+}
+
+/// What the model is shown at cycle 1 ([`CandidatesLoop::preview`]).
+#[derive(Debug, Clone)]
+pub struct CandidatesPreview {
+    /// The world model.
+    pub grid: OccupancyGrid,
+    /// The robot's pose.
+    pub pose: Pose2,
+    /// The candidates offered.
+    pub candidates: Vec<Candidate>,
+    /// The OBJECTS lines.
+    pub objects: Vec<String>,
+    /// The topology graph's size (the WAYPOINTS line).
+    pub topology: Option<TopologySummary>,
 }
 
 /// The seed-002 candidates loop over a robot (see the module docs).
@@ -209,6 +256,8 @@ pub enum ActionResult {
     Collision,
     /// No path: the decision's fallback ran instead.
     Blocked,
+    /// A motion command did not finish within the action timeout.
+    Timeout,
 }
 
 impl ActionResult {
@@ -221,23 +270,8 @@ impl ActionResult {
             ActionResult::Moved => "moved",
             ActionResult::Collision => "collision",
             ActionResult::Blocked => "blocked",
+            ActionResult::Timeout => "timeout",
         }
-    }
-}
-
-/// One executed action: its result, the details the model reads, metres
-/// moved, and whether the run ends.
-#[derive(Debug, Clone, PartialEq)]
-struct Execution {
-    result: ActionResult,
-    details: String,
-    moved_m: f64,
-    ends_run: bool,
-}
-
-impl Execution {
-    fn new(result: ActionResult, details: impl Into<String>, moved_m: f64) -> Self {
-        Self { result, details: details.into(), moved_m, ends_run: false }
     }
 }
 
@@ -252,7 +286,75 @@ struct RunState {
     last_action: Option<LastAction>,
     cost_cfg: CostMapConfig,
     grid: OccupancyGrid,
+    /// What the sensors saw (coverage only): camera frames in every mode,
+    /// LiDAR scans in LiDAR mode.
+    seen: OccupancyGrid,
+    camera: CameraMapper,
+    /// The topology: anchors on the driven path (the `w` candidates).
+    topology: Topology,
     t0: f64,
+}
+
+/// The anchor graph the loop keeps of where the robot has been; its
+/// anchors are offered as topology waypoints (`w` candidates).
+struct Topology {
+    graph: AnchorGraph,
+    current: Option<AnchorId>,
+    spacing_m: f64,
+}
+
+impl Topology {
+    fn new(spacing_m: f64) -> Self {
+        Self { graph: AnchorGraph::new(spacing_m.max(0.1)), current: None, spacing_m }
+    }
+
+    /// Records the robot at `pose` on `cycle`: the nearest anchor within half
+    /// the spacing becomes current (linked to the previous one), else a new
+    /// anchor once the robot is a spacing away from every anchor.
+    fn visit(&mut self, pose: Pose2, cycle: u64) {
+        if self.spacing_m <= 0.0 {
+            return;
+        }
+        let near = self.graph.within(pose.position(), self.spacing_m);
+        let closest = near.iter().min_by(|a, b| a.1.total_cmp(&b.1)).copied();
+        match closest {
+            Some((id, d)) if d <= 0.5 * self.spacing_m => {
+                if let (Some(cur), true) = (self.current, self.current != Some(id)) {
+                    self.graph.link(cur, id);
+                }
+                self.current = Some(id);
+            }
+            Some(_) => {}
+            None => {
+                let reason = if self.graph.is_empty() { AnchorReason::Start } else { AnchorReason::Distance };
+                self.current = Some(self.graph.add(pose, PlaceId(0), cycle, reason, self.current));
+            }
+        }
+    }
+
+    /// The graph's size for the prompt's WAYPOINTS line; `None` before the
+    /// first anchor.
+    fn summary(&self) -> Option<TopologySummary> {
+        let anchors = self.graph.anchors();
+        if anchors.is_empty() {
+            return None;
+        }
+        let edges = anchors.iter().map(|a| a.neighbors.len()).sum::<usize>() / 2;
+        Some(TopologySummary { waypoints: anchors.len(), edges })
+    }
+
+    /// Every anchor but the current one, as a named waypoint.
+    fn waypoints(&self) -> Vec<TopologyWaypoint> {
+        self.graph
+            .anchors()
+            .iter()
+            .filter(|a| Some(a.id) != self.current)
+            .map(|a| TopologyWaypoint {
+                name: format!("{} (visited at cycle {})", a.id, a.step),
+                position: a.pose.position(),
+            })
+            .collect()
+    }
 }
 
 /// What one cycle saw before the model was asked.
@@ -270,15 +372,6 @@ struct CycleDone<'a> {
     exec: &'a Execution,
     action_text: &'a str,
     after: Pose2,
-}
-
-/// What path following needs besides the robot: the cost map, the planner,
-/// the clock (planning budget) and the cycle's event list.
-struct Motion<'a> {
-    costs: &'a CostMap,
-    astar: &'a mut GridPlanner,
-    clock: &'a dyn Clock,
-    events: &'a mut Vec<Value>,
 }
 
 impl CandidatesLoop {
@@ -328,19 +421,12 @@ impl CandidatesLoop {
             confidence: st.confidence,
             predictions: (st.predictive.verified_count, st.predictive.wrong_count),
             stuck_counter: st.stuck.counter(),
+            coverage: st.seen.known_fraction(),
             grid: st.grid,
         })
     }
 
     async fn begin<R: Robot + ?Sized>(&self, robot: &mut R, ctx: &mut RunContext<'_, R>) -> Result<RunState, NavError> {
-        let config = &self.config;
-        let cost_cfg = CostMapConfig {
-            robot_radius_m: config.inflation_m,
-            ..match config.world_model {
-                WorldModelMode::GroundTruth => CostMapConfig::ground_truth(),
-                WorldModelMode::Vision => CostMapConfig::vision(),
-            }
-        };
         let mut start = StepRecord {
             action: "start".into(),
             pose: robot.odometry().await.map(|o| o.pose).unwrap_or_default().into(),
@@ -349,9 +435,30 @@ impl CandidatesLoop {
         };
         start.info = ctx.observer.info.clone();
         start.info.insert("goal".into(), json!(self.task.goal.map(|g| [g.x, g.y])));
-        start.info.insert("world_model".into(), json!(config.world_model));
+        start.info.insert("world_model".into(), json!(self.config.world_model));
+        let (st, views) = self.prepare(robot, ctx.clock.now_s()).await?;
+        if views > 0 {
+            start.events.push(json!({"event": "initial_scan", "views": views}));
+        }
         ctx.log.write(&start)?;
-        Ok(RunState {
+        Ok(st)
+    }
+
+    /// The run state at the start, after the initial scan in vision mode
+    /// (returns the views it took).
+    async fn prepare<R: Robot + ?Sized>(&self, robot: &mut R, t0: f64) -> Result<(RunState, u32), NavError> {
+        let config = &self.config;
+        let cost_cfg = CostMapConfig {
+            robot_radius_m: config.inflation_m,
+            ..match config.world_model {
+                WorldModelMode::GroundTruth => CostMapConfig::ground_truth(),
+                WorldModelMode::Vision | WorldModelMode::Lidar => CostMapConfig::vision(),
+            }
+        };
+        let g = &self.task.grid;
+        let seen = OccupancyGrid::new(g.width(), g.height(), g.resolution(), g.origin())
+            .map_err(|e| NavError::Config(format!("candidates world model: {e}")))?;
+        let mut st = RunState {
             stats: EpisodeStats::default(),
             stuck: StuckDetector::new(config.stuck),
             predictive: PredictiveModel::default(),
@@ -361,8 +468,102 @@ impl CandidatesLoop {
             last_action: None,
             cost_cfg,
             grid: self.task.grid.clone(),
-            t0: ctx.clock.now_s(),
-        })
+            seen,
+            camera: CameraMapper::new(&config.camera, &config.integration),
+            topology: Topology::new(config.waypoint_spacing_m),
+            t0,
+        };
+        let mut views = 0;
+        if config.world_model == WorldModelMode::Vision && config.camera.initial_scan_views > 0 {
+            views = self.initial_scan(robot, &mut st).await?;
+        }
+        Ok((st, views))
+    }
+
+    /// What the model is shown at cycle 1 (`nav prompt`): the world model
+    /// after the initial scan and the first frame, the pose, the candidates
+    /// and the visible objects. The robot turns in place for the scan.
+    ///
+    /// # Errors
+    /// A robot failure.
+    pub async fn preview<R: Robot + ?Sized>(&self, robot: &mut R) -> Result<CandidatesPreview, NavError> {
+        let (mut st, _) = self.prepare(robot, 0.0).await?;
+        let pose = self.observe(robot, &mut st).await?;
+        let candidates = self.offer(&st, pose, false);
+        let objects = if robot.capabilities().detections { visible_objects(robot, pose).await } else { Vec::new() };
+        let topology = st.topology.summary();
+        Ok(CandidatesPreview { grid: st.grid, pose, candidates, objects, topology })
+    }
+
+    /// Sensing of step 1: a camera frame (vision mode and coverage), a LiDAR
+    /// scan (LiDAR mode), the robot's cell marked visited; returns the pose.
+    async fn observe<R: Robot + ?Sized>(&self, robot: &mut R, st: &mut RunState) -> Result<Pose2, NavError> {
+        self.camera_update(robot, st).await?;
+        let pose = robot.odometry().await?.pose;
+        if self.config.world_model == WorldModelMode::Lidar && robot.capabilities().lidar {
+            let scan = robot.scan().await?.scan;
+            st.grid.integrate_scan(pose, &scan, &self.config.integration);
+            // in LiDAR mode the LiDAR builds the map, so what it sees counts as explored too
+            st.seen.integrate_scan(pose, &scan, &self.config.integration);
+        }
+        st.grid.mark_visited(pose.position());
+        st.seen.mark_visited(pose.position());
+        st.topology.visit(pose, st.stats.steps.into());
+        Ok(pose)
+    }
+
+    /// Step 3: candidates the planner can reach under its inflation.
+    fn offer(&self, st: &RunState, pose: Pose2, stuck: bool) -> Vec<Candidate> {
+        let costs = CostMap::from_grid(&st.grid, &st.cost_cfg);
+        let here = costs.world_to_grid(pose.position());
+        let start = if costs.cost(here).is_finite() {
+            here
+        } else {
+            super::candidates_exec::nearest_passable(&costs, here, 4).unwrap_or(here)
+        };
+        let reachable: Vec<bool> = distance_field(&costs, start).iter().map(|d| d.is_finite()).collect();
+        let waypoints = st.topology.waypoints();
+        generate_candidates(
+            &CandidateInput {
+                grid: &st.grid,
+                clearance: None,
+                robot: pose,
+                goal: self.task.goal,
+                stuck,
+                waypoints: &waypoints,
+                reachable: Some(&reachable),
+            },
+            &self.config.candidates,
+        )
+    }
+
+    /// The seed's initial 360° scan: a camera frame, then a turn of
+    /// 360°/n, n times; returns the views taken.
+    async fn initial_scan<R: Robot + ?Sized>(&self, robot: &mut R, st: &mut RunState) -> Result<u32, NavError> {
+        let n = self.config.camera.initial_scan_views;
+        let step = std::f64::consts::TAU / f64::from(n);
+        let yaw0 = robot.odometry().await?.pose.yaw;
+        for k in 1..=n {
+            self.camera_update(robot, st).await?;
+            // the last turn brings the robot back to its start heading
+            let target = yaw0 + step * f64::from(k);
+            if super::candidates_exec::rotate_to(robot, target, &self.config.bridge).await?.is_err() {
+                return Ok(k);
+            }
+        }
+        Ok(n)
+    }
+
+    /// One camera frame into the seen grid and, in vision mode, the world model.
+    async fn camera_update<R: Robot + ?Sized>(&self, robot: &mut R, st: &mut RunState) -> Result<(), NavError> {
+        let pose = robot.odometry().await?.pose;
+        if let Some(scan) = st.camera.frame(robot).await? {
+            st.camera.integrate(&mut st.seen, pose, &scan);
+            if self.config.world_model == WorldModelMode::Vision {
+                st.camera.integrate(&mut st.grid, pose, &scan);
+            }
+        }
+        Ok(())
     }
 
     /// One 13-step cycle; `Some(end)` when the run ends.
@@ -387,7 +588,13 @@ impl CandidatesLoop {
             Some(id) => format!("{} {id}", action_label(d.action.kind)),
             None => action_label(d.action.kind).to_string(),
         };
-        let mut motion = Motion { costs: &costs, astar: &mut st.astar, clock: ctx.clock, events: &mut view.events };
+        let mut motion = Motion {
+            costs: &costs,
+            astar: &mut st.astar,
+            clock: ctx.clock,
+            bridge: &self.config.bridge,
+            events: &mut view.events,
+        };
         let exec = execute(robot, d, &view.cands, view.pose, &mut motion).await?;
         self.mark_contacts(st, &view.events);
         let after = robot.odometry().await.map(|o| o.pose).unwrap_or(view.pose);
@@ -425,15 +632,7 @@ impl CandidatesLoop {
     ) -> Result<Option<CycleView>, NavError> {
         let config = &self.config;
         let goal = self.task.goal;
-        let caps = robot.capabilities();
-        let pose = robot.odometry().await?.pose;
-        let scan = if caps.lidar { Some(robot.scan().await?.scan) } else { None };
-        if config.world_model == WorldModelMode::Vision {
-            if let Some(s) = &scan {
-                st.grid.integrate_scan(pose, s, &config.integration);
-            }
-        }
-        st.grid.mark_visited(pose.position());
+        let pose = self.observe(robot, st).await?;
         // 1. goal check
         if goal.is_some_and(|g| pose.position().distance(g) <= config.goal_tolerance_m) {
             robot.stop().await.ok();
@@ -449,18 +648,20 @@ impl CandidatesLoop {
             st.stats.steps = cycle;
             return Ok(None);
         }
-        // 2. stuck detection
+        // 2. stuck detection (a STUCK event when the detector fires)
+        let was_stuck = st.stuck.is_stuck();
         let stuck = st.stuck.update(pose.position());
+        let mut events = Vec::new();
+        if stuck && !was_stuck {
+            st.stats.stuck += 1;
+            events.push(json!({"event": "STUCK", "cycles": st.stuck.counter()}));
+        }
         // 10a. verify earlier predictions against what the sensors now show
-        if config.predictive && config.world_model == WorldModelMode::Vision {
+        if config.predictive && config.world_model.is_sensed() {
             st.predictive.verify(&st.grid);
         }
-        // 3. candidates
-        let cands = generate_candidates(
-            &CandidateInput { grid: &st.grid, clearance: None, robot: pose, goal, stuck, waypoints: &[] },
-            &config.candidates,
-        );
-        let mut events = Vec::new();
+        // 3. candidates the planner can reach under its inflation
+        let cands = self.offer(st, pose, stuck);
         if goal.is_none()
             && (cands.iter().all(|c| c.kind != nav_core::candidates::CandidateKind::Frontier))
             && st.grid.known_fraction() >= config.explore_until_known
@@ -489,7 +690,7 @@ impl CandidatesLoop {
             NavMode::Exploring
         };
         let camera = if caps.rgb && config.map_image { robot.rgb().await.ok().map(|c| c.frame) } else { None };
-        let objects: Vec<String> = Vec::new();
+        let objects = if caps.detections { visible_objects(robot, view.pose).await } else { Vec::new() };
         let frame = CandidateFrame {
             cycle: view.cycle,
             goal_text: &self.task.goal_text,
@@ -502,6 +703,7 @@ impl CandidatesLoop {
             grid: &st.grid,
             candidates: &view.cands,
             objects: &objects,
+            topology: st.topology.summary(),
             history: &st.history,
             camera: camera.as_ref(),
             map_image: config.map_image,
@@ -536,7 +738,7 @@ impl CandidatesLoop {
             let rep = st.grid.apply_corrections(&w.corrections, &self.config.corrections);
             events.push(json!({"event": "corrections", "report": rep}));
         }
-        if self.config.predictive && self.config.world_model == WorldModelMode::Vision {
+        if self.config.predictive && self.config.world_model.is_sensed() {
             let rep = st.predictive.predict(&mut st.grid);
             if rep.total() > 0 {
                 events.push(json!({"event": "predictions", "new": rep.total(),
@@ -547,7 +749,7 @@ impl CandidatesLoop {
 
     /// Seed 002: a contact point becomes an obstacle for future planning.
     fn mark_contacts(&self, st: &mut RunState, events: &[Value]) {
-        if self.config.world_model != WorldModelMode::Vision {
+        if !self.config.world_model.is_sensed() {
             return;
         }
         for e in events {
@@ -598,6 +800,21 @@ impl CandidatesLoop {
     }
 }
 
+/// The objects the robot's detector reports in view, as the OBJECTS block
+/// lists them: `label (x, y) d.dm away`, positions in the odometry frame.
+async fn visible_objects<R: Robot + ?Sized>(robot: &mut R, pose: Pose2) -> Vec<String> {
+    let Ok(dets) = robot.detections().await else { return Vec::new() };
+    dets.iter()
+        .filter(|d| d.distance_m.is_finite() && d.bearing_rad.is_finite())
+        .take(20)
+        .map(|d| {
+            let a = pose.yaw + d.bearing_rad;
+            let (x, y) = (pose.x + d.distance_m * a.cos(), pose.y + d.distance_m * a.sin());
+            format!("{} ({x:.2}, {y:.2}) {:.1}m away", d.label, d.distance_m)
+        })
+        .collect()
+}
+
 fn action_label(kind: ActionType) -> &'static str {
     match kind {
         ActionType::MoveTo => "MOVE_TO",
@@ -606,167 +823,4 @@ fn action_label(kind: ActionType) -> &'static str {
         ActionType::FollowWall => "FOLLOW_WALL",
         ActionType::Stop => "STOP",
     }
-}
-
-/// Steps 11–13: A* to the decision's target, then move to the path's second
-/// waypoint; on a planning failure the decision's fallback runs (ROTATE_TO
-/// turns 90°, EXPLORE tries the fallback candidate, STOP stops).
-async fn execute<R: Robot + ?Sized>(
-    robot: &mut R,
-    d: &CandidateDecision,
-    cands: &[Candidate],
-    pose: Pose2,
-    motion: &mut Motion<'_>,
-) -> Result<Execution, NavError> {
-    match d.action.kind {
-        ActionType::Stop => {
-            robot.stop().await.ok();
-            return Ok(Execution { ends_run: true, ..Execution::new(ActionResult::Stopped, "", 0.0) });
-        }
-        ActionType::RotateTo => {
-            let yaw = d.action.yaw_deg.unwrap_or(pose.yaw.to_degrees() + 90.0).to_radians();
-            let moved = rotate(robot, normalize_angle(yaw - pose.yaw)).await?;
-            let details = format!("now facing {:.0} degrees", yaw.to_degrees());
-            return Ok(Execution::new(ActionResult::Rotated, details, moved));
-        }
-        ActionType::FollowWall => {
-            // follow the nearest wall: go along it using the best frontier or subgoal candidate
-            if let Some(c) = cands.first() {
-                return follow_path(robot, pose, c.position, motion).await;
-            }
-            let moved = rotate(robot, std::f64::consts::FRAC_PI_2).await?;
-            return Ok(Execution::new(ActionResult::Rotated, "no wall candidate; turned 90 degrees", moved));
-        }
-        ActionType::MoveTo | ActionType::Explore => {}
-    }
-    let Some(target) = target_of(d, cands) else {
-        motion.events.push(json!({"event": "fallback", "reason": "unknown target"}));
-        return run_fallback(robot, d, cands, pose, motion).await;
-    };
-    let r = follow_path(robot, pose, target, motion).await?;
-    if r.result == ActionResult::Blocked {
-        return run_fallback(robot, d, cands, pose, motion).await;
-    }
-    Ok(r)
-}
-
-async fn run_fallback<R: Robot + ?Sized>(
-    robot: &mut R,
-    d: &CandidateDecision,
-    cands: &[Candidate],
-    pose: Pose2,
-    motion: &mut Motion<'_>,
-) -> Result<Execution, NavError> {
-    let blocked = |details: String, moved: f64| Ok(Execution::new(ActionResult::Blocked, details, moved));
-    match d.fallback.if_failed {
-        FallbackType::Stop => {
-            robot.stop().await.ok();
-            blocked("path planning failed; fallback STOP".into(), 0.0)
-        }
-        FallbackType::RotateTo => {
-            let moved = rotate(robot, std::f64::consts::FRAC_PI_2).await?;
-            blocked("path planning failed; fallback rotated 90 degrees".into(), moved)
-        }
-        FallbackType::Explore => {
-            let t = d
-                .fallback
-                .target_id
-                .as_ref()
-                .and_then(|id| cands.iter().find(|c| &c.id == id))
-                .or_else(|| cands.iter().find(|c| c.kind == nav_core::candidates::CandidateKind::Frontier))
-                .map(|c| c.position);
-            match t {
-                Some(t) => {
-                    let r = follow_path(robot, pose, t, motion).await?;
-                    blocked(format!("fallback EXPLORE: {}", r.details), r.moved_m)
-                }
-                None => {
-                    let moved = rotate(robot, std::f64::consts::FRAC_PI_2).await?;
-                    blocked("no fallback target; rotated 90 degrees".into(), moved)
-                }
-            }
-        }
-    }
-}
-
-async fn rotate<R: Robot + ?Sized>(robot: &mut R, angle: f64) -> Result<f64, NavError> {
-    let caps = robot.capabilities();
-    if caps.discrete_actions {
-        let step = caps.step.map_or(30f64.to_radians(), |s| s.turn_rad());
-        let n = (angle.abs() / step).round() as u32;
-        let a = if angle > 0.0 { nav_core::action::Action::TurnLeft } else { nav_core::action::Action::TurnRight };
-        for _ in 0..n {
-            robot.act(a).await?;
-        }
-        Ok(0.0)
-    } else {
-        let w = 0.6f64.copysign(angle);
-        let out = robot.drive(VelocityCommand { linear: 0.0, angular: w, duration_s: angle.abs() / 0.6 }).await?;
-        Ok(out.distance_m)
-    }
-}
-
-async fn follow_path<R: Robot + ?Sized>(
-    robot: &mut R,
-    pose: Pose2,
-    target: Point2,
-    motion: &mut Motion<'_>,
-) -> Result<Execution, NavError> {
-    let costs = motion.costs;
-    // start from the robot's cell, or the nearest passable cell when the robot stands in the
-    // inflated zone (after brushing past something)
-    let here = costs.world_to_grid(pose.position());
-    let start = if costs.cost(here).is_finite() { here } else { nearest_passable(costs, here, 4).unwrap_or(here) };
-    let goal = costs.world_to_grid(target);
-    let path: PathResult = motion.astar.plan(costs, start, goal, motion.clock);
-    if !path.success {
-        let why = path.error.map(|e| e.to_string()).unwrap_or_default();
-        tracing::debug!(%why, "Path planning failed");
-        motion.events.push(json!({"event": "path_failed", "reason": why}));
-        return Ok(Execution::new(ActionResult::Blocked, format!("Path planning failed: {why}"), 0.0));
-    }
-    // The seed drives to the path's second waypoint (one waypoint spacing ahead). We take the
-    // farthest path point within that spacing that the robot can reach in a straight line, so a
-    // shortcut never cuts an obstacle's corner.
-    let spacing = costs.resolution() * motion.astar.config().waypoint_spacing.max(1) as f64;
-    let wp = if start != here {
-        costs.grid_to_world(start)
-    } else {
-        nav_core::local_map::LocalMap::lookahead(costs, pose.position(), &path, spacing + 1e-9)
-            .or_else(|| path.waypoints.get(1).map(|w| Point2::new(w.x, w.y)))
-            .unwrap_or(target)
-    };
-    let out = robot.move_to(wp).await?;
-    if out.collided {
-        // where the robot touched: one radius ahead along the motion (seed 002: mark it as an
-        // obstacle for future avoidance)
-        let now = robot.odometry().await.map(|o| o.pose).unwrap_or(pose);
-        let dir = if now.position().distance(wp) > 1e-6 { now.position().bearing_to(wp) } else { now.yaw };
-        let contact = Point2::new(now.x + 0.2 * dir.cos(), now.y + 0.2 * dir.sin());
-        motion.events.push(json!({"event": "collision", "contact": [contact.x, contact.y]}));
-        // back off along the contact normal so the next motion starts free
-        let away = Point2::new(now.x - 0.1 * dir.cos(), now.y - 0.1 * dir.sin());
-        let back = robot.move_to(away).await?;
-        motion.events.push(json!({"event": "back_off", "moved_m": back.distance_m, "collided": back.collided}));
-        let details = format!("collided after {:.2} m", out.distance_m);
-        return Ok(Execution::new(ActionResult::Collision, details, out.distance_m));
-    }
-    let result = if wp.distance(target) < 0.05 { ActionResult::Arrived } else { ActionResult::Moved };
-    let details = format!("moved {:.2} m toward ({:.2}, {:.2})", out.distance_m, wp.x, wp.y);
-    Ok(Execution::new(result, details, out.distance_m))
-}
-
-/// The passable cell nearest to `c` within `r` cells.
-fn nearest_passable(costs: &CostMap, c: nav_core::grid::GridPos, r: i32) -> Option<nav_core::grid::GridPos> {
-    let mut best: Option<(nav_core::grid::GridPos, i32)> = None;
-    for dy in -r..=r {
-        for dx in -r..=r {
-            let g = nav_core::grid::GridPos::new(c.x + dx, c.y + dy);
-            let d = dx * dx + dy * dy;
-            if costs.cost(g).is_finite() && best.is_none_or(|(_, bd)| d < bd) {
-                best = Some((g, d));
-            }
-        }
-    }
-    best.map(|(g, _)| g)
 }

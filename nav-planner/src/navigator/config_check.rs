@@ -55,6 +55,10 @@ impl CandidatesLoopConfig {
         self.planner.validate().map_err(|e| e.under("planner"))?;
         in_range("inflation_m", self.inflation_m, 0.0, 10.0)?;
         self.integration.validate().map_err(|e| e.under("integration"))?;
+        self.camera.validate().map_err(|e| e.under("camera"))?;
+        self.bridge.validate().map_err(|e| e.under("bridge"))?;
+        in_range("waypoint_spacing_m", self.waypoint_spacing_m, 0.0, 100.0)?;
+        count_in("max_stuck_counter", self.max_stuck_counter, 0, MAX_BUDGET)?;
         in_range("explore_until_known", self.explore_until_known, 0.0, 1.0)
     }
 }

@@ -158,6 +158,9 @@ pub struct CriterionResult {
     pub actual: String,
     /// What was required.
     pub expected: String,
+    /// How `actual` was measured, in one line.
+    #[serde(default)]
+    pub detail: String,
 }
 
 /// The run summary (SPEC §6), plus the criteria and a few extras.
@@ -216,6 +219,12 @@ pub struct RunSummary {
     pub median_overhead_ms: Option<f64>,
     /// Whether all criteria passed.
     pub passed: bool,
+    /// Criteria passed (seed 002 `passedCount`).
+    #[serde(default)]
+    pub passed_count: u32,
+    /// Criteria checked (seed 002 `totalCount`).
+    #[serde(default)]
+    pub total_count: u32,
     /// The criteria.
     pub criteria: Vec<CriterionResult>,
     /// Model calls that failed (errors, timeouts, HTTP errors); answered
@@ -232,13 +241,13 @@ impl RunSummary {
     /// planner calls / tokens.
     pub fn report(&self) -> String {
         let mut s = String::new();
-        let passed = self.criteria.iter().filter(|c| c.passed).count();
         let _ = writeln!(s, "=== Navigation Evaluation: {} ===", self.arena);
         let _ = writeln!(
             s,
-            "RESULT: {} ({passed}/{} criteria)",
+            "RESULT: {} ({}/{} criteria)",
             if self.passed { "PASSED" } else { "FAILED" },
-            self.criteria.len()
+            self.passed_count,
+            self.total_count
         );
         s.push('\n');
         for c in &self.criteria {
@@ -381,6 +390,12 @@ struct LoopResult {
     success: Option<bool>,
     /// Whether the loop's own criteria judge exploration (coverage).
     explores: bool,
+    /// The loop's own coverage (candidates: what the camera saw, the seed's
+    /// known cells / total cells); `None` uses the simulator's.
+    coverage: Option<f64>,
+    /// Final stuck counter and its limit (the seed's Stuck Recovery
+    /// criterion, candidates protocol).
+    stuck_recovery: Option<(u32, u32)>,
 }
 
 /// Runs one episode (see the module docs). `log` receives the step log;
@@ -532,7 +547,48 @@ async fn objectnav_episode(
     let mut lp = ObjectNavLoop::new(cfg, target.clone(), ObjectNavParts { planner, policy, scene })?;
     let out = lp.run(hal, ctx).await?;
     let success = out.end == ObjectNavEnd::Stopped && hal.world().is_success(hal.world().ground_truth_pose());
-    Ok(LoopResult { stats: out.stats, end: out.end.as_str().into(), success: Some(success), explores: false })
+    Ok(LoopResult {
+        stats: out.stats,
+        end: out.end.as_str().into(),
+        success: Some(success),
+        explores: false,
+        coverage: None,
+        stuck_recovery: None,
+    })
+}
+
+/// The candidates loop's settings and task for `arena`: the point goal (if
+/// any) and its text, and the initial world model (the rasterized arena in
+/// ground-truth mode, an unknown grid over the bounds otherwise).
+fn candidates_setup(
+    spec: &EpisodeSpec,
+    arena: &Arena,
+    max_steps: u32,
+) -> Result<(CandidatesLoopConfig, CandidatesTask), EpisodeError> {
+    let cfg = CandidatesLoopConfig {
+        max_cycles: max_steps,
+        goal_tolerance_m: arena.success_distance_m(),
+        inference_timeout_s: spec.call_timeout_s.unwrap_or(spec.candidates.inference_timeout_s),
+        ..spec.candidates.clone()
+    };
+    let grid = match cfg.world_model {
+        WorldModelMode::GroundTruth => rasterize_arena(arena, cfg.resolution_m),
+        WorldModelMode::Vision | WorldModelMode::Lidar => {
+            let [x0, y0, x1, y1] = arena.bounds;
+            OccupancyGrid::covering(x0, y0, x1, y1, cfg.resolution_m)
+        }
+    }
+    .map_err(|e| EpisodeError::Spec(format!("[candidates] resolution_m {}: {e}", cfg.resolution_m)))?;
+    let goal = match &arena.goal {
+        Some(Goal::Point { x, y }) => Some(Point2::new(*x, *y)),
+        _ => None,
+    };
+    let goal_text = match (goal, &arena.goal) {
+        (Some(g), _) => format!("Reach the goal at ({:.1}, {:.1})", g.x, g.y),
+        (None, Some(Goal::Object { label })) => format!("Find the {label}"),
+        _ => "Explore the whole arena".to_string(),
+    };
+    Ok((cfg, CandidatesTask { goal, goal_text, grid }))
 }
 
 async fn candidates_episode(
@@ -555,30 +611,9 @@ async fn candidates_episode(
             },
         )),
     };
-    let cfg = CandidatesLoopConfig {
-        max_cycles: max_steps,
-        goal_tolerance_m: arena.success_distance_m(),
-        inference_timeout_s: spec.call_timeout_s.unwrap_or(spec.candidates.inference_timeout_s),
-        ..spec.candidates.clone()
-    };
-    let grid = match cfg.world_model {
-        WorldModelMode::GroundTruth => rasterize_arena(arena, cfg.resolution_m),
-        WorldModelMode::Vision => {
-            let [x0, y0, x1, y1] = arena.bounds;
-            OccupancyGrid::covering(x0, y0, x1, y1, cfg.resolution_m)
-        }
-    }
-    .map_err(|e| EpisodeError::Spec(format!("[candidates] resolution_m {}: {e}", cfg.resolution_m)))?;
-    let goal = match &arena.goal {
-        Some(Goal::Point { x, y }) => Some(Point2::new(*x, *y)),
-        _ => None,
-    };
-    let goal_text = match (goal, &arena.goal) {
-        (Some(g), _) => format!("Reach the goal at ({:.1}, {:.1})", g.x, g.y),
-        (None, Some(Goal::Object { label })) => format!("Find the {label}"),
-        _ => "Explore the whole arena".to_string(),
-    };
-    let mut lp = CandidatesLoop::new(cfg, planner, CandidatesTask { goal, goal_text, grid })?;
+    let (cfg, task) = candidates_setup(spec, arena, max_steps)?;
+    let cfg_max_stuck = cfg.max_stuck_counter;
+    let mut lp = CandidatesLoop::new(cfg, planner, task)?;
     let out = lp.run(hal, ctx).await?;
     let at_goal = || hal.world().is_success(hal.world().ground_truth_pose());
     let success = match (&arena.goal, out.end) {
@@ -587,7 +622,14 @@ async fn candidates_episode(
         (Some(Goal::Object { .. }), _) => Some(false),
         (None, _) => None,
     };
-    Ok(LoopResult { stats: out.stats, end: out.end.as_str().into(), success, explores: arena.goal.is_none() })
+    Ok(LoopResult {
+        stats: out.stats,
+        end: out.end.as_str().into(),
+        success,
+        explores: arena.goal.is_none(),
+        coverage: Some(out.coverage),
+        stuck_recovery: Some((out.stuck_counter, cfg_max_stuck)),
+    })
 }
 
 async fn explore_episode(
@@ -613,7 +655,14 @@ async fn explore_episode(
     let cfg = ExploreLoopConfig { max_decisions: max_steps, ..spec.explore.clone() };
     let mut lp = ExploreLoop::new(cfg, planner, ExploreSignals::default())?;
     let out = lp.run(hal, ctx).await?;
-    Ok(LoopResult { stats: out.stats, end: out.end.as_str().into(), success: None, explores: true })
+    Ok(LoopResult {
+        stats: out.stats,
+        end: out.end.as_str().into(),
+        success: None,
+        explores: true,
+        coverage: None,
+        stuck_recovery: None,
+    })
 }
 
 /// The episode a loop result is judged against.
@@ -629,9 +678,9 @@ struct Judged<'a> {
 /// simulator's ground truth (scoring only: nothing here reaches a loop).
 fn judge(j: Judged<'_>, hal: &SimHal, run: LoopResult) -> RunSummary {
     let (spec, arena, max_steps) = (j.spec, j.arena, j.max_steps);
-    let stats = run.stats;
+    let stats = &run.stats;
     let w = hal.world();
-    let coverage = w.coverage();
+    let coverage = run.coverage.unwrap_or_else(|| w.coverage());
     let collisions = w.collisions();
     let path = w.path_length_m();
     let geodesic = if arena.goal.is_some() { w.geodesic_start_to_goal() } else { None };
@@ -646,7 +695,19 @@ fn judge(j: Judged<'_>, hal: &SimHal, run: LoopResult) -> RunSummary {
         Some(l) => nav_core::metrics::spl(success, l, path),
         None => 0.0,
     };
+    let unit = match spec.protocol {
+        ProtocolKind::Explore => "decision",
+        ProtocolKind::Candidates => "cycle",
+        ProtocolKind::Objectnav => "step",
+    };
     let mut criteria = Vec::new();
+    let crit = |name: &str, passed: bool, actual: String, expected: String, detail: String| CriterionResult {
+        name: name.into(),
+        passed,
+        actual,
+        expected,
+        detail,
+    };
     if let Some(goal) = &arena.goal {
         let tol = arena.success_distance_m();
         let what = match goal {
@@ -654,45 +715,66 @@ fn judge(j: Judged<'_>, hal: &SimHal, run: LoopResult) -> RunSummary {
             Goal::Point { .. } => format!("within {tol:.1}m"),
         };
         let final_d = w.distance_to_goal(w.ground_truth_pose().position());
-        criteria.push(CriterionResult {
-            name: "Goal Reached".into(),
-            passed: success,
-            actual: if success {
-                format!("Reached at step {}", stats.steps)
+        let final_text = final_d.map_or("n/a".into(), |d| format!("{d:.2}m"));
+        criteria.push(crit(
+            "Goal Reached",
+            success,
+            if success {
+                format!("Reached at {unit} {}", stats.steps)
             } else {
-                format!("Not reached (final distance {})", final_d.map_or("n/a".into(), |d| format!("{d:.2}m")))
+                format!("Not reached (final distance {final_text})")
             },
-            expected: what,
-        });
+            what,
+            format!("final distance {final_text} from the goal region (simulator ground truth); ended: {}", run.end),
+        ));
     }
     let max_coll = arena.criteria.max_collisions.unwrap_or(0);
-    criteria.push(CriterionResult {
-        name: "Collisions".into(),
-        passed: collisions <= max_coll,
-        actual: format!("{collisions} collisions"),
-        expected: format!("<= {max_coll}"),
-    });
+    criteria.push(crit(
+        "Collisions",
+        collisions <= max_coll,
+        format!("{collisions} collisions"),
+        format!("<= {max_coll}"),
+        "contacts of the robot's disc with walls, obstacles or objects (simulator)".into(),
+    ));
     if let Some(m) = min_cov {
-        criteria.push(CriterionResult {
-            name: "Exploration".into(),
-            passed: coverage >= m,
-            actual: format!("{:.0}% covered", coverage * 100.0),
-            expected: format!(">= {:.0}%", m * 100.0),
-        });
+        let how = if run.coverage.is_some() {
+            "known cells / total cells of the world-model grid, as the robot's camera (and in LiDAR mode its LiDAR) saw them"
+        } else {
+            "free cells seen by the simulated sensors / free cells reachable from the start"
+        };
+        criteria.push(crit(
+            "Exploration",
+            coverage >= m,
+            format!("{:.0}% covered", coverage * 100.0),
+            format!(">= {:.0}%", m * 100.0),
+            format!("{:.1}%: {how}", coverage * 100.0),
+        ));
     }
-    let budget_unit = match spec.protocol {
-        ProtocolKind::Explore => "decisions",
-        ProtocolKind::Candidates => "cycles",
-        ProtocolKind::Objectnav => "steps",
-    };
     let used = if spec.protocol == ProtocolKind::Explore { stats.planner_calls } else { stats.steps };
-    criteria.push(CriterionResult {
-        name: "Cycle Limit".into(),
-        passed: used <= max_steps,
-        actual: format!("{used} of {max_steps} {budget_unit}"),
-        expected: format!("<= {max_steps}"),
-    });
+    criteria.push(crit(
+        "Cycle Limit",
+        used <= max_steps,
+        format!("{used} of {max_steps} {unit}s"),
+        format!("<= {max_steps}"),
+        format!("ended: {}", run.end),
+    ));
+    if let Some((counter, max)) = run.stuck_recovery {
+        criteria.push(crit(
+            "Stuck Recovery",
+            counter <= max,
+            format!("stuckCounter={counter}"),
+            format!("<= {max}"),
+            format!(
+                "final count of consecutive cycles that moved less than {:.0} cm; the detector fired {} time(s)",
+                spec.candidates.stuck.min_motion_m * 100.0,
+                stats.stuck
+            ),
+        ));
+    }
     let passed = criteria.iter().all(|c| c.passed);
+    let passed_count = criteria.iter().filter(|c| c.passed).count() as u32;
+    let total_count = criteria.len() as u32;
+    let stats = run.stats;
     RunSummary {
         arena: arena.name.clone(),
         protocol: spec.protocol.as_str().to_string(),
@@ -723,6 +805,8 @@ fn judge(j: Judged<'_>, hal: &SimHal, run: LoopResult) -> RunSummary {
         end: run.end,
         median_overhead_ms: stats.median_overhead_ms(),
         passed,
+        passed_count,
+        total_count,
         criteria,
         vlm_failures: 0,
         backends: Vec::new(),
@@ -769,31 +853,11 @@ pub async fn initial_request(spec: &EpisodeSpec) -> Result<crate::vlm::VlmReques
             Ok(objectnav::build_request(&obs, &cfg))
         }
         ProtocolKind::Candidates => {
-            let [x0, y0, x1, y1] = arena.bounds;
-            let resolution = spec.candidates.resolution_m;
-            let mut grid = OccupancyGrid::covering(x0, y0, x1, y1, resolution)
-                .map_err(|e| EpisodeError::Spec(format!("[candidates] resolution_m {resolution}: {e}")))?;
-            grid.integrate_scan(pose, &scan, &spec.candidates.integration);
-            grid.mark_visited(pose.position());
-            let goal = match &arena.goal {
-                Some(Goal::Point { x, y }) => Some(Point2::new(*x, *y)),
-                _ => None,
-            };
-            let cands = nav_core::candidates::generate_candidates(
-                &nav_core::candidates::CandidateInput {
-                    grid: &grid,
-                    clearance: None,
-                    robot: pose,
-                    goal,
-                    stuck: false,
-                    waypoints: &[],
-                },
-                &spec.candidates.candidates,
-            );
-            let goal_text = match goal {
-                Some(g) => format!("Reach the goal at ({:.1}, {:.1})", g.x, g.y),
-                None => "Explore the whole arena".to_string(),
-            };
+            let (cfg, task) = candidates_setup(spec, &arena, arena.criteria.max_steps)?;
+            let (goal, goal_text) = (task.goal, task.goal_text.clone());
+            let lp = CandidatesLoop::new(cfg, Box::new(OfflineCandidatePlanner::new()), task)?;
+            let preview = lp.preview(&mut hal).await?;
+            let (grid, pose, cands) = (&preview.grid, preview.pose, &preview.candidates);
             let camera = if spec.text_only { None } else { Some(hal.rgb().await?.frame) };
             let frame = candidates::CandidateFrame {
                 cycle: 1,
@@ -804,9 +868,10 @@ pub async fn initial_request(spec: &EpisodeSpec) -> Result<crate::vlm::VlmReques
                 mode: if goal.is_some() { candidates::NavMode::Navigating } else { candidates::NavMode::Exploring },
                 stuck_cycles: None,
                 last_action: None,
-                grid: &grid,
-                candidates: &cands,
-                objects: &[],
+                grid,
+                candidates: cands,
+                objects: &preview.objects,
+                topology: preview.topology,
                 history: &[],
                 camera: camera.as_ref(),
                 map_image: spec.candidates.map_image,

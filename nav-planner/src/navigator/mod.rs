@@ -22,7 +22,9 @@
 #[cfg(feature = "sim-bridge")]
 pub mod billing;
 pub mod bridge_run;
+pub mod candidates_exec;
 pub mod candidates_loop;
+pub mod candidates_vision;
 pub mod config_check;
 pub mod episode;
 pub mod eval;

@@ -153,8 +153,10 @@ impl CandidateDecision {
         let obj = extract_json_object(reply)?;
         match validate_candidate(&obj) {
             Ok(d) => Ok((d, ParsePath::Strict)),
-            Err(strict_err) => match normalize(&obj).and_then(|n| validate_candidate(&n)) {
-                Ok(d) => Ok((d, ParsePath::Normalized)),
+            // when the normalizer recognises the reply, its validation error names what is
+            // really missing (a fallback, an explanation); otherwise the strict error does
+            Err(strict_err) => match normalize(&obj) {
+                Ok(n) => validate_candidate(&n).map(|d| (d, ParsePath::Normalized)),
                 Err(_) => Err(strict_err),
             },
         }
@@ -338,8 +340,11 @@ pub fn validate_candidate(obj: &Map<String, Value>) -> Result<CandidateDecision,
 /// under `target_id`, `target`, `subgoal` or `candidate` (a string becomes
 /// `target_id`, a 2-element array `target_m`); the heading under `yaw_deg`,
 /// `yaw`, `angle`, `heading` or `degrees`; the explanation under
-/// `explanation`, `reason`, `reasoning` or `rationale`. A missing fallback
-/// becomes STOP.
+/// `explanation`, `reason`, `reasoning` or `rationale`; a fallback given as
+/// a string or under `if_failed` has its name mapped the same way. The
+/// normalizer only maps names: a missing fallback or explanation stays
+/// missing, and validation then rejects the reply (seed 002 "Validation
+/// Rules").
 pub fn normalize(obj: &Map<String, Value>) -> Result<Map<String, Value>, DecisionError> {
     const TYPE_KEYS: [&str; 4] = ["type", "action", "name", "command"];
     const TARGET_KEYS: [&str; 4] = ["target_id", "target", "subgoal", "candidate"];
@@ -380,41 +385,35 @@ pub fn normalize(obj: &Map<String, Value>) -> Result<Map<String, Value>, Decisio
     }
     let mut out = Map::new();
     out.insert("action".into(), Value::Object(action));
-    let fallback = match obj.get("fallback") {
+    // the fallback: only its name is mapped; a missing or invalid one stays so and fails validation
+    let fallback_name = |s: &str| match ActionType::from_synonym(s) {
+        Some(ActionType::Explore) => "EXPLORE".to_string(),
+        Some(ActionType::RotateTo) => "ROTATE_TO".to_string(),
+        Some(ActionType::Stop) => "STOP".to_string(),
+        _ => s.to_string(),
+    };
+    match obj.get("fallback") {
         Some(Value::Object(f)) => {
             let mut f = f.clone();
             if let Some(Value::String(s)) = f.get("if_failed").cloned() {
-                let norm = match ActionType::from_synonym(&s) {
-                    Some(ActionType::Explore) => "EXPLORE",
-                    Some(ActionType::RotateTo) => "ROTATE_TO",
-                    _ => "STOP",
-                };
-                f.insert("if_failed".into(), Value::String(norm.into()));
-            } else {
-                f.insert("if_failed".into(), Value::String("STOP".into()));
+                f.insert("if_failed".into(), Value::String(fallback_name(&s)));
             }
-            Value::Object(f)
+            out.insert("fallback".into(), Value::Object(f));
         }
         Some(Value::String(s)) => {
-            let norm = match ActionType::from_synonym(s) {
-                Some(ActionType::Explore) => "EXPLORE",
-                Some(ActionType::RotateTo) => "ROTATE_TO",
-                _ => "STOP",
-            };
-            serde_json::json!({ "if_failed": norm })
+            out.insert("fallback".into(), serde_json::json!({ "if_failed": fallback_name(s) }));
         }
-        _ => serde_json::json!({ "if_failed": "STOP" }),
-    };
-    out.insert("fallback".into(), fallback);
+        Some(other) => {
+            out.insert("fallback".into(), other.clone());
+        }
+        None => {}
+    }
     if let Some(w) = obj.get("world_model_update") {
         out.insert("world_model_update".into(), w.clone());
     }
-    let why = WHY_KEYS
-        .iter()
-        .find_map(|k| obj.get(*k).or_else(|| scope.get(*k)).and_then(Value::as_str))
-        .filter(|s| !s.trim().is_empty())
-        .unwrap_or("no explanation given");
-    out.insert("explanation".into(), Value::String(why.to_string()));
+    if let Some(why) = WHY_KEYS.iter().find_map(|k| obj.get(*k).or_else(|| scope.get(*k))) {
+        out.insert("explanation".into(), why.clone());
+    }
     Ok(out)
 }
 
@@ -466,6 +465,16 @@ pub struct HistoryEntry {
     pub result: String,
 }
 
+/// The size of the robot's topology graph, for the seed's
+/// `[WAYPOINTS: N waypoints, N edges]` line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TopologySummary {
+    /// Waypoints (anchors) in the graph.
+    pub waypoints: usize,
+    /// Undirected edges between them.
+    pub edges: usize,
+}
+
 /// Everything one candidates cycle shows the model (the seed's
 /// `NavigationFrame`).
 #[derive(Debug, Clone, Copy)]
@@ -492,6 +501,8 @@ pub struct CandidateFrame<'a> {
     pub candidates: &'a [Candidate],
     /// Known objects (`label (x, y)`).
     pub objects: &'a [String],
+    /// The topology the robot has built (the `[WAYPOINTS: …]` line), if any.
+    pub topology: Option<TopologySummary>,
     /// Recent decisions, newest first.
     pub history: &'a [HistoryEntry],
     /// The camera view, if any.
@@ -508,7 +519,7 @@ pub fn frame_text(f: &CandidateFrame<'_>) -> String {
     s.push('\n');
     s.push_str("STATE:\n");
     let _ = writeln!(s, "  position: ({:.2}, {:.2})", f.pose.x, f.pose.y);
-    let _ = writeln!(s, "  heading: {:.0} degrees", f.pose.yaw.to_degrees());
+    let _ = writeln!(s, "  heading: {:.0} degrees", heading_deg(f.pose.yaw));
     let _ = writeln!(s, "  mode: {}", f.mode.as_str());
     if let Some(n) = f.stuck_cycles {
         let _ = writeln!(s, "  STUCK for {n} cycles");
@@ -529,13 +540,19 @@ pub fn frame_text(f: &CandidateFrame<'_>) -> String {
     let _ = writeln!(s, "  grid: {}x{} @ {}m", g.width(), g.height(), g.resolution());
     let _ = writeln!(s, "  origin: ({:.2}, {:.2})", g.origin().x, g.origin().y);
     let _ = writeln!(s, "  exploration: {:.0}%", g.known_fraction() * 100.0);
-    let _ = writeln!(s, "  robot: ({:.2}, {:.2}) heading {:.0} degrees", f.pose.x, f.pose.y, f.pose.yaw.to_degrees());
+    let _ = writeln!(s, "  robot: ({:.2}, {:.2}) heading {:.0} degrees", f.pose.x, f.pose.y, heading_deg(f.pose.yaw));
     if let Some(goal) = f.goal {
         let _ = writeln!(s, "  goal: ({:.2}, {:.2}) +/- {:.1}m", goal.x, goal.y, f.goal_tolerance_m);
     }
     let _ = writeln!(s, "  occupancy: {}", g.to_rle());
+    if !f.objects.is_empty() || f.topology.is_some() {
+        s.push('\n');
+    }
     if !f.objects.is_empty() {
-        let _ = writeln!(s, "\nOBJECTS: {}", f.objects.join(", "));
+        let _ = writeln!(s, "OBJECTS: {}", f.objects.join(", "));
+    }
+    if let Some(t) = f.topology {
+        let _ = writeln!(s, "WAYPOINTS: {} waypoints, {} edges", t.waypoints, t.edges);
     }
     s.push_str("\nCANDIDATES:\n");
     if f.candidates.is_empty() {
@@ -553,6 +570,11 @@ pub fn frame_text(f: &CandidateFrame<'_>) -> String {
     }
     s.push_str("\nRespond with a JSON navigation decision:");
     s
+}
+
+/// A heading in whole degrees, never "-0".
+fn heading_deg(yaw: f64) -> f64 {
+    yaw.to_degrees().round() + 0.0
 }
 
 /// How candidates requests are built.
@@ -707,17 +729,44 @@ mod tests {
     #[test]
     fn normalizer_synonyms() {
         let cases = [
-            (r#"{"action": "go_to", "target": "c2", "reason": "closer"}"#, ActionType::MoveTo),
-            (r#"{"action": {"type": "scan"}, "reasoning": "look"}"#, ActionType::Explore),
-            (r#"{"command": "turn", "angle": 90, "rationale": "wall"}"#, ActionType::RotateTo),
-            (r#"{"action": "wall_follow", "explanation": "hug"}"#, ActionType::FollowWall),
-            (r#"{"action": "halt"}"#, ActionType::Stop),
-            (r#"{"action": {"type": "Move", "target": [1, 2]}, "explanation": "x"}"#, ActionType::MoveTo),
+            (r#"{"action": "go_to", "target": "c2", "fallback": "scan", "reason": "closer"}"#, ActionType::MoveTo),
+            (
+                r#"{"action": {"type": "scan"}, "fallback": {"if_failed": "halt"}, "reasoning": "look"}"#,
+                ActionType::Explore,
+            ),
+            (r#"{"command": "turn", "angle": 90, "fallback": "stop", "rationale": "wall"}"#, ActionType::RotateTo),
+            (r#"{"action": "wall_follow", "fallback": "rotate", "explanation": "hug"}"#, ActionType::FollowWall),
+            (r#"{"action": "halt", "fallback": "wait", "explanation": "done"}"#, ActionType::Stop),
+            (
+                r#"{"action": {"type": "Move", "target": [1, 2]}, "fallback": "turn", "explanation": "x"}"#,
+                ActionType::MoveTo,
+            ),
         ];
         for (reply, kind) in cases {
             let (d, path) = CandidateDecision::parse(reply).unwrap_or_else(|e| panic!("{reply}: {e}"));
             assert_eq!(path, ParsePath::Normalized, "{reply}");
             assert_eq!(d.action.kind, kind, "{reply}");
+        }
+    }
+
+    #[test]
+    fn the_normalizer_only_maps_names() {
+        // seed 002 validation: a valid fallback, a non-empty explanation, a fallback at all
+        let bad = [
+            (
+                r#"{"action": {"type": "STOP"}, "fallback": {"if_failed": "MOVE_TO"}, "explanation": "x"}"#,
+                "fallback.if_failed",
+            ),
+            (r#"{"action": "go_to", "target": "c2", "fallback": "go", "reason": "x"}"#, "fallback.if_failed"),
+            (r#"{"action": {"type": "STOP"}, "fallback": {"if_failed": "STOP"}, "explanation": ""}"#, "explanation"),
+            (r#"{"action": "halt", "fallback": "stop", "reason": "  "}"#, "explanation"),
+            (r#"{"action": "halt", "fallback": "stop"}"#, "explanation"),
+            (r#"{"action": {"type": "STOP"}, "explanation": "x"}"#, "fallback"),
+            (r#"{"action": "go_to", "target": "c2", "reason": "closer"}"#, "fallback"),
+        ];
+        for (reply, field) in bad {
+            let e = CandidateDecision::parse(reply).expect_err(reply).to_string();
+            assert!(e.contains(field), "{reply}: {e}");
         }
     }
 

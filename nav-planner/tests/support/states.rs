@@ -5,7 +5,7 @@
 //! requests built from these states are the ones `initial_request` builds.
 #![allow(dead_code)]
 
-use nav_core::candidates::{Candidate, CandidateInput, generate_candidates};
+use nav_core::candidates::Candidate;
 use nav_core::geometry::{Point2, Pose2};
 use nav_core::grid::OccupancyGrid;
 use nav_core::lidar::LaserScan;
@@ -14,9 +14,11 @@ use nav_hal::arena::{Arena, Goal};
 use nav_hal::hal::{Detection, Panorama, Sensors as _};
 use nav_hal::sim::{SimHal, SimWorld};
 use nav_memory::{NavigationContext, SpatialMemory};
+use nav_planner::navigator::candidates_loop::{CandidatesLoop, CandidatesLoopConfig, CandidatesTask};
 use nav_planner::navigator::episode::{EpisodeSpec, seeded_arena};
+use nav_planner::offline::OfflineCandidatePlanner;
 use nav_planner::protocol::ProtocolKind;
-use nav_planner::protocol::candidates::{CandidateFrame, NavMode};
+use nav_planner::protocol::candidates::{CandidateFrame, NavMode, TopologySummary};
 use nav_planner::protocol::explore::ExploreSnapshot;
 use nav_planner::protocol::objectnav::ObjectNavObservation;
 
@@ -83,31 +85,36 @@ pub struct CandidatesStart {
     pub pose: Pose2,
     pub grid: OccupancyGrid,
     pub candidates: Vec<Candidate>,
+    pub objects: Vec<String>,
+    pub topology: Option<TopologySummary>,
     pub camera: Option<RgbFrame>,
     pub map_image: bool,
 }
 
 impl CandidatesStart {
     pub async fn new(spec: &EpisodeSpec) -> Self {
+        // the loop's own view of cycle 1: the 6 × 60° camera scan, the first frame, reachable candidates
         let (arena, mut hal) = hal(spec).await;
-        let pose = hal.odometry().await.unwrap().pose;
-        let scan = hal.scan().await.unwrap().scan;
         let [x0, y0, x1, y1] = arena.bounds;
-        let mut grid = OccupancyGrid::covering(x0, y0, x1, y1, spec.candidates.resolution_m).unwrap();
-        grid.integrate_scan(pose, &scan, &spec.candidates.integration);
-        grid.mark_visited(pose.position());
+        let grid = OccupancyGrid::covering(x0, y0, x1, y1, spec.candidates.resolution_m).unwrap();
         let goal = match &arena.goal {
             Some(Goal::Point { x, y }) => Some(Point2::new(*x, *y)),
             _ => None,
         };
-        let candidates = generate_candidates(
-            &CandidateInput { grid: &grid, clearance: None, robot: pose, goal, stuck: false, waypoints: &[] },
-            &spec.candidates.candidates,
-        );
         let goal_text = match goal {
             Some(g) => format!("Reach the goal at ({:.1}, {:.1})", g.x, g.y),
             None => "Explore the whole arena".to_string(),
         };
+        let config = CandidatesLoopConfig {
+            max_cycles: arena.criteria.max_steps,
+            goal_tolerance_m: arena.success_distance_m(),
+            ..spec.candidates.clone()
+        };
+        let task = CandidatesTask { goal, goal_text: goal_text.clone(), grid };
+        let lp = CandidatesLoop::new(config, Box::new(OfflineCandidatePlanner::new()), task).unwrap();
+        let preview = lp.preview(&mut hal).await.unwrap();
+        let (pose, grid, candidates) = (preview.pose, preview.grid, preview.candidates);
+        let (objects, topology) = (preview.objects, preview.topology);
         let camera = if spec.text_only { None } else { Some(hal.rgb().await.unwrap().frame) };
         Self {
             goal_text,
@@ -116,6 +123,8 @@ impl CandidatesStart {
             pose,
             grid,
             candidates,
+            objects,
+            topology,
             camera,
             map_image: spec.candidates.map_image,
         }
@@ -133,7 +142,8 @@ impl CandidatesStart {
             last_action: None,
             grid: &self.grid,
             candidates: &self.candidates,
-            objects: &[],
+            objects: &self.objects,
+            topology: self.topology,
             history: &[],
             camera: self.camera.as_ref(),
             map_image: self.map_image,
