@@ -8,6 +8,7 @@ use nav_hal::arena::Arena;
 use nav_planner::navigator::StepLog;
 use nav_planner::navigator::episode::{EpisodeSpec, PlannerChoice, RunSummary, run_episode};
 use nav_planner::navigator::eval::{EvalConfig, EvalReport, default_suite};
+use nav_planner::offline::VlmNoise;
 use nav_planner::protocol::ProtocolKind;
 use std::collections::VecDeque;
 use std::io::IsTerminal;
@@ -57,6 +58,11 @@ pub struct EvalArgs {
     /// Configuration file (TOML).
     #[arg(long, value_name = "FILE")]
     config: Option<PathBuf>,
+    /// Noise of the offline VLM stand-in in every objectnav episode:
+    /// missed targets, false sightings, angle error (degrees, std), e.g.
+    /// miss=0.1,false=0.05,angle=15,seed=7.
+    #[arg(long, value_name = "miss=P,false=P,angle=DEG,seed=N")]
+    vlm_noise: Option<VlmNoise>,
 }
 
 fn parse_config(s: &str) -> Result<(ProtocolKind, PlannerChoice, bool), Exit> {
@@ -85,6 +91,7 @@ fn specs(args: &EvalArgs, config: &NavConfig) -> Result<Vec<EpisodeSpec>, Exit> 
     let mut out = suite(args, config)?;
     for s in &mut out {
         s.max_steps = config.budget(s.protocol);
+        s.vlm_noise = args.vlm_noise.unwrap_or_default();
     }
     Ok(out)
 }
