@@ -238,7 +238,7 @@ impl<'a> BridgeRunner<'a> {
     }
 
     /// Uses the policies `factory` builds (one per episode), named `name`
-    /// in reports, instead of the default tracked [`HeadingPolicy`].
+    /// in reports, instead of the default [`PixelGoalPolicy`].
     pub fn with_policy(mut self, name: impl Into<String>, factory: PolicyFactory<'a>) -> Self {
         self.policy = Some((name.into(), factory));
         self
