@@ -417,6 +417,20 @@ impl OfflineObjectNavPlanner {
             .filter(|d| d.label == target && d.distance_m <= self.config.sight_range_m)
             .min_by(|a, b| a.distance_m.total_cmp(&b.distance_m))
         {
+            // asked again and again from the same spot: the approach is blocked; route around to a
+            // free cell next to it first (the flag comes back once the robot has moved)
+            if self.stalls >= 2 {
+                let a = pose.yaw + t.bearing_rad;
+                let r = t.distance_m + 0.3;
+                let at = Point2::new(pose.x + r * a.cos(), pose.y + r * a.sin());
+                if let Some((angle, dist)) = self.head_near(pose, at, obs.scan).filter(|(_, d)| *d > 0.0) {
+                    let why =
+                        format!("the {target} is {:.1} m away but the way is blocked; going around", t.distance_m);
+                    let mut reply = PlannerReply::offline(self.decision(false, angle, &room, why));
+                    reply.distance_hint_m = Some(dist);
+                    return reply;
+                }
+            }
             let why = format!("the {target} is visible {:.1} m away", t.distance_m);
             return PlannerReply::offline(self.decision(true, t.bearing_rad.to_degrees(), &room, why));
         }
