@@ -11,7 +11,6 @@ pub mod explore;
 pub mod grounding;
 pub mod json;
 pub mod objectnav;
-pub mod perception;
 pub mod prompts;
 pub mod scene;
 
