@@ -19,8 +19,8 @@
 //! [`tracking::TargetTracking`] wraps a policy so that it still reaches a
 //! target its camera has lost at close range.
 
-#[cfg(feature = "sim-bridge")]
 pub mod billing;
+#[cfg(feature = "sim-bridge")]
 pub mod bridge_run;
 pub mod candidates_exec;
 pub mod candidates_loop;
