@@ -59,7 +59,7 @@ async fn scans_and_odometry_arrive_converted() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn null_ranges_read_as_no_return_and_make_no_phantom_obstacle() {
+async fn null_ranges_read_as_invalid_and_make_no_phantom_obstacle() {
     let peer = peer().await;
     // A wall 0.6 m ahead; the front ±20° will arrive as null.
     peer.place_obstacle_ahead(0.6).unwrap();
@@ -70,19 +70,21 @@ async fn null_ranges_read_as_no_return_and_make_no_phantom_obstacle() {
     peer.set_null_arc(Some((0.0, 20f64.to_radians())));
     let scan = eventually(3.0, async || {
         let s = hal.scan().await.ok()?;
-        (s.stamp_s > before.stamp_s && s.scan.ranges.iter().any(|r| r.is_infinite())).then_some(s)
+        (s.stamp_s > before.stamp_s && s.scan.ranges.iter().any(|r| r.is_nan())).then_some(s)
     })
     .await
     .expect("a scan with nulls arrives");
     for (i, r) in scan.scan.ranges.iter().enumerate() {
         if scan.scan.angle(i).abs() <= 19f64.to_radians() {
-            assert_eq!(*r, f32::INFINITY, "beam {i} was null on the wire");
+            assert!(r.is_nan(), "beam {i} was null on the wire: an invalid reading (REP-117), got {r}");
+            assert!(scan.scan.effective(*r).is_none(), "an invalid reading is not free space either");
         }
     }
     let summary = LidarSummary::from_scan(&scan.scan, &LidarConfig::default());
     let nearest = summary.nearest.expect("side walls still seen");
     assert!(nearest.angle_rad.abs() > 19f64.to_radians(), "no obstacle where the nulls are: {nearest:?}");
     assert!(summary.sector_m(0) >= 0.7, "nulls never read as a near obstacle: {}", summary.sector_m(0));
+    assert!(summary.sectors[0].distance_m.is_none_or(|d| d >= 0.7), "no data is not a distance");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -147,7 +149,7 @@ async fn dry_run_publishes_nothing_on_cmd_vel() {
     assert_eq!(touching("/cmd_vel"), 0, "no advertise, no publish on /cmd_vel");
     assert_eq!(touching("/goal_pose"), 0);
     assert!(peer.twists().is_empty());
-    assert_eq!(peer.published("/speech_output").len(), 1, "speech still goes out");
+    assert_eq!(peer.published("/speech_output").len(), 0, "a dry run publishes nothing, speech neither");
     assert!(peer.pose().distance(start) < 1e-9, "the robot never moved");
     assert!(hal.scan().await.is_ok(), "a dry run still subscribes");
     assert!(peer.received().iter().any(|m| m.op == "subscribe" && m.topic.as_deref() == Some("/scan")));

@@ -8,8 +8,9 @@
 //! 1. non-finite commands become zero; |linear| and |angular| are capped;
 //! 2. **sensor loss**: a scan older than `sensors.max_scan_age_s` (5 s),
 //!    with an unusable header, or with fewer than
-//!    `clearance.min_valid_beams` usable beams in the direction of motion
-//!    stops all motion;
+//!    `clearance.min_valid_beams` usable beams (or fewer than
+//!    `clearance.min_valid_fraction` of the beams) in the direction of
+//!    motion stops all motion (NaN is invalid, REP-117);
 //! 3. **emergency stop** below `clearance.stop_m` (0.3 m) in the direction
 //!    of motion;
 //! 4. **proportional scaling** between 0.3 and 1.0 m:
@@ -183,6 +184,48 @@ pub fn usable_beams_in_arc(scan: &LaserScan, center: f64, half_width: f64) -> us
     scan.effective_beams().filter(|(a, _)| normalize_angle(a - center).abs() <= half_width + 1e-9).count()
 }
 
+/// `(valid, total)`: the usable beams (REP-117: hit, no return, too
+/// close) and all beams within an arc (none for an unusable header).
+pub fn valid_beams_in_arc(scan: &LaserScan, center: f64, half_width: f64) -> (usize, usize) {
+    if !scan.header_is_valid() {
+        return (0, 0);
+    }
+    let in_arc = |i: usize| normalize_angle(scan.angle(i) - center).abs() <= half_width + 1e-9;
+    let (mut valid, mut total) = (0, 0);
+    for (i, &r) in scan.ranges.iter().enumerate() {
+        if in_arc(i) {
+            total += 1;
+            valid += usize::from(scan.effective(r).is_some());
+        }
+    }
+    (valid, total)
+}
+
+/// Why the robot cannot see in an arc, if it cannot: fewer than
+/// `clearance.min_valid_beams` usable beams, or fewer than
+/// `clearance.min_valid_fraction` of the arc's beams (a sensor fault).
+/// `where_` names the arc in the message ("ahead", "in the left direction").
+pub fn blind_in_arc(
+    scan: &LaserScan,
+    center: f64,
+    half_width: f64,
+    clearance: &crate::config::ClearanceConfig,
+    where_: &str,
+) -> Option<String> {
+    let (valid, total) = valid_beams_in_arc(scan, center, half_width);
+    let too_few = (valid as f64) < clearance.min_valid_fraction * total as f64;
+    if valid >= clearance.min_valid_beams && !too_few {
+        None
+    } else if valid == 0 {
+        Some(format!("no valid LiDAR readings {where_}"))
+    } else {
+        Some(format!(
+            "only {valid} of {total} LiDAR readings {where_} are valid (at least {:.0}% needed; a sensor fault)",
+            clearance.min_valid_fraction * 100.0
+        ))
+    }
+}
+
 /// Words for the side of the robot a motion goes to.
 fn side(linear: f64) -> &'static str {
     if linear < 0.0 { "behind" } else { "ahead" }
@@ -275,12 +318,8 @@ impl ContinuousGuard {
             return g; // pure rotation
         };
         let where_ = side(g.linear);
-        if usable_beams_in_arc(scan, center, half) < cl.min_valid_beams {
-            g.halt(
-                OverrideKind::Blind,
-                format!("no_lidar_readings_{where_}"),
-                format!("Movement stopped: no valid LiDAR readings {where_}."),
-            );
+        if let Some(why) = blind_in_arc(scan, center, half, cl, where_) {
+            g.halt(OverrideKind::Blind, format!("no_lidar_readings_{where_}"), format!("Movement stopped: {why}."));
             return g;
         }
         let d = f64::from(arc_distance(scan, center, half, ArcStat::Min));

@@ -122,6 +122,30 @@ fn stale_or_blind_scans_stop_motion() {
 }
 
 #[test]
+fn too_few_valid_beams_in_the_direction_of_motion_is_a_sensor_fault() {
+    // two thirds of the front arc invalid (NaN: rosbridge's null), the rest open
+    let mut s = ring();
+    for deg in -30..=10 {
+        s.ranges[at(deg)] = f32::NAN;
+    }
+    // the default only asks for one valid beam: this still drives
+    assert_eq!(guard().guard(&fwd(0.1), &s, 0.0).linear, 0.1);
+    let strict = SafetyConfig {
+        clearance: crate::config::ClearanceConfig { min_valid_fraction: 0.5, ..Default::default() },
+        ..SafetyConfig::default()
+    };
+    let g = ContinuousGuard::new(strict.clone()).guard(&fwd(0.1), &s, 0.0);
+    let stop = g.stop().expect("a sensor fault ahead stops");
+    assert_eq!(stop.kind, OverrideKind::Blind);
+    assert!(stop.reason.contains("only 20 of 61 LiDAR readings ahead are valid"), "{}", stop.reason);
+    // backing away from the fault is allowed (the rear is valid)
+    assert_eq!(ContinuousGuard::new(strict.clone()).guard(&fwd(-0.1), &s, 0.0).linear, -0.1);
+    // a fully valid front drives at the strict setting too
+    assert_eq!(ContinuousGuard::new(strict).guard(&fwd(0.1), &ring(), 0.0).linear, 0.1);
+    assert_eq!(valid_beams_in_arc(&s, 0.0, 30f64.to_radians()), (20, 61));
+}
+
+#[test]
 fn caps_and_invalid_commands() {
     let g = guard().guard(&VelocityTarget { linear: 1.0, angular: 2.0, duration_s: 1.0 }, &ring(), 0.0);
     assert_eq!(g.linear, 0.18);

@@ -32,6 +32,8 @@ struct State {
     sensor_error: Option<String>,
     publish_error: Option<String>,
     overrides: BTreeMap<String, f64>,
+    /// Discoveries not yet spoken: the text for the speech topic.
+    discoveries: Vec<String>,
 }
 
 impl Progress {
@@ -62,6 +64,12 @@ impl Progress {
                 eprintln!("{line}");
             }
         }
+    }
+
+    /// The discoveries reported since the last call, as sentences for the
+    /// robot's speech topic.
+    pub fn take_discoveries(&self) -> Vec<String> {
+        std::mem::take(&mut self.state().discoveries)
     }
 
     /// Distance travelled according to the logged (odometry) poses, m.
@@ -139,7 +147,16 @@ impl State {
                         out.push(format!("safety override ({code}): {why}"));
                     }
                 }
-                "discovery" => out.push(format!("discovery: {} ({})", text(e, "label"), text(e, "significance"))),
+                "discovery" => {
+                    out.push(format!("discovery: {} ({})", text(e, "label"), text(e, "significance")));
+                    let notes = text(e, "notes").trim();
+                    let sentence = if notes.is_empty() {
+                        format!("I found {}.", text(e, "label"))
+                    } else {
+                        format!("I found {}: {notes}", text(e, "label"))
+                    };
+                    self.discoveries.push(sentence);
+                }
                 "stop" => out.push(format!("stopped: {}", text(e, "reason"))),
                 "local_nav_goal" => {
                     let (x, y) = (e["x"].as_f64().unwrap_or(f64::NAN), e["y"].as_f64().unwrap_or(f64::NAN));

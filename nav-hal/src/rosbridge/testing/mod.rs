@@ -20,8 +20,9 @@
 //! Every client message is recorded with its arrival time
 //! ([`RosbridgePeer::received`], [`RosbridgePeer::twists`]), and test
 //! controls pause the scan stream, inject `null` ranges, drop or refuse
-//! connections, go silent (a half-open link), place an obstacle ahead and
-//! publish the pause flag.
+//! connections, go silent (a half-open link), freeze the link both ways
+//! (messages queue in the socket and are replayed on the thaw), place an
+//! obstacle ahead and publish the pause flag.
 //!
 //! ```
 //! use nav_hal::rosbridge::testing::RosbridgePeer;
@@ -115,6 +116,8 @@ pub(crate) struct PeerShared {
     pub epoch: Instant,
     pub accepting: AtomicBool,
     pub silent: AtomicBool,
+    /// While true, connections neither read nor write (a frozen link).
+    pub frozen: tokio::sync::watch::Sender<bool>,
     pub conns: Connections,
     /// The simulator's clock (header stamps, `/rosapi/get_time`).
     pub sim_clock: Arc<ManualClock>,
@@ -193,6 +196,7 @@ impl RosbridgePeer {
             epoch: Instant::now(),
             accepting: AtomicBool::new(true),
             silent: AtomicBool::new(false),
+            frozen: tokio::sync::watch::Sender::new(false),
             conns: Connections::default(),
             sim_clock: world.clock(),
             state: Mutex::new(PeerState { world, scan_paused: false, null_arc: None }),
@@ -283,6 +287,15 @@ impl RosbridgePeer {
     /// responses) but keeps connections open: a half-open link.
     pub fn set_silent(&self, silent: bool) {
         self.shared.silent.store(silent, Ordering::SeqCst);
+    }
+
+    /// While `true`, the link is frozen both ways, like a WiFi drop with
+    /// the TCP connection still open: the peer neither reads nor writes,
+    /// so the client's messages wait in the socket (and are handled, late,
+    /// on the thaw, as rosbridge_server replays them) and nothing reaches
+    /// the client. Its simulated base keeps executing the last Twist.
+    pub fn set_frozen(&self, frozen: bool) {
+        self.shared.frozen.send_replace(frozen);
     }
 
     /// Publishes the pause flag (`std_msgs/Bool`) to its subscribers.
