@@ -254,5 +254,18 @@ mod tests {
         insta::assert_snapshot!(all.join("\n"));
         assert!((st.distance_m - 0.3).abs() < 1e-9);
         assert_eq!(st.decisions, 2);
+        // the discovery waits to be spoken on the robot's speech topic
+        assert_eq!(std::mem::take(&mut st.discoveries), vec!["I found kitchen.".to_string()]);
+    }
+
+    #[test]
+    fn discoveries_become_sentences_for_the_speech_topic_once() {
+        let progress = Progress::new();
+        let mut tap = progress.tap();
+        let found = json!({"event": "discovery", "label": "red door", "notes": "at the end of the corridor",
+                           "significance": "landmark"});
+        tap(&record(1, 1.0, 0.0, vec![found]));
+        assert_eq!(progress.take_discoveries(), vec!["I found red door: at the end of the corridor".to_string()]);
+        assert!(progress.take_discoveries().is_empty(), "each is spoken once");
     }
 }
