@@ -351,3 +351,30 @@ fn the_rosmaster_doc_config_example_parses_and_shows_the_defaults() {
     file.rosbridge.validate().unwrap();
     assert_eq!(file.rosbridge, RosbridgeConfig::new("ws://192.168.1.42:9090"));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn staleness_is_per_source_and_names_the_source() {
+    let peer = peer().await;
+    let mut hal = connected(&peer.url(), fast_config(&peer.url())).await;
+    peer.set_odom_paused(true);
+    let stale = eventually(2.0, async || match hal.odometry().await {
+        Err(HalError::Stale { what, age_s }) => Some((what, age_s)),
+        _ => None,
+    })
+    .await
+    .expect("odometry goes stale");
+    assert!(stale.0.contains("/odom") && stale.1 <= 0.6 + 0.2, "{stale:?}");
+    assert!(hal.scan().await.is_ok(), "the scan is still fresh: staleness is per source");
+    peer.set_odom_paused(false);
+    let back = eventually(2.0, async || hal.odometry().await.ok()).await;
+    assert!(back.is_some(), "odometry comes back");
+    // an all-null scan is a sensor fault naming the LiDAR
+    peer.set_null_arc(Some((0.0, 4.0)));
+    let fault = eventually(2.0, async || match hal.scan().await {
+        Err(e @ HalError::SensorFault { .. }) => Some(e.to_string()),
+        _ => None,
+    })
+    .await
+    .expect("an all-null scan is a sensor fault");
+    assert!(fault.starts_with("LiDAR /scan: sensor fault: only 0 of 720 beams valid"), "{fault}");
+}

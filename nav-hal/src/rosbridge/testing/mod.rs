@@ -19,7 +19,7 @@
 //!
 //! Every client message is recorded with its arrival time
 //! ([`RosbridgePeer::received`], [`RosbridgePeer::twists`]), and test
-//! controls pause the scan stream, inject `null` ranges, drop or refuse
+//! controls pause the scan or odometry stream, inject `null` ranges, drop or refuse
 //! connections, go silent (a half-open link), freeze the link both ways
 //! (messages queue in the socket and are replayed on the thaw), place an
 //! obstacle ahead and publish the pause flag.
@@ -106,6 +106,7 @@ pub struct ReceivedMessage {
 pub(crate) struct PeerState {
     pub world: SimWorld,
     pub scan_paused: bool,
+    pub odom_paused: bool,
     pub null_arc: Option<(f64, f64)>,
 }
 
@@ -199,7 +200,7 @@ impl RosbridgePeer {
             frozen: tokio::sync::watch::Sender::new(false),
             conns: Connections::default(),
             sim_clock: world.clock(),
-            state: Mutex::new(PeerState { world, scan_paused: false, null_arc: None }),
+            state: Mutex::new(PeerState { world, scan_paused: false, odom_paused: false, null_arc: None }),
             command: Mutex::new((Twist::default(), 0.0)),
             log: Mutex::new(Vec::new()),
         });
@@ -263,6 +264,11 @@ impl RosbridgePeer {
     /// Pauses (`true`) or resumes the `/scan` stream.
     pub fn set_scan_paused(&self, paused: bool) {
         self.shared.state().scan_paused = paused;
+    }
+
+    /// Pauses (`true`) or resumes the `/odom` stream.
+    pub fn set_odom_paused(&self, paused: bool) {
+        self.shared.state().odom_paused = paused;
     }
 
     /// Makes every beam within `half_width_rad` of `center_rad` (CCW from
