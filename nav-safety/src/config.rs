@@ -148,6 +148,12 @@ pub struct ClearanceConfig {
     /// surface is at least this wide, m.
     /// Range: (0, 10].
     pub wall_min_width_m: f64,
+    /// Half width of the corridor a **straight reverse** sweeps, m: the
+    /// robot's half width plus a margin. Backing straight out checks this
+    /// corridor behind the robot instead of the ±30° arc, so a box beside
+    /// the robot (outside its swept path) does not block the way back out.
+    /// Range: (0, 5].
+    pub reverse_corridor_half_width_m: f64,
 }
 
 impl Default for ClearanceConfig {
@@ -161,6 +167,7 @@ impl Default for ClearanceConfig {
             min_valid_beams: 1,
             min_valid_fraction: 0.0,
             wall_min_width_m: 0.5,
+            reverse_corridor_half_width_m: 0.2,
         }
     }
 }
@@ -510,6 +517,7 @@ impl SafetyConfig {
         in_range_above("clearance.full_speed_m", c.full_speed_m, 0.0, 20.0)?;
         in_range_above("clearance.arc_half_width_deg", c.arc_half_width_deg, 0.0, 90.0)?;
         in_range_above("clearance.motion_lookahead_m", c.motion_lookahead_m, 0.0, 10.0)?;
+        in_range_above("clearance.reverse_corridor_half_width_m", c.reverse_corridor_half_width_m, 0.0, 5.0)?;
         count_in("clearance.min_valid_beams", c.min_valid_beams, 0, 100_000)?;
         in_range("clearance.min_valid_fraction", c.min_valid_fraction, 0.0, 1.0)?;
         in_range_above("clearance.wall_min_width_m", c.wall_min_width_m, 0.0, 10.0)?;

@@ -27,14 +27,22 @@
 //! ±30° arc around the heading of motion *widened* to also cover the chord
 //! to the point reached after `clearance.motion_lookahead_m` (0.5 m) of
 //! travel, which lies at `κ · 0.5 / 2` rad from the heading (capped at
-//! 90°). Every reduction scales linear and angular together, keeping the
+//! 90°). A **straight reverse** (ω = 0, v < 0, how a boxed-in robot backs
+//! out) checks the corridor its footprint sweeps instead
+//! (`clearance.reverse_corridor_half_width_m`), as the range-equivalent
+//! distance `free travel + half width` (the range of a return straight
+//! behind), so the same stop and slowdown distances apply while a box
+//! beside the robot, outside that corridor, does not block the way out.
+//! Every reduction scales linear and angular together, keeping the
 //! curvature and hence the checked arc unchanged. A pure rotation (v = 0)
 //! has no direction of motion and is only stopped by sensor loss.
 
 use crate::config::SafetyConfig;
 use crate::geofence::Geofence;
 use nav_core::geometry::{Pose2, normalize_angle};
-use nav_core::lidar::{ArcStat, LaserScan, arc_distance, min_time_to_collision, proportional_speed};
+use nav_core::lidar::{
+    ArcStat, LaserScan, arc_distance, corridor_clearance_dir, min_time_to_collision, proportional_speed,
+};
 use serde::{Deserialize, Serialize};
 use std::f64::consts::{FRAC_PI_2, PI};
 
@@ -254,6 +262,18 @@ impl ContinuousGuard {
         motion_arc(linear, angular, c.arc_half_width_deg.to_radians(), c.motion_lookahead_m)
     }
 
+    /// The distance to the nearest obstacle in the direction of motion:
+    /// the minimum over the motion's arc, or for a straight reverse the
+    /// range-equivalent free travel of the footprint's corridor (module docs).
+    fn distance_in_motion(&self, scan: &LaserScan, linear: f64, angular: f64, center: f64, half: f64) -> f64 {
+        if linear < 0.0 && angular == 0.0 {
+            let w = self.config.clearance.reverse_corridor_half_width_m;
+            f64::from(corridor_clearance_dir(scan, PI, w)) + w
+        } else {
+            f64::from(arc_distance(scan, center, half, ArcStat::Min))
+        }
+    }
+
     /// The safe velocity for `target` given a scan `scan_age_s` seconds old.
     pub fn guard(&self, target: &VelocityTarget, scan: &LaserScan, scan_age_s: f64) -> GuardedVelocity {
         let sp = &self.config.speeds;
@@ -322,7 +342,7 @@ impl ContinuousGuard {
             g.halt(OverrideKind::Blind, format!("no_lidar_readings_{where_}"), format!("Movement stopped: {why}."));
             return g;
         }
-        let d = f64::from(arc_distance(scan, center, half, ArcStat::Min));
+        let d = self.distance_in_motion(scan, g.linear, g.angular, center, half);
         g.clearance_m = d.is_finite().then_some(d);
         if d < cl.stop_m {
             g.halt(

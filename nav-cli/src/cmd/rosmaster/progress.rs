@@ -165,6 +165,12 @@ impl State {
                 "goal_no_progress" => out.push("navigation goal abandoned: no progress".into()),
                 "goal_timeout" => out.push("navigation goal abandoned: timed out".into()),
                 "goal_unreachable" => out.push("navigation goal: no path on the map".into()),
+                "boxed_in" => out.push(format!("boxed in: {}", text(e, "reason"))),
+                "goal_boxed_in" => {
+                    let backed = e["backed_out_m"].as_f64().unwrap_or(0.0);
+                    let why = e["stopped_by"].as_str().map(|w| format!(" (stopped: {w})")).unwrap_or_default();
+                    out.push(format!("navigation goal handed back: boxed in, backed out {backed:.2} m{why}"));
+                }
                 "collision" => out.push("the robot reports a collision".into()),
                 "sensor_error" => sensor_error = Some(text(e, "error").to_string()),
                 "publish_failed" => publish_error = Some(text(e, "error").to_string()),
