@@ -7,7 +7,8 @@
 //! readings (issue 17): an all-`null` scan from the start or mid-run stops
 //! the robot naming the fault, a `null` arc ahead is neither free space nor
 //! an obstacle; a frozen link is noticed within a second and replays no
-//! late motion; SIGINT ends with zero Twists and exit 0; `--dry-run`
+//! late motion; a boxed-in start backs out and hands the goal back naming
+//! the reason; SIGINT ends with zero Twists and exit 0; `--dry-run`
 //! publishes nothing.
 //!
 //! Time bounds are the specified ones plus one control tick and a little
@@ -519,4 +520,30 @@ async fn the_config_example_in_the_docs_is_accepted() {
     let (status, _, err) = Nav::start(&url, example, &[]).finish(15.0).await;
     assert_eq!(status.code(), Some(2), "stderr:\n{err}");
     assert!(err.contains(&format!("cannot reach rosbridge at {url}")), "the file was accepted:\n{err}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_boxed_in_start_backs_out_and_hands_back_with_the_reason() {
+    // the car-like robot (radius 0.18 m) in a slot 0.46 m wide: 5 cm to the box on either side, a wall
+    // 0.45 m ahead, open behind; it cannot turn on its 0.3 m radius either way
+    let text = r#"{
+      "name": "boxed_in", "description": "boxed-in start",
+      "bounds": [-3.0, -3.0, 3.0, 3.0],
+      "walls": [[0.45, -0.6, 0.45, 0.6], [-0.3, 0.23, 0.45, 0.23], [-0.3, -0.23, 0.45, -0.23]],
+      "start": {"x": 0.0, "y": 0.0, "yaw_deg": 0.0}
+    }"#;
+    let arena = nav_hal::arena::Arena::from_json_str(text).unwrap();
+    let world = SimWorld::new(arena, SimConfig::default().ackermann(0.3)).unwrap();
+    let peer = RosbridgePeer::start(world).await.unwrap();
+    let nav = Nav::start(&peer.url(), DEFAULTS, &["--max-time", "12"]);
+    let (status, _, err) = nav.finish(40.0).await;
+    assert!(status.success(), "exit {status}; stderr:\n{err}");
+    assert!(err.contains("boxed in: no room to turn"), "the reason is in the log:\n{err}");
+    assert!(err.contains("navigation goal handed back: boxed in, backed out"), "handed back:\n{err}");
+    let left = peer.with_world(|w| w.trajectory().iter().map(|p| p.x).fold(f64::INFINITY, f64::min));
+    println!("boxed-in start: backed out to x = {left:.2} (the slot ends at x = -0.30)");
+    err.lines().filter(|l| l.contains("boxed in") || l.contains("decision")).take(6).for_each(|l| println!("  {l}"));
+    assert!(left < -0.3, "it backed out of the slot: min x {left:.2}; stderr:\n{err}");
+    assert!(!err.contains("navigation goal abandoned: no progress"), "not stuck in place:\n{err}");
+    assert_eq!(peer.with_world(|w| w.collisions()), 0);
 }

@@ -158,6 +158,12 @@ impl Active {
         matches!(self, Active::Idle)
     }
 
+    /// True while a boxed-in goal backs out: the planner is not asked
+    /// until the back-out ends and hands the goal back.
+    pub(super) fn is_recovering(&self) -> bool {
+        matches!(self, Active::Goal(g) if g.backing_from.is_some())
+    }
+
     /// The velocity the target asks for now, or that it is done.
     pub(super) fn follow(&mut self, tick: &mut FollowTick<'_>, steer: &mut Steering<'_>) -> Following {
         let now = tick.now;
