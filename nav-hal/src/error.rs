@@ -39,6 +39,16 @@ pub enum HalError {
         /// Age of the newest message, seconds.
         age_s: f64,
     },
+    /// The sensor answers, but its data cannot be trusted: e.g. a LiDAR
+    /// scan whose beams are almost all invalid (REP-117 NaN; rosbridge's
+    /// `null`). Nothing may drive on it.
+    #[error("{what}: sensor fault: {message}")]
+    SensorFault {
+        /// The sensor or topic.
+        what: String,
+        /// What is wrong with its data.
+        message: String,
+    },
     /// A message from the robot or bridge could not be understood.
     #[error("protocol error: {message}")]
     Protocol {

@@ -59,7 +59,7 @@ async fn scans_and_odometry_arrive_converted() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn null_ranges_read_as_no_return_and_make_no_phantom_obstacle() {
+async fn null_ranges_read_as_invalid_and_make_no_phantom_obstacle() {
     let peer = peer().await;
     // A wall 0.6 m ahead; the front ±20° will arrive as null.
     peer.place_obstacle_ahead(0.6).unwrap();
@@ -70,19 +70,21 @@ async fn null_ranges_read_as_no_return_and_make_no_phantom_obstacle() {
     peer.set_null_arc(Some((0.0, 20f64.to_radians())));
     let scan = eventually(3.0, async || {
         let s = hal.scan().await.ok()?;
-        (s.stamp_s > before.stamp_s && s.scan.ranges.iter().any(|r| r.is_infinite())).then_some(s)
+        (s.stamp_s > before.stamp_s && s.scan.ranges.iter().any(|r| r.is_nan())).then_some(s)
     })
     .await
     .expect("a scan with nulls arrives");
     for (i, r) in scan.scan.ranges.iter().enumerate() {
         if scan.scan.angle(i).abs() <= 19f64.to_radians() {
-            assert_eq!(*r, f32::INFINITY, "beam {i} was null on the wire");
+            assert!(r.is_nan(), "beam {i} was null on the wire: an invalid reading (REP-117), got {r}");
+            assert!(scan.scan.effective(*r).is_none(), "an invalid reading is not free space either");
         }
     }
     let summary = LidarSummary::from_scan(&scan.scan, &LidarConfig::default());
     let nearest = summary.nearest.expect("side walls still seen");
     assert!(nearest.angle_rad.abs() > 19f64.to_radians(), "no obstacle where the nulls are: {nearest:?}");
     assert!(summary.sector_m(0) >= 0.7, "nulls never read as a near obstacle: {}", summary.sector_m(0));
+    assert!(summary.sectors[0].distance_m.is_none_or(|d| d >= 0.7), "no data is not a distance");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -147,7 +149,7 @@ async fn dry_run_publishes_nothing_on_cmd_vel() {
     assert_eq!(touching("/cmd_vel"), 0, "no advertise, no publish on /cmd_vel");
     assert_eq!(touching("/goal_pose"), 0);
     assert!(peer.twists().is_empty());
-    assert_eq!(peer.published("/speech_output").len(), 1, "speech still goes out");
+    assert_eq!(peer.published("/speech_output").len(), 0, "a dry run publishes nothing, speech neither");
     assert!(peer.pose().distance(start) < 1e-9, "the robot never moved");
     assert!(hal.scan().await.is_ok(), "a dry run still subscribes");
     assert!(peer.received().iter().any(|m| m.op == "subscribe" && m.topic.as_deref() == Some("/scan")));
@@ -348,4 +350,31 @@ fn the_rosmaster_doc_config_example_parses_and_shows_the_defaults() {
     let file: File = toml::from_str(&doc[start..end]).unwrap();
     file.rosbridge.validate().unwrap();
     assert_eq!(file.rosbridge, RosbridgeConfig::new("ws://192.168.1.42:9090"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn staleness_is_per_source_and_names_the_source() {
+    let peer = peer().await;
+    let mut hal = connected(&peer.url(), fast_config(&peer.url())).await;
+    peer.set_odom_paused(true);
+    let stale = eventually(2.0, async || match hal.odometry().await {
+        Err(HalError::Stale { what, age_s }) => Some((what, age_s)),
+        _ => None,
+    })
+    .await
+    .expect("odometry goes stale");
+    assert!(stale.0.contains("/odom") && stale.1 <= 0.6 + 0.2, "{stale:?}");
+    assert!(hal.scan().await.is_ok(), "the scan is still fresh: staleness is per source");
+    peer.set_odom_paused(false);
+    let back = eventually(2.0, async || hal.odometry().await.ok()).await;
+    assert!(back.is_some(), "odometry comes back");
+    // an all-null scan is a sensor fault naming the LiDAR
+    peer.set_null_arc(Some((0.0, 4.0)));
+    let fault = eventually(2.0, async || match hal.scan().await {
+        Err(e @ HalError::SensorFault { .. }) => Some(e.to_string()),
+        _ => None,
+    })
+    .await
+    .expect("an all-null scan is a sensor fault");
+    assert!(fault.starts_with("LiDAR /scan: sensor fault: only 0 of 720 beams valid"), "{fault}");
 }

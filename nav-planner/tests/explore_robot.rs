@@ -222,3 +222,75 @@ async fn the_watchdog_counts_from_the_start_of_the_run_not_the_clock_epoch() {
     assert_eq!(out.worst_tier, WatchdogTier::Continue);
     assert!(out.stats.planner_calls >= 1);
 }
+
+/// Asks for the same point goal every time and records each result.
+struct GoalEveryTime {
+    goal: (f64, f64),
+    results: Arc<Mutex<Vec<String>>>,
+}
+
+#[async_trait]
+impl ExplorePlanner for GoalEveryTime {
+    fn name(&self) -> String {
+        "goal-every-time".into()
+    }
+    fn is_instant(&self) -> bool {
+        true
+    }
+    async fn decide(&mut self, snap: &ExploreSnapshot) -> PlannerReply<ExploreDecision> {
+        if let Some(r) = &snap.previous_result {
+            self.results.lock().unwrap().push(r.clone());
+        }
+        let args = serde_json::json!({
+            "goal_type": "coordinates", "x": self.goal.0, "y": self.goal.1, "reason": "the room to the left",
+        });
+        let call = nav_safety::tools::ToolCall::parse("navigate_to_goal", &args).unwrap();
+        PlannerReply::offline(ExploreDecision::action(call))
+    }
+}
+
+/// A car-like robot (radius 0.18 m) in a slot 0.46 m wide — 5 cm to the
+/// box on either side — with a wall 0.45 m ahead; open behind.
+fn boxed_in_arena() -> nav_hal::arena::Arena {
+    let text = r#"{
+      "name": "boxed_in", "description": "boxed-in start",
+      "bounds": [-3.0, -3.0, 3.0, 3.0],
+      "walls": [[0.45, -0.6, 0.45, 0.6], [-0.3, 0.23, 0.45, 0.23], [-0.3, -0.23, 0.45, -0.23]],
+      "obstacles": [], "objects": [], "rooms": [],
+      "start": {"x": 0.0, "y": 0.0, "yaw_deg": 0.0}
+    }"#;
+    nav_hal::arena::Arena::from_json_str(text).unwrap()
+}
+
+#[tokio::test]
+async fn a_boxed_in_car_backs_out_straight_and_hands_the_goal_back() {
+    let world = nav_hal::sim::SimWorld::new(boxed_in_arena(), SimConfig::default().ackermann(0.3)).unwrap();
+    let sim = SimHal::new(world);
+    let clock = sim.clock();
+    let mut robot = RobotLike { sim, clock, outage: None, commands: Vec::new() };
+    let results = Arc::new(Mutex::new(Vec::new()));
+    let planner = GoalEveryTime { goal: (0.0, 1.5), results: Arc::clone(&results) };
+    let config = ExploreLoopConfig { max_time_s: 20.0, ..ExploreLoopConfig::default() };
+    let mut lp = ExploreLoop::new(config, Box::new(planner), ExploreSignals::default()).unwrap();
+    let mut log = StepLog::memory();
+    let clock = Arc::clone(&robot.clock);
+    let out = lp.run(&mut robot, &mut RunContext::new(clock.as_ref(), &mut log)).await.unwrap();
+    let records = log.records().to_vec();
+    // the reason is in the log, then the hand-back with the distance backed out
+    let (_, why) = events(&records, "boxed_in").next().expect("a boxed_in event");
+    assert!(why["reason"].as_str().unwrap().contains("backing out"), "{why}");
+    let (_, back) = events(&records, "goal_boxed_in").next().expect("the goal handed back");
+    let backed = back["backed_out_m"].as_f64().unwrap();
+    assert!(backed >= 0.35, "backed out {backed} m: {back}");
+    // the planner heard it as a failure naming the reason
+    let results = results.lock().unwrap();
+    let first: Value = serde_json::from_str(&results[0]).unwrap();
+    assert_eq!(first["success"], false, "{first}");
+    assert_eq!(first["stopped_reason"], "boxed_in", "{first}");
+    // straight back (no steering into the boxes), and no collision
+    let reversing: Vec<_> = robot.commands.iter().filter(|c| c.1 < 0.0).collect();
+    assert!(!reversing.is_empty(), "it reversed");
+    assert!(robot.sim.world().trajectory().iter().any(|p| p.x < -0.3), "left the slot backwards");
+    assert_eq!(robot.sim.world().collisions(), 0);
+    assert_eq!(out.collisions, 0);
+}

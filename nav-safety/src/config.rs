@@ -135,10 +135,25 @@ pub struct ClearanceConfig {
     /// robot is blind there and must not move that way.
     /// Range: 0..=100000.
     pub min_valid_beams: usize,
+    /// Fewer valid readings than this fraction of the beams in the
+    /// direction of motion is a sensor fault there (REP-117: NaN is
+    /// invalid; rosbridge sends every non-finite range as `null`, read as
+    /// NaN): the robot must not move that way. 0 checks only
+    /// `min_valid_beams` (scanners that see a narrow field, such as a
+    /// depth camera's scan); `nav rosmaster` raises it to
+    /// `[rosbridge] scan_min_valid_fraction` (0.5).
+    /// Range: [0, 1].
+    pub min_valid_fraction: f64,
     /// `check_path_clear` calls an obstacle a "wall" when its contiguous
     /// surface is at least this wide, m.
     /// Range: (0, 10].
     pub wall_min_width_m: f64,
+    /// Half width of the corridor a **straight reverse** sweeps, m: the
+    /// robot's half width plus a margin. Backing straight out checks this
+    /// corridor behind the robot instead of the ±30° arc, so a box beside
+    /// the robot (outside its swept path) does not block the way back out.
+    /// Range: (0, 5].
+    pub reverse_corridor_half_width_m: f64,
 }
 
 impl Default for ClearanceConfig {
@@ -150,7 +165,9 @@ impl Default for ClearanceConfig {
             arc_half_width_deg: 30.0,
             motion_lookahead_m: 0.5,
             min_valid_beams: 1,
+            min_valid_fraction: 0.0,
             wall_min_width_m: 0.5,
+            reverse_corridor_half_width_m: 0.2,
         }
     }
 }
@@ -500,7 +517,9 @@ impl SafetyConfig {
         in_range_above("clearance.full_speed_m", c.full_speed_m, 0.0, 20.0)?;
         in_range_above("clearance.arc_half_width_deg", c.arc_half_width_deg, 0.0, 90.0)?;
         in_range_above("clearance.motion_lookahead_m", c.motion_lookahead_m, 0.0, 10.0)?;
+        in_range_above("clearance.reverse_corridor_half_width_m", c.reverse_corridor_half_width_m, 0.0, 5.0)?;
         count_in("clearance.min_valid_beams", c.min_valid_beams, 0, 100_000)?;
+        in_range("clearance.min_valid_fraction", c.min_valid_fraction, 0.0, 1.0)?;
         in_range_above("clearance.wall_min_width_m", c.wall_min_width_m, 0.0, 10.0)?;
         let t = &self.ttc;
         in_range_above("ttc.stop_s", t.stop_s, 0.0, 60.0)?;

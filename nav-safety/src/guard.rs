@@ -8,8 +8,9 @@
 //! 1. non-finite commands become zero; |linear| and |angular| are capped;
 //! 2. **sensor loss**: a scan older than `sensors.max_scan_age_s` (5 s),
 //!    with an unusable header, or with fewer than
-//!    `clearance.min_valid_beams` usable beams in the direction of motion
-//!    stops all motion;
+//!    `clearance.min_valid_beams` usable beams (or fewer than
+//!    `clearance.min_valid_fraction` of the beams) in the direction of
+//!    motion stops all motion (NaN is invalid, REP-117);
 //! 3. **emergency stop** below `clearance.stop_m` (0.3 m) in the direction
 //!    of motion;
 //! 4. **proportional scaling** between 0.3 and 1.0 m:
@@ -26,14 +27,22 @@
 //! ±30° arc around the heading of motion *widened* to also cover the chord
 //! to the point reached after `clearance.motion_lookahead_m` (0.5 m) of
 //! travel, which lies at `κ · 0.5 / 2` rad from the heading (capped at
-//! 90°). Every reduction scales linear and angular together, keeping the
+//! 90°). A **straight reverse** (ω = 0, v < 0, how a boxed-in robot backs
+//! out) checks the corridor its footprint sweeps instead
+//! (`clearance.reverse_corridor_half_width_m`), as the range-equivalent
+//! distance `free travel + half width` (the range of a return straight
+//! behind), so the same stop and slowdown distances apply while a box
+//! beside the robot, outside that corridor, does not block the way out.
+//! Every reduction scales linear and angular together, keeping the
 //! curvature and hence the checked arc unchanged. A pure rotation (v = 0)
 //! has no direction of motion and is only stopped by sensor loss.
 
 use crate::config::SafetyConfig;
 use crate::geofence::Geofence;
 use nav_core::geometry::{Pose2, normalize_angle};
-use nav_core::lidar::{ArcStat, LaserScan, arc_distance, min_time_to_collision, proportional_speed};
+use nav_core::lidar::{
+    ArcStat, LaserScan, arc_distance, corridor_clearance_dir, min_time_to_collision, proportional_speed,
+};
 use serde::{Deserialize, Serialize};
 use std::f64::consts::{FRAC_PI_2, PI};
 
@@ -183,6 +192,48 @@ pub fn usable_beams_in_arc(scan: &LaserScan, center: f64, half_width: f64) -> us
     scan.effective_beams().filter(|(a, _)| normalize_angle(a - center).abs() <= half_width + 1e-9).count()
 }
 
+/// `(valid, total)`: the usable beams (REP-117: hit, no return, too
+/// close) and all beams within an arc (none for an unusable header).
+pub fn valid_beams_in_arc(scan: &LaserScan, center: f64, half_width: f64) -> (usize, usize) {
+    if !scan.header_is_valid() {
+        return (0, 0);
+    }
+    let in_arc = |i: usize| normalize_angle(scan.angle(i) - center).abs() <= half_width + 1e-9;
+    let (mut valid, mut total) = (0, 0);
+    for (i, &r) in scan.ranges.iter().enumerate() {
+        if in_arc(i) {
+            total += 1;
+            valid += usize::from(scan.effective(r).is_some());
+        }
+    }
+    (valid, total)
+}
+
+/// Why the robot cannot see in an arc, if it cannot: fewer than
+/// `clearance.min_valid_beams` usable beams, or fewer than
+/// `clearance.min_valid_fraction` of the arc's beams (a sensor fault).
+/// `where_` names the arc in the message ("ahead", "in the left direction").
+pub fn blind_in_arc(
+    scan: &LaserScan,
+    center: f64,
+    half_width: f64,
+    clearance: &crate::config::ClearanceConfig,
+    where_: &str,
+) -> Option<String> {
+    let (valid, total) = valid_beams_in_arc(scan, center, half_width);
+    let too_few = (valid as f64) < clearance.min_valid_fraction * total as f64;
+    if valid >= clearance.min_valid_beams && !too_few {
+        None
+    } else if valid == 0 {
+        Some(format!("no valid LiDAR readings {where_}"))
+    } else {
+        Some(format!(
+            "only {valid} of {total} LiDAR readings {where_} are valid (at least {:.0}% needed; a sensor fault)",
+            clearance.min_valid_fraction * 100.0
+        ))
+    }
+}
+
 /// Words for the side of the robot a motion goes to.
 fn side(linear: f64) -> &'static str {
     if linear < 0.0 { "behind" } else { "ahead" }
@@ -209,6 +260,18 @@ impl ContinuousGuard {
     pub fn motion_arc(&self, linear: f64, angular: f64) -> Option<(f64, f64)> {
         let c = &self.config.clearance;
         motion_arc(linear, angular, c.arc_half_width_deg.to_radians(), c.motion_lookahead_m)
+    }
+
+    /// The distance to the nearest obstacle in the direction of motion:
+    /// the minimum over the motion's arc, or for a straight reverse the
+    /// range-equivalent free travel of the footprint's corridor (module docs).
+    fn distance_in_motion(&self, scan: &LaserScan, linear: f64, angular: f64, center: f64, half: f64) -> f64 {
+        if linear < 0.0 && angular == 0.0 {
+            let w = self.config.clearance.reverse_corridor_half_width_m;
+            f64::from(corridor_clearance_dir(scan, PI, w)) + w
+        } else {
+            f64::from(arc_distance(scan, center, half, ArcStat::Min))
+        }
     }
 
     /// The safe velocity for `target` given a scan `scan_age_s` seconds old.
@@ -275,15 +338,11 @@ impl ContinuousGuard {
             return g; // pure rotation
         };
         let where_ = side(g.linear);
-        if usable_beams_in_arc(scan, center, half) < cl.min_valid_beams {
-            g.halt(
-                OverrideKind::Blind,
-                format!("no_lidar_readings_{where_}"),
-                format!("Movement stopped: no valid LiDAR readings {where_}."),
-            );
+        if let Some(why) = blind_in_arc(scan, center, half, cl, where_) {
+            g.halt(OverrideKind::Blind, format!("no_lidar_readings_{where_}"), format!("Movement stopped: {why}."));
             return g;
         }
-        let d = f64::from(arc_distance(scan, center, half, ArcStat::Min));
+        let d = self.distance_in_motion(scan, g.linear, g.angular, center, half);
         g.clearance_m = d.is_finite().then_some(d);
         if d < cl.stop_m {
             g.halt(

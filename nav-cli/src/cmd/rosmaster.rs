@@ -99,6 +99,13 @@ impl Setup {
         robot.validate().map_err(config_error)?;
         let mut explore = config.explore.clone();
         explore.pacing = Pacing::RealTime;
+        // the robot's sensor limits bind the safety layer too: a scan older
+        // than the HAL accepts is never driven on, and a direction of motion
+        // with too few valid beams (rosbridge's nulls) is a sensor fault
+        let sensors = &mut explore.safety.sensors;
+        sensors.max_scan_age_s = sensors.max_scan_age_s.min(robot.scan_stale_s);
+        let clearance = &mut explore.safety.clearance;
+        clearance.min_valid_fraction = clearance.min_valid_fraction.max(robot.scan_min_valid_fraction);
         if let Some(t) = args.max_time {
             if !(t.is_finite() && t > 0.0) {
                 return Err(usage(format!("--max-time {t}: must be a number of seconds > 0")));
@@ -224,7 +231,8 @@ async fn session(args: &RosmasterArgs, setup: Setup, log: StepLog) -> CmdResult 
 /// The lines printed once the robot is ready.
 async fn announce(hal: &mut RosbridgeHal, setup: &Setup, dry_run: bool) {
     let c = &setup.robot;
-    let beams = hal.scan().await.map(|s| s.scan.ranges.len()).unwrap_or(0);
+    let scan = hal.scan().await;
+    let beams = scan.as_ref().map(|s| s.scan.ranges.len()).unwrap_or(0);
     let pose = hal.odometry().await.map(|o| o.pose).unwrap_or_default();
     let drive = match hal.capabilities().drive {
         DriveKind::Ackermann { min_turn_radius_m } => format!("ackermann (turning radius {min_turn_radius_m} m)"),
@@ -238,6 +246,9 @@ async fn announce(hal: &mut RosbridgeHal, setup: &Setup, dry_run: bool) {
         pose.y,
         pose.yaw.to_degrees()
     );
+    if let Err(e) = &scan {
+        eprintln!("nav rosmaster: {e}: the robot holds still until the LiDAR sends valid scans");
+    }
     if dry_run {
         eprintln!("nav rosmaster: DRY RUN: nothing is published on {}; commands are printed instead", c.topics.cmd_vel);
     }

@@ -111,9 +111,16 @@ pub struct RosbridgeConfig {
     pub max_linear_mps: f64,
     /// Hard cap on |angular| of every published Twist, rad/s.
     pub max_angular_rps: f64,
-    /// A scan older than this (receive time) is stale, s (seed 003 P3:
-    /// LiDAR timeout > 5 s).
+    /// A scan older than this (receive time) is stale, s: ≈ 5 missed scans
+    /// at 10 Hz, like the source timeout of Nav2's collision monitor (seed
+    /// 003's P3 allows 5 s, which drives 0.9 m blind at 0.18 m/s).
     pub scan_stale_s: f64,
+    /// A scan with fewer valid beams than this fraction (REP-117: NaN is
+    /// invalid, and rosbridge sends every non-finite range as `null`) is a
+    /// sensor fault: [`scan`](crate::hal::Sensors::scan) answers
+    /// [`HalError::SensorFault`]. `nav rosmaster` also asks the safety
+    /// layer for this fraction of valid beams in the direction of motion.
+    pub scan_min_valid_fraction: f64,
     /// Odometry older than this is stale, s.
     pub odom_stale_s: f64,
     /// Camera images older than this are stale, s.
@@ -127,8 +134,14 @@ pub struct RosbridgeConfig {
     /// Period of the link probe, s.
     pub probe_interval_s: f64,
     /// A probe without reply for this long marks the link lost, s (catches
-    /// half-open connections after a WiFi drop).
+    /// half-open connections after a WiFi drop; `probe_interval_s +
+    /// probe_timeout_s` bounds the time to notice a frozen link).
     pub probe_timeout_s: f64,
+    /// With nothing received from the robot (any topic, any probe reply)
+    /// for this long the link is *unhealthy*: no velocity command is
+    /// published (a frozen socket would queue them, and the server would
+    /// replay them when the link thaws) until something arrives again, s.
+    pub link_quiet_s: f64,
     /// A publish that takes longer marks the link lost, s.
     pub publish_timeout_s: f64,
     /// Zero Twists per stop (seed 003 §4.6: 5).
@@ -137,6 +150,9 @@ pub struct RosbridgeConfig {
     pub stop_interval_s: f64,
     /// Frame of Nav2 goals.
     pub goal_frame: String,
+    /// `nav rosmaster` speaks every `report_discovery` on the speech topic
+    /// (`topics.speech`); never in a dry run.
+    pub speak_discoveries: bool,
 }
 
 impl Default for RosbridgeConfig {
@@ -154,18 +170,21 @@ impl Default for RosbridgeConfig {
             drive: DriveKind::Ackermann { min_turn_radius_m: 0.3 },
             max_linear_mps: 0.3,
             max_angular_rps: 1.5,
-            scan_stale_s: 5.0,
-            odom_stale_s: 2.0,
+            scan_stale_s: 0.5,
+            scan_min_valid_fraction: 0.5,
+            odom_stale_s: 0.5,
             camera_stale_s: 5.0,
             reconnect_initial_s: 0.5,
             reconnect_max_s: 10.0,
             connect_timeout_s: 3.0,
-            probe_interval_s: 1.0,
-            probe_timeout_s: 2.0,
+            probe_interval_s: 0.25,
+            probe_timeout_s: 0.6,
+            link_quiet_s: 0.15,
             publish_timeout_s: 0.5,
             stop_repeats: 5,
             stop_interval_s: 0.02,
             goal_frame: "map".into(),
+            speak_discoveries: true,
         }
     }
 }
@@ -225,12 +244,19 @@ impl RosbridgeConfig {
             ("connect_timeout_s", self.connect_timeout_s),
             ("probe_interval_s", self.probe_interval_s),
             ("probe_timeout_s", self.probe_timeout_s),
+            ("link_quiet_s", self.link_quiet_s),
             ("publish_timeout_s", self.publish_timeout_s),
         ];
         for (field, v) in positive {
             if !(v.is_finite() && v > 0.0) {
                 return bad(field, format!("must be positive, got {v}"));
             }
+        }
+        if !(self.scan_min_valid_fraction.is_finite() && (0.0..=1.0).contains(&self.scan_min_valid_fraction)) {
+            return bad(
+                "scan_min_valid_fraction",
+                format!("must be within 0..=1, got {}", self.scan_min_valid_fraction),
+            );
         }
         if self.rgb_hfov_deg >= 179.0 {
             return bad("rgb_hfov_deg", "must be below 179".into());
@@ -287,7 +313,8 @@ mod tests {
         assert_eq!(c.topics.scan, "/scan");
         assert_eq!(c.topics.rgb_topic(true), "/oak/rgb/image_raw/compressed");
         assert_eq!(c.topics.rgb_topic(false), "/oak/rgb/image_raw");
-        assert_eq!((c.stop_repeats, c.stop_interval_s, c.scan_stale_s), (5, 0.02, 5.0));
+        assert_eq!((c.stop_repeats, c.stop_interval_s, c.scan_stale_s, c.odom_stale_s), (5, 0.02, 0.5, 0.5));
+        assert!(c.probe_interval_s + c.probe_timeout_s <= 1.0, "a frozen link is noticed within 1 s");
     }
 
     #[test]

@@ -39,7 +39,7 @@ pub fn yaw_from_quaternion(q: &Quaternion) -> Result<f64, HalError> {
 
 /// A navkit scan from `sensor_msgs/LaserScan`, its beams rotated by
 /// `yaw_offset_rad` (the scanner's mounting yaw). Ranges keep ROS
-/// semantics; `null` already arrived as `+inf`. Errors when the header is
+/// semantics (REP-117); `null` already arrived as NaN, *invalid*. Errors when the header is
 /// unusable (zero or non-finite increment, bad limits), since such a scan
 /// would hide obstacles.
 pub fn scan_from_msg(msg: &LaserScan, yaw_offset_rad: f64) -> Result<lidar::LaserScan, HalError> {
@@ -60,6 +60,20 @@ pub fn scan_from_msg(msg: &LaserScan, yaw_offset_rad: f64) -> Result<lidar::Lase
         return Err(protocol("LaserScan has no ranges"));
     }
     Ok(scan)
+}
+
+/// Why a scan cannot be trusted, if it cannot: fewer valid beams (REP-117
+/// hit, no return or too close; NaN and rosbridge's `null` are invalid)
+/// than `min_valid_fraction` of all beams.
+pub fn scan_fault(scan: &lidar::LaserScan, min_valid_fraction: f64) -> Option<String> {
+    let total = scan.ranges.len();
+    let valid = scan.ranges.iter().filter(|r| scan.effective(**r).is_some()).count();
+    ((valid as f64) < min_valid_fraction * total as f64).then(|| {
+        format!(
+            "only {valid} of {total} beams valid (at least {:.0}% needed; null/NaN ranges are invalid readings)",
+            min_valid_fraction * 100.0
+        )
+    })
 }
 
 /// `sensor_msgs/LaserScan` from a navkit scan (what a ROS driver would
@@ -423,8 +437,9 @@ mod tests {
         use proptest::prelude::*;
 
         proptest! {
-            /// Whatever rosbridge sends as ranges, a null never becomes an
-            /// obstacle and nothing panics.
+            /// Whatever rosbridge sends as ranges, a null is an invalid
+            /// reading: never an obstacle, never free space, and nothing
+            /// panics.
             #[test]
             fn null_ranges_never_become_obstacles(ranges in prop::collection::vec(prop::option::of(0.0f32..20.0), 1..400)) {
                 let text = serde_json::json!({
@@ -435,8 +450,9 @@ mod tests {
                 let scan = scan_from_msg(&msg, 0.0).unwrap();
                 for (i, r) in ranges.iter().enumerate() {
                     if r.is_none() {
-                        prop_assert_eq!(scan.ranges[i], f32::INFINITY);
+                        prop_assert!(scan.ranges[i].is_nan());
                         prop_assert!(scan.obstacle(scan.ranges[i]).is_none());
+                        prop_assert!(scan.effective(scan.ranges[i]).is_none());
                     }
                 }
                 let summary = LidarSummary::from_scan(&scan, &LidarConfig::default());

@@ -54,6 +54,27 @@ impl Commands {
         }
     }
 
+    /// `Disconnected` while the link is unhealthy (nothing received for
+    /// `link_quiet_s`): a frozen socket would queue the command and the
+    /// server replay it, stale, when the link thaws. The first time, one
+    /// zero Twist goes out instead: in a frozen socket it queues behind the
+    /// last command, so a replay on the thaw ends at rest.
+    async fn withhold_if_unhealthy(&self) -> Result<(), HalError> {
+        self.shared.ensure_connected()?;
+        let quiet = self.shared.quiet_s();
+        if quiet <= self.config.link_quiet_s {
+            self.shared.data().withholding = false;
+            return Ok(());
+        }
+        let first = !std::mem::replace(&mut self.shared.data().withholding, true);
+        let reason = format!("link unhealthy: nothing received from the robot for {quiet:.2} s; velocity withheld");
+        self.shared.warn_limited("unhealthy", &reason);
+        if first && self.request("zero velocity", |tx| Request::Twist(Twist::default(), tx)).await.is_ok() {
+            self.record(0.0, 0.0, true);
+        }
+        Err(HalError::Disconnected { endpoint: self.shared.endpoint.clone(), reason })
+    }
+
     fn record(&self, linear: f64, angular: f64, published: bool) {
         let at_s = self.shared.now_s();
         self.shared.data().last_command = Some(LastCommand { linear, angular, at_s, published });
@@ -69,6 +90,16 @@ impl Commands {
         self.request("stop", Request::Stop).await?;
         self.record(0.0, 0.0, true);
         Ok(())
+    }
+
+    async fn say(&self, text: &str) -> Result<(), HalError> {
+        if self.config.dry_run {
+            self.shared.ensure_connected()?;
+            info!(target: LOG, "dry run: would say {text:?} on {}", self.config.topics.speech);
+            return Ok(());
+        }
+        let text = text.to_string();
+        self.request("say", |tx| Request::Say(text, tx)).await
     }
 
     async fn emergency_stop(&self) -> Result<(), HalError> {
@@ -110,6 +141,21 @@ impl StopHandle {
     /// True while a session with the robot is up.
     pub fn is_connected(&self) -> bool {
         self.commands.shared.is_connected()
+    }
+}
+
+/// A cheap clone of the HAL's speech path (`std_msgs/String` on the speech
+/// topic), for announcing from another task without holding up the
+/// control loop.
+#[derive(Debug, Clone)]
+pub struct SpeechHandle {
+    commands: Commands,
+}
+
+impl SpeechHandle {
+    /// Publishes `text` on the speech topic; only logged in a dry run.
+    pub async fn say(&self, text: &str) -> Result<(), HalError> {
+        self.commands.say(text).await
     }
 }
 
@@ -166,11 +212,17 @@ impl RosbridgeHal {
     }
 
     /// Waits until a fresh scan and odometry have arrived (what a control
-    /// loop needs before its first cycle).
+    /// loop needs before its first cycle). A scan that arrives but is a
+    /// [`HalError::SensorFault`] counts as arrived: the topics work, and
+    /// the control loop holds the robot still until the LiDAR recovers.
     pub async fn wait_for_sensors(&mut self, timeout: Duration) -> Result<(), HalError> {
         let deadline = tokio::time::Instant::now() + timeout;
         loop {
-            let last = match (self.scan().await, self.odometry().await) {
+            let scan = match self.scan().await {
+                Err(HalError::SensorFault { .. }) => Ok(()),
+                other => other.map(|_| ()),
+            };
+            let last = match (scan, self.odometry().await) {
                 (Ok(_), Ok(_)) => return Ok(()),
                 (Err(e), _) | (_, Err(e)) => e,
             };
@@ -219,11 +271,15 @@ impl RosbridgeHal {
         StopHandle { commands: self.commands.clone() }
     }
 
-    /// Publishes `text` on the speech topic (also in a dry run: speech does
-    /// not move the robot).
+    /// Publishes `text` on the speech topic (`std_msgs/String`); in a dry
+    /// run it is only logged (a dry run publishes nothing).
     pub async fn say(&self, text: &str) -> Result<(), HalError> {
-        let text = text.to_string();
-        self.commands.request("say", |tx| Request::Say(text, tx)).await
+        self.commands.say(text).await
+    }
+
+    /// A handle that publishes on the speech topic from another task.
+    pub fn speech_handle(&self) -> SpeechHandle {
+        SpeechHandle { commands: self.commands.clone() }
     }
 
     /// Sends a Nav2 goal on the goal topic (`/goal_pose`,
@@ -345,11 +401,21 @@ impl Sensors for RosbridgeHal {
         Ok(self.fresh(&c.topics.odom, c.odom_stale_s, |d| d.odom.clone())?.value)
     }
 
-    /// The newest `/scan` (`null` ranges read as `+inf`), stamped with its
-    /// arrival time; `Stale` past `scan_stale_s`.
+    /// The newest `/scan` (`null` ranges read as NaN, invalid), stamped
+    /// with its arrival time; `Stale` past `scan_stale_s`; `SensorFault`
+    /// when fewer than `scan_min_valid_fraction` of its beams are valid.
     async fn scan(&mut self) -> Result<StampedScan, HalError> {
         let c = Arc::clone(&self.commands.config);
-        Ok(self.fresh(&c.topics.scan, c.scan_stale_s, |d| d.scan.clone())?.value)
+        let scan = self.fresh(&c.topics.scan, c.scan_stale_s, |d| d.scan.clone())?.value;
+        let fault = self.commands.shared.data().scan_fault.clone();
+        match fault {
+            Some(message) => {
+                let what = format!("LiDAR {}", c.topics.scan);
+                self.commands.shared.warn_limited("scan fault", &format!("{what}: sensor fault: {message}"));
+                Err(HalError::SensorFault { what, message })
+            }
+            None => Ok(scan),
+        }
     }
 
     /// The newest colour image, decoded now (raw `rgb8`/`bgr8`/... or
@@ -411,7 +477,14 @@ impl Actuators for RosbridgeHal {
         let linear = command.linear.clamp(-c.config.max_linear_mps, c.config.max_linear_mps);
         let angular = command.angular.clamp(-c.config.max_angular_rps, c.config.max_angular_rps);
         if linear != command.linear || angular != command.angular {
-            warn!(target: LOG, "velocity ({:.3}, {:.3}) clamped to ({linear:.3}, {angular:.3})", command.linear, command.angular);
+            let message = format!(
+                "velocity ({:.3}, {:.3}) clamped to ({linear:.3}, {angular:.3})",
+                command.linear, command.angular
+            );
+            c.shared.warn_limited("clamped", &message);
+        }
+        if !c.config.dry_run {
+            c.withhold_if_unhealthy().await?;
         }
         if c.config.dry_run {
             c.shared.ensure_connected()?;

@@ -171,7 +171,7 @@ pub(crate) async fn run<C: Connect>(
     loop {
         let attempt = {
             let connect = tokio::time::timeout(RosbridgeConfig::secs(config.connect_timeout_s), async {
-                let link = connector.connect().await.map_err(|e| format!("connect failed: {e}"))?;
+                let link = connector.connect().await.map_err(|e| format!("connect failed: {}", describe(&e)))?;
                 Session::<C>::open(link, &config, &shared).await
             });
             tokio::pin!(connect);
@@ -271,7 +271,22 @@ struct Session<C: Connect> {
 }
 
 fn link_error(what: &str, e: roslibrust::Error) -> String {
-    format!("{what}: {e}")
+    format!("{what}: {}", describe(&e))
+}
+
+/// A roslibrust error in words for a user: no debug renderings of inner
+/// values (roslibrust's timeout reads "Operation timed out: Elapsed(())").
+pub(crate) fn describe(e: &roslibrust::Error) -> String {
+    use roslibrust::Error as E;
+    match e {
+        E::Disconnected => "no connection to the rosbridge server".into(),
+        E::Timeout(_) => "timed out".into(),
+        E::IoError(io) => io.to_string(),
+        E::ServerError(m) => format!("the rosbridge server reported an error: {m}"),
+        E::SerializationError(m) => format!("a message could not be decoded: {m}"),
+        E::InvalidName(m) => format!("not a valid ROS name: {m}"),
+        other => other.to_string(),
+    }
 }
 
 impl<C: Connect> Session<C> {
@@ -281,13 +296,16 @@ impl<C: Connect> Session<C> {
         let t: &TopicsConfig = &config.topics;
         let mut readers = JoinSet::new();
         let yaw_offset = config.scan_yaw_offset_deg.to_radians();
+        let min_valid = config.scan_min_valid_fraction;
         spawn_reader::<C::Link, LaserScan, _>(&link, &t.scan, shared, &mut readers, move |msg, now| {
             let scan = convert::scan_from_msg(&msg, yaw_offset)?;
+            let fault = convert::scan_fault(&scan, min_valid);
             let header_s = convert::stamp_s(&msg.header);
             Ok((
                 header_s,
                 Box::new(move |d: &mut super::state::Data| {
                     d.scan = Some(Sample { value: StampedScan { scan, stamp_s: now }, received_s: now });
+                    d.scan_fault = fault;
                 }),
             ))
         })
@@ -397,13 +415,18 @@ impl<C: Connect> Session<C> {
                 res = async { match probe.as_mut() { Some(p) => p.await, None => std::future::pending().await } } => {
                     probe = None;
                     match res {
-                        Ok(Ok(rtt)) => shared.data().probe_rtt_s = Some(rtt),
+                        Ok(Ok(rtt)) => {
+                            let now = shared.now_s();
+                            let mut d = shared.data();
+                            d.probe_rtt_s = Some(rtt);
+                            d.last_inbound_s = Some(now);
+                        }
                         Ok(Err(reason)) => return End::Lost(reason),
-                        Err(e) => return End::Lost(format!("link probe task failed: {e}")),
+                        Err(_) => return End::Lost("the link probe task ended unexpectedly".into()),
                     }
                 }
                 Some(ended) = self.readers.join_next() => {
-                    let reason = match ended { Ok(reason) => reason, Err(e) => format!("reader task failed: {e}") };
+                    let reason = match ended { Ok(reason) => reason, Err(_) => "a subscription task ended unexpectedly".into() };
                     return End::Lost(reason);
                 }
             }

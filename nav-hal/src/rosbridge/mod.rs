@@ -32,16 +32,18 @@
 //! HAL returns is the **arrival time** on [`RosbridgeHal::clock`] (a
 //! [`MonotonicClock`](crate::clock::MonotonicClock)); header stamps (`sec`
 //! and `nanosec`) are kept in [`LinkStatus::topics`] for diagnosis. A
-//! sensor whose newest message is older than its limit (`scan_stale_s` =
-//! 5 s, seed 003 P3) answers [`HalError::Stale`](crate::HalError::Stale).
+//! sensor whose newest message is older than its limit (`scan_stale_s`
+//! and `odom_stale_s` = 0.5 s) answers
+//! [`HalError::Stale`](crate::HalError::Stale).
 //!
 //! # `null` ranges
 //!
 //! JSON has no infinity or NaN, so rosbridge sends every non-finite range
-//! as `null`. They are read as `+inf`, *no return*: a missing value never
-//! becomes a phantom obstacle. After rosbridge, `+inf` (nothing in range),
-//! `-inf` (too close) and NaN (invalid) cannot be told apart; the stop
-//! distance (0.3 m) rests on the beams that did return.
+//! as `null`: `+inf` (no return), `-inf` (too close) and NaN (invalid,
+//! REP-117) cannot be told apart. A `null` is read as NaN, *invalid*: never
+//! a phantom obstacle, never free space. A scan with fewer than
+//! `scan_min_valid_fraction` valid beams is a sensor fault
+//! ([`HalError::SensorFault`](crate::HalError::SensorFault)).
 //!
 //! # Velocity commands and stopping
 //!
@@ -53,6 +55,9 @@
 //!   apart (seed 003 §4.6). [`RosbridgeHal::emergency_stop`] (also through a
 //!   [`StopHandle`] for signal handlers) latches, cancels Nav2 goals and
 //!   stops.
+//! - While nothing has arrived for `link_quiet_s` the link is unhealthy:
+//!   `drive` publishes nothing and answers `Disconnected` (a frozen socket
+//!   would queue the Twists and rosbridge replay them on the thaw).
 //! - On connection loss the HAL tries the stop burst (it reaches the robot
 //!   only if the link is half-open) and publishes it again as soon as a new
 //!   session is up, before any other command. Dropping the last handle also
@@ -65,7 +70,7 @@
 //!
 //! A connection task connects with exponential backoff
 //! (`reconnect_initial_s` doubling to `reconnect_max_s`), subscribes and
-//! advertises, and probes the link every second with a service call (any
+//! advertises, and probes the link every `probe_interval_s` (0.25 s) with a service call (any
 //! reply proves it; silence for `probe_timeout_s` catches a half-open WiFi
 //! link). A failed probe or publish tears the session down and starts
 //! over. While disconnected every call answers
@@ -101,6 +106,6 @@ pub mod testing;
 pub mod wire;
 
 pub use config::{RosbridgeConfig, TopicsConfig};
-pub use hal::{RosbridgeHal, StopHandle};
+pub use hal::{RosbridgeHal, SpeechHandle, StopHandle};
 pub use link::{Connect, RosbridgeConnector};
 pub use state::{LastCommand, LinkStatus, TopicStatus};

@@ -282,7 +282,7 @@ pub mod sensor_msgs {
     use super::*;
 
     /// `sensor_msgs/LaserScan` (`/scan`). `null` ranges (rosbridge's
-    /// encoding of ±inf and NaN) read as `+inf`, *no return*.
+    /// encoding of ±inf and NaN) read as NaN, an *invalid* reading (REP-117).
     #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
     #[serde(default)]
     pub struct LaserScan {
@@ -309,8 +309,9 @@ pub mod sensor_msgs {
         /// Maximum valid range, m.
         #[serde(deserialize_with = "wire::f32_null_as_nan")]
         pub range_max: f32,
-        /// Ranges, m (`+inf` = no return).
-        #[serde(deserialize_with = "wire::ranges_null_as_inf")]
+        /// Ranges, m (REP-117: `+inf` no return, `-inf` too close, NaN
+        /// invalid; `null` on the wire reads as NaN).
+        #[serde(deserialize_with = "wire::ranges_null_as_nan")]
         pub ranges: Vec<f32>,
         /// Intensities (device units; `null` reads as NaN).
         #[serde(deserialize_with = "wire::f32_list_null_as_nan")]
@@ -480,7 +481,8 @@ mod tests {
             "angle_max":3.14159,"angle_increment":1.5708,"time_increment":0.0,"scan_time":0.1,
             "range_min":0.05,"range_max":12.0,"ranges":[1.0,null,null,2.5],"intensities":[]}"#;
         let scan: LaserScan = serde_json::from_str(text).unwrap();
-        assert_eq!(scan.ranges, vec![1.0, f32::INFINITY, f32::INFINITY, 2.5]);
+        assert_eq!((scan.ranges[0], scan.ranges[3]), (1.0, 2.5));
+        assert!(scan.ranges[1].is_nan() && scan.ranges[2].is_nan(), "null is an invalid reading: {:?}", scan.ranges);
         let back = serde_json::to_value(&scan).unwrap();
         assert!(back["ranges"][1].is_null());
     }

@@ -30,6 +30,40 @@ pub(crate) struct Sample<T> {
     pub received_s: f64,
 }
 
+/// Repeated warnings of one kind are logged once at first, then as a
+/// count every this many seconds.
+pub(crate) const WARN_PERIOD_S: f64 = 10.0;
+
+/// Rate-limited warnings: the first of a kind at once, then how many more
+/// came, at most once per period (a stream of bad messages at 50 Hz must
+/// not flood the log).
+#[derive(Debug, Default)]
+pub(crate) struct WarnLimiter {
+    /// Per kind: when it was last logged and how many were held back since.
+    kinds: BTreeMap<String, (f64, u64)>,
+}
+
+impl WarnLimiter {
+    /// The text to log now for a warning of `kind` at time `now_s`, if any.
+    pub fn note(&mut self, kind: &str, now_s: f64, message: &str) -> Option<String> {
+        match self.kinds.get_mut(kind) {
+            None => {
+                self.kinds.insert(kind.to_string(), (now_s, 0));
+                Some(message.to_string())
+            }
+            Some((last, held)) => {
+                *held += 1;
+                if now_s - *last < WARN_PERIOD_S {
+                    return None;
+                }
+                let text = format!("{message} ({held} like it in the last {:.0} s)", now_s - *last);
+                (*last, *held) = (now_s, 0);
+                Some(text)
+            }
+        }
+    }
+}
+
 /// Counters and the newest error of one topic.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct TopicStatus {
@@ -94,6 +128,14 @@ pub(crate) struct Data {
     pub probe_rtt_s: Option<f64>,
     /// Bumped on every loss; readers of an older session store nothing.
     pub session: u64,
+    /// Why the newest scan cannot be trusted (too few valid beams).
+    pub scan_fault: Option<String>,
+    /// When anything (a topic message, a probe reply) last arrived.
+    pub last_inbound_s: Option<f64>,
+    /// Velocity commands are being withheld (the link is unhealthy).
+    pub withholding: bool,
+    /// Rate limits of the warnings.
+    pub warnings: WarnLimiter,
     topics: BTreeMap<String, (TopicStatus, Option<f64>)>,
 }
 
@@ -149,7 +191,9 @@ impl Shared {
     pub fn set_connected(&self) {
         {
             let mut d = self.data();
-            d.connected_at_s = Some(self.now_s());
+            let now = self.now_s();
+            d.connected_at_s = Some(now);
+            d.last_inbound_s = Some(now);
             d.sessions += 1;
         }
         self.connected.send_replace(true);
@@ -165,6 +209,9 @@ impl Shared {
         d.last_error = Some(reason);
         d.connected_at_s = None;
         d.scan = None;
+        d.scan_fault = None;
+        d.last_inbound_s = None;
+        d.withholding = false;
         d.odom = None;
         d.rgb = None;
         d.depth = None;
@@ -177,13 +224,33 @@ impl Shared {
         st.received += 1;
         st.header_stamp_s = header_stamp_s.is_finite().then_some(header_stamp_s);
         *at = Some(now_s);
+        d.last_inbound_s = Some(now_s);
+    }
+
+    /// Logs a warning of `kind`, rate-limited ([`WarnLimiter`]).
+    pub fn warn_limited(&self, kind: &str, message: &str) {
+        let now = self.now_s();
+        let text = self.data().warnings.note(kind, now, message);
+        if let Some(text) = text {
+            tracing::warn!(target: "nav_hal::rosbridge", "{text}");
+        }
+    }
+
+    /// Seconds since anything arrived from the robot (infinite while
+    /// disconnected).
+    pub fn quiet_s(&self) -> f64 {
+        let now = self.now_s();
+        self.data().last_inbound_s.map_or(f64::INFINITY, |t| (now - t).max(0.0))
     }
 
     /// Counts a rejected message on `topic`.
     pub fn rejected(&self, topic: &str, error: &HalError) {
         let message = format!("{topic}: {error}");
-        tracing::warn!(target: "nav_hal::rosbridge", "rejected message: {message}");
+        self.warn_limited(&format!("rejected {topic}"), &format!("rejected message: {message}"));
+        let now = self.now_s();
         let mut d = self.data();
+        // a message arrived, even if unusable: the link itself is alive
+        d.last_inbound_s = Some(now);
         let (st, _) = d.topics.entry(topic.to_string()).or_default();
         st.rejected += 1;
         st.last_error = Some(message);
@@ -221,5 +288,23 @@ impl Shared {
 
     pub fn is_latched(&self) -> bool {
         self.latched.load(Ordering::SeqCst)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn warnings_are_logged_first_then_counted_per_period() {
+        let mut w = WarnLimiter::default();
+        assert_eq!(w.note("a", 0.0, "bad").as_deref(), Some("bad"));
+        assert_eq!(w.note("a", 1.0, "bad"), None);
+        assert_eq!(w.note("b", 1.0, "other").as_deref(), Some("other"), "kinds are limited separately");
+        assert_eq!(w.note("a", 5.0, "bad"), None);
+        assert_eq!(w.note("a", 10.5, "bad").as_deref(), Some("bad (3 like it in the last 10 s)"));
+        assert_eq!(w.note("a", 11.0, "bad"), None);
+        let logged = (0..1000).filter(|i| w.note("c", f64::from(*i) * 0.02, "flood").is_some()).count();
+        assert_eq!(logged, 2, "1000 warnings in 20 s: the first and one count");
     }
 }

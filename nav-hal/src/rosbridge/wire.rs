@@ -13,14 +13,17 @@ use serde::de::{self, Deserializer, SeqAccess, Visitor};
 use serde::{Deserialize, Serialize, Serializer};
 use std::fmt;
 
-/// Deserializes a list of ranges where `null` means *no return* (`+inf`).
+/// Deserializes a list of ranges where `null` is an *invalid* reading (NaN).
 ///
 /// rosbridge cannot tell `+inf` (no return), `-inf` (too close) and NaN
-/// (invalid) apart: all arrive as `null`. Reading them as `+inf` follows the
-/// most common meaning (LiDAR drivers report beams without an echo as
-/// `+inf`) and never turns a missing value into a phantom obstacle.
-pub fn ranges_null_as_inf<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<f32>, D::Error> {
-    nullable_f32_list(d, f32::INFINITY)
+/// (invalid) apart: all arrive as `null`. REP-117 gives them three
+/// meanings, and only one of them (`+inf`) says the space is free, so a
+/// `null` is read as what it certainly is: *no valid measurement*. It never
+/// becomes a phantom obstacle, and never free space either; a scan with
+/// too few valid beams where the robot wants to go stops it (the safety
+/// layer's sensor-validity check).
+pub fn ranges_null_as_nan<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<f32>, D::Error> {
+    nullable_f32_list(d, f32::NAN)
 }
 
 /// Deserializes a list of `f32` where `null` (a non-finite value) becomes NaN.
@@ -109,17 +112,17 @@ mod tests {
 
     #[derive(Debug, Deserialize, Serialize, PartialEq)]
     struct Holder {
-        #[serde(deserialize_with = "ranges_null_as_inf")]
+        #[serde(deserialize_with = "ranges_null_as_nan")]
         ranges: Vec<f32>,
         #[serde(serialize_with = "serialize_bytes", deserialize_with = "deserialize_bytes")]
         data: Vec<u8>,
     }
 
     #[test]
-    fn null_ranges_read_as_infinity_and_infinity_writes_null() {
+    fn null_ranges_read_as_invalid_and_non_finite_writes_null() {
         let h: Holder = serde_json::from_str(r#"{"ranges":[1.5,null,0.2],"data":"AAEC"}"#).unwrap();
         assert_eq!(h.ranges[0], 1.5);
-        assert_eq!(h.ranges[1], f32::INFINITY);
+        assert!(h.ranges[1].is_nan());
         assert_eq!(h.data, vec![0, 1, 2]);
         let text = serde_json::to_string(&h).unwrap();
         assert_eq!(text, r#"{"ranges":[1.5,null,0.2],"data":"AAEC"}"#);

@@ -10,7 +10,8 @@
 //!   is room ahead and in reverse when the front is blocked (a multi-point
 //!   turn), keeping the chosen gear until its own side runs out of room so
 //!   it does not chatter between the two. With no room either way it
-//!   stops.
+//!   stops and reports itself [boxed in](Pursuit::boxed_in); the goal
+//!   then backs out straight and hands back to the planner.
 
 use nav_core::drive::DriveKind;
 use nav_core::geometry::{Point2, Pose2, normalize_angle};
@@ -37,6 +38,8 @@ pub(super) struct Pursuit {
     keep_m: f64,
     /// +1 forward, -1 reverse: the gear of the current arc turn.
     gear: f64,
+    /// The last [`Self::follow`] found no room to turn either way.
+    boxed_in: bool,
 }
 
 impl Pursuit {
@@ -44,7 +47,13 @@ impl Pursuit {
     /// clearance limits.
     pub(super) fn new(drive: DriveKind, guard: &ContinuousGuard) -> Self {
         let cl = &guard.config().clearance;
-        Self { drive, enter_m: cl.reject_m.max(cl.stop_m), keep_m: cl.stop_m + 0.05, gear: 1.0 }
+        Self { drive, enter_m: cl.reject_m.max(cl.stop_m), keep_m: cl.stop_m + 0.05, gear: 1.0, boxed_in: false }
+    }
+
+    /// True when the last [`Self::follow`] stopped because an Ackermann arc
+    /// turn had no room forward or in reverse.
+    pub(super) fn boxed_in(&self) -> bool {
+        self.boxed_in
     }
 
     /// The velocity that follows `path` from `pose` at `speed`; `scan` (the
@@ -57,6 +66,7 @@ impl Pursuit {
         scan: Option<&LaserScan>,
         guard: &ContinuousGuard,
     ) -> VelocityTarget {
+        self.boxed_in = false;
         let here = pose.position();
         let nearest = path
             .iter()
@@ -114,6 +124,7 @@ impl Pursuit {
             if room(-self.gear) >= self.enter_m {
                 self.gear = -self.gear;
             } else {
+                self.boxed_in = true;
                 return VelocityTarget::STOP;
             }
         }
@@ -176,11 +187,14 @@ mod tests {
         // The reverse gear is kept while the back has room, even once the front clears a little.
         let v = p.follow(&path, Pose2::origin(), 0.12, Some(&scan(0.45, 3.0)), &g);
         assert!(v.linear < 0.0, "no chattering between gears: {v:?}");
-        // Boxed in: stop.
+        assert!(!p.boxed_in());
+        // Boxed in: stop, and say so.
         let v = p.follow(&path, Pose2::origin(), 0.12, Some(&scan(0.32, 0.32)), &g);
         assert_eq!((v.linear, v.angular), (0.0, 0.0));
-        // No scan, no arc turn.
+        assert!(p.boxed_in());
+        // No scan, no arc turn (and no claim to be boxed in).
         assert_eq!(p.follow(&path, Pose2::origin(), 0.12, None, &g), VelocityTarget::STOP);
+        assert!(!p.boxed_in());
     }
 
     proptest! {

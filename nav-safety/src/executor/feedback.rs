@@ -85,8 +85,8 @@ pub struct MotionReport {
     /// The guard override that halted the motion, if the safety layer
     /// ended it early.
     pub safety_stop: Option<Override>,
-    /// Another reason the motion ended early (a new decision, a voice
-    /// command, the user): a short code.
+    /// Why the action ended short of its goal for another reason (no path,
+    /// no progress, timed out): a short code; the action failed.
     pub interrupted: Option<String>,
 }
 
@@ -120,6 +120,9 @@ impl Feedback {
             self.safety_override = true;
             self.add_message(&stop.reason);
         } else if let Some(why) = &report.interrupted {
+            // a goal that was never reached (no path, no progress, timed
+            // out) is a failure in the tool result, not a success
+            self.success = false;
             self.stopped_early = true;
             self.stopped_reason = Some(why.clone());
         }

@@ -17,7 +17,7 @@
 
 use super::{ExecutionOutcome, SafetyExecutor, SafetySensors, Target, refuse};
 use crate::blocked::BlockedActionMemory;
-use crate::guard::{Override, OverrideKind, VelocityTarget, usable_beams_in_arc};
+use crate::guard::{Override, OverrideKind, VelocityTarget, blind_in_arc};
 use crate::tools::{DEFAULT_DURATION_S, DURATION_RANGE_S, RotateDegrees, Speed};
 use nav_core::drive::DriveKind;
 use nav_core::lidar::{ArcStat, Direction, arc_distance};
@@ -60,8 +60,8 @@ pub(super) fn move_toward(
     let (center, _) = direction.arc();
     let dir = direction.as_str();
     let now = sensors.now_s;
-    if usable_beams_in_arc(sensors.scan, center, half) < cl.min_valid_beams {
-        let msg = format!("Command rejected before execution: no valid LiDAR readings in the {dir} direction.");
+    if let Some(why) = blind_in_arc(sensors.scan, center, half, cl, &format!("in the {dir} direction")) {
+        let msg = format!("Command rejected before execution: {why}.");
         return block(&mut ex.blocked, out, now, &format!("no_lidar_readings_{dir}"), msg);
     }
     let clearance = f64::from(arc_distance(sensors.scan, center, half, ArcStat::Min));
@@ -136,7 +136,7 @@ pub(super) fn rotate(
                 let Some((c, h)) = ex.guard.motion_arc(linear, w) else { continue };
                 let d = f64::from(arc_distance(sensors.scan, c, h, ArcStat::Min));
                 room.push(d);
-                let sees = usable_beams_in_arc(sensors.scan, c, h) >= cfg.clearance.min_valid_beams;
+                let sees = blind_in_arc(sensors.scan, c, h, &cfg.clearance, mode).is_none();
                 let fenced = ex.geofence.sweep(sensors.pose, linear, w, duration).keepout.is_some();
                 if sees && d >= cfg.clearance.reject_m && !fenced {
                     let mut executed = base;

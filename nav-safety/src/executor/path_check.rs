@@ -17,9 +17,10 @@
 //!   projection on it lies in `(0, distance]`, each side capped at 2 m;
 //! - `recommendation`: one sentence for the VLM.
 
+use crate::config::ClearanceConfig;
 use crate::config::SafetyConfig;
 use crate::executor::feedback::round2;
-use crate::guard::usable_beams_in_arc;
+use crate::guard::blind_in_arc;
 use nav_core::geometry::normalize_angle;
 use nav_core::lidar::{ArcStat, Direction, LaserScan, arc_distance};
 use serde::{Deserialize, Serialize};
@@ -69,7 +70,8 @@ pub fn check_path(
     let half = cl.arc_half_width_deg.to_radians();
     let (center, _) = direction.arc();
     let fresh = scan_age_s.is_finite() && scan_age_s <= config.sensors.max_scan_age_s && scan.header_is_valid();
-    if !fresh || usable_beams_in_arc(scan, center, half) < cl.min_valid_beams.max(1) {
+    let strict = ClearanceConfig { min_valid_beams: cl.min_valid_beams.max(1), ..cl.clone() };
+    if !fresh || blind_in_arc(scan, center, half, &strict, "").is_some() {
         return PathCheck {
             clear: false,
             obstacle_distance_m: None,

@@ -275,6 +275,12 @@ fn finish_fills_feedback_and_remembers_guard_stops() {
     assert!(o.feedback.success && !o.feedback.stopped_early);
     assert_eq!(o.feedback.new_position.as_ref().unwrap().heading_deg, 315.0);
     assert_eq!(o.feedback.new_position.as_ref().unwrap().heading_cardinal, "SE");
+    // A goal that could not be reached is a failure (a goal at x = 1e9).
+    let mut o = ex.execute(&call("rotate", json!({"degrees": 45})), &s);
+    let unreachable = MotionReport { interrupted: Some("goal_unreachable".into()), ..MotionReport::default() };
+    ex.finish(&mut o, &unreachable, 5.0);
+    assert!(!o.feedback.success, "an unreachable goal is no success");
+    assert_eq!(o.feedback.stopped_reason.as_deref(), Some("goal_unreachable"));
 }
 
 #[test]

@@ -122,6 +122,30 @@ fn stale_or_blind_scans_stop_motion() {
 }
 
 #[test]
+fn too_few_valid_beams_in_the_direction_of_motion_is_a_sensor_fault() {
+    // two thirds of the front arc invalid (NaN: rosbridge's null), the rest open
+    let mut s = ring();
+    for deg in -30..=10 {
+        s.ranges[at(deg)] = f32::NAN;
+    }
+    // the default only asks for one valid beam: this still drives
+    assert_eq!(guard().guard(&fwd(0.1), &s, 0.0).linear, 0.1);
+    let strict = SafetyConfig {
+        clearance: crate::config::ClearanceConfig { min_valid_fraction: 0.5, ..Default::default() },
+        ..SafetyConfig::default()
+    };
+    let g = ContinuousGuard::new(strict.clone()).guard(&fwd(0.1), &s, 0.0);
+    let stop = g.stop().expect("a sensor fault ahead stops");
+    assert_eq!(stop.kind, OverrideKind::Blind);
+    assert!(stop.reason.contains("only 20 of 61 LiDAR readings ahead are valid"), "{}", stop.reason);
+    // backing away from the fault is allowed (the rear is valid)
+    assert_eq!(ContinuousGuard::new(strict.clone()).guard(&fwd(-0.1), &s, 0.0).linear, -0.1);
+    // a fully valid front drives at the strict setting too
+    assert_eq!(ContinuousGuard::new(strict).guard(&fwd(0.1), &ring(), 0.0).linear, 0.1);
+    assert_eq!(valid_beams_in_arc(&s, 0.0, 30f64.to_radians()), (20, 61));
+}
+
+#[test]
 fn caps_and_invalid_commands() {
     let g = guard().guard(&VelocityTarget { linear: 1.0, angular: 2.0, duration_s: 1.0 }, &ring(), 0.0);
     assert_eq!(g.linear, 0.18);
@@ -207,8 +231,14 @@ proptest! {
             // Never any motion toward an obstacle nearer than the stop
             // distance in the direction of motion, nor blind, nor stale.
             prop_assert!(age <= cfg.sensors.max_scan_age_s && scan.header_is_valid());
+            // (a straight reverse measures its footprint's corridor instead of the arc)
             let (c, h) = gd.motion_arc(g.linear, g.angular).unwrap();
-            let d = f64::from(arc_distance(&scan, c, h, ArcStat::Min));
+            let d = if g.linear < 0.0 && g.angular == 0.0 {
+                let w = cfg.clearance.reverse_corridor_half_width_m;
+                f64::from(nav_core::lidar::corridor_clearance_dir(&scan, PI, w)) + w
+            } else {
+                f64::from(arc_distance(&scan, c, h, ArcStat::Min))
+            };
             prop_assert!(d >= cfg.clearance.stop_m, "moving at {} toward an obstacle at {}", g.linear, d);
             prop_assert!(usable_beams_in_arc(&scan, c, h) >= 1);
             let limit = proportional_speed(cfg.speeds.fast_mps, d, cfg.clearance.stop_m, cfg.clearance.full_speed_m);
@@ -219,4 +249,46 @@ proptest! {
             prop_assert!(!g.overrides.is_empty(), "a stop without an override record");
         }
     }
+}
+
+/// [`ring`] with walls along both sides at `lateral` metres, from 1 m
+/// behind to 0.3 m ahead (a slot the robot backs out of).
+fn slot(lateral: f64) -> LaserScan {
+    let mut s = ring();
+    for i in 0..s.ranges.len() {
+        let a = s.angle(i);
+        if a.sin().abs() < 1e-6 {
+            continue;
+        }
+        let r = lateral / a.sin().abs();
+        if (-1.0..=0.3).contains(&(r * a.cos())) {
+            s.ranges[i] = r as f32;
+        }
+    }
+    s
+}
+
+#[test]
+fn a_straight_reverse_checks_its_swept_corridor_not_the_arc() {
+    // Boxes 0.22 m either side (4 cm beside a 0.18 m robot): the ±30° arc
+    // behind sees them at 0.44 m and would slow the back-out to a crawl;
+    // the 0.2 m corridor behind is clear.
+    let s = slot(0.22);
+    assert!(f64::from(arc_distance(&s, PI, 30f64.to_radians(), ArcStat::Min)) < 0.45);
+    let g = guard().guard(&fwd(-0.12), &s, 0.0);
+    assert!(g.stop().is_none() && !g.has(OverrideKind::ProportionalSlowdown), "{g:?}");
+    assert!(g.linear < 0.0);
+    // Boxes inside the corridor (0.15 m either side) stop it at once.
+    let g = guard().guard(&fwd(-0.12), &slot(0.15), 0.0);
+    assert_eq!(g.stop().map(|o| o.kind), Some(OverrideKind::EmergencyStop), "{g:?}");
+    // A return straight behind keeps its range as the distance: 0.28 m stops, 0.6 m slows.
+    let mut s = ring();
+    s.ranges[at(180)] = 0.28;
+    assert_eq!(guard().guard(&fwd(-0.12), &s, 0.0).stop().unwrap().code, "obstacle_at_0.3m_behind");
+    s.ranges[at(180)] = 0.6;
+    let g = guard().guard(&fwd(-0.18), &s, 0.0);
+    assert!((g.clearance_m.unwrap() - 0.6).abs() < 1e-6 && g.has(OverrideKind::ProportionalSlowdown), "{g:?}");
+    // A curved reverse still checks its (widened) arc: the side box stops it.
+    let curve = VelocityTarget { linear: -0.12, angular: 0.4, duration_s: 1.0 };
+    assert!(guard().guard(&curve, &slot(0.22), 0.0).stop().is_some());
 }

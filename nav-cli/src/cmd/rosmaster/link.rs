@@ -1,7 +1,8 @@
 //! [`RobotLink`]: the rosbridge HAL as the explore loop's robot. Every
 //! tick (on the odometry read that opens it) it mirrors the robot's pause
-//! topic into the loop's pause signal and reports pause and link changes;
-//! in a dry run it prints the Twists that would have been published.
+//! topic into the loop's pause signal, reports pause and link changes and
+//! speaks the discoveries on the speech topic; in a dry run it prints the
+//! Twists (and sentences) that would have been published.
 
 use super::progress::Progress;
 use async_trait::async_trait;
@@ -40,8 +41,35 @@ impl RobotLink {
         &self.hal
     }
 
+    /// Speaks the discoveries reported since the last tick on the speech
+    /// topic (`speak_discoveries`; in a dry run they are printed instead),
+    /// from a task of their own so the control tick does not wait.
+    fn speak(&mut self) {
+        let texts = self.progress.take_discoveries();
+        if texts.is_empty() || !self.hal.config().speak_discoveries {
+            return;
+        }
+        let topic = self.hal.config().topics.speech.clone();
+        if self.hal.config().dry_run {
+            for text in texts {
+                self.progress.say(&format!("dry run: would say {text:?} on {topic}"));
+            }
+            return;
+        }
+        let speech = self.hal.speech_handle();
+        let progress = self.progress.clone();
+        tokio::spawn(async move {
+            for text in texts {
+                if let Err(e) = speech.say(&text).await {
+                    progress.say(&format!("could not speak on {topic}: {e}"));
+                }
+            }
+        });
+    }
+
     /// Mirrors the pause topic and reports changes of pause and link.
     fn observe(&mut self) {
+        self.speak();
         let paused = self.hal.paused();
         self.pause.store(paused, Ordering::SeqCst);
         let topic = &self.hal.config().topics.pause;

@@ -32,6 +32,8 @@ struct State {
     sensor_error: Option<String>,
     publish_error: Option<String>,
     overrides: BTreeMap<String, f64>,
+    /// Discoveries not yet spoken: the text for the speech topic.
+    discoveries: Vec<String>,
 }
 
 impl Progress {
@@ -62,6 +64,12 @@ impl Progress {
                 eprintln!("{line}");
             }
         }
+    }
+
+    /// The discoveries reported since the last call, as sentences for the
+    /// robot's speech topic.
+    pub fn take_discoveries(&self) -> Vec<String> {
+        std::mem::take(&mut self.state().discoveries)
     }
 
     /// Distance travelled according to the logged (odometry) poses, m.
@@ -139,7 +147,16 @@ impl State {
                         out.push(format!("safety override ({code}): {why}"));
                     }
                 }
-                "discovery" => out.push(format!("discovery: {} ({})", text(e, "label"), text(e, "significance"))),
+                "discovery" => {
+                    out.push(format!("discovery: {} ({})", text(e, "label"), text(e, "significance")));
+                    let notes = text(e, "notes").trim();
+                    let sentence = if notes.is_empty() {
+                        format!("I found {}.", text(e, "label"))
+                    } else {
+                        format!("I found {}: {notes}", text(e, "label"))
+                    };
+                    self.discoveries.push(sentence);
+                }
                 "stop" => out.push(format!("stopped: {}", text(e, "reason"))),
                 "local_nav_goal" => {
                     let (x, y) = (e["x"].as_f64().unwrap_or(f64::NAN), e["y"].as_f64().unwrap_or(f64::NAN));
@@ -148,6 +165,12 @@ impl State {
                 "goal_no_progress" => out.push("navigation goal abandoned: no progress".into()),
                 "goal_timeout" => out.push("navigation goal abandoned: timed out".into()),
                 "goal_unreachable" => out.push("navigation goal: no path on the map".into()),
+                "boxed_in" => out.push(format!("boxed in: {}", text(e, "reason"))),
+                "goal_boxed_in" => {
+                    let backed = e["backed_out_m"].as_f64().unwrap_or(0.0);
+                    let why = e["stopped_by"].as_str().map(|w| format!(" (stopped: {w})")).unwrap_or_default();
+                    out.push(format!("navigation goal handed back: boxed in, backed out {backed:.2} m{why}"));
+                }
                 "collision" => out.push("the robot reports a collision".into()),
                 "sensor_error" => sensor_error = Some(text(e, "error").to_string()),
                 "publish_failed" => publish_error = Some(text(e, "error").to_string()),
@@ -237,5 +260,18 @@ mod tests {
         insta::assert_snapshot!(all.join("\n"));
         assert!((st.distance_m - 0.3).abs() < 1e-9);
         assert_eq!(st.decisions, 2);
+        // the discovery waits to be spoken on the robot's speech topic
+        assert_eq!(std::mem::take(&mut st.discoveries), vec!["I found kitchen.".to_string()]);
+    }
+
+    #[test]
+    fn discoveries_become_sentences_for_the_speech_topic_once() {
+        let progress = Progress::new();
+        let mut tap = progress.tap();
+        let found = json!({"event": "discovery", "label": "red door", "notes": "at the end of the corridor",
+                           "significance": "landmark"});
+        tap(&record(1, 1.0, 0.0, vec![found]));
+        assert_eq!(progress.take_discoveries(), vec!["I found red door: at the end of the corridor".to_string()]);
+        assert!(progress.take_discoveries().is_empty(), "each is spoken once");
     }
 }

@@ -19,9 +19,10 @@
 //!
 //! Every client message is recorded with its arrival time
 //! ([`RosbridgePeer::received`], [`RosbridgePeer::twists`]), and test
-//! controls pause the scan stream, inject `null` ranges, drop or refuse
-//! connections, go silent (a half-open link), place an obstacle ahead and
-//! publish the pause flag.
+//! controls pause the scan or odometry stream, inject `null` ranges, drop or refuse
+//! connections, go silent (a half-open link), freeze the link both ways
+//! (messages queue in the socket and are replayed on the thaw), place an
+//! obstacle ahead and publish the pause flag.
 //!
 //! ```
 //! use nav_hal::rosbridge::testing::RosbridgePeer;
@@ -105,6 +106,7 @@ pub struct ReceivedMessage {
 pub(crate) struct PeerState {
     pub world: SimWorld,
     pub scan_paused: bool,
+    pub odom_paused: bool,
     pub null_arc: Option<(f64, f64)>,
 }
 
@@ -115,6 +117,8 @@ pub(crate) struct PeerShared {
     pub epoch: Instant,
     pub accepting: AtomicBool,
     pub silent: AtomicBool,
+    /// While true, connections neither read nor write (a frozen link).
+    pub frozen: tokio::sync::watch::Sender<bool>,
     pub conns: Connections,
     /// The simulator's clock (header stamps, `/rosapi/get_time`).
     pub sim_clock: Arc<ManualClock>,
@@ -193,9 +197,10 @@ impl RosbridgePeer {
             epoch: Instant::now(),
             accepting: AtomicBool::new(true),
             silent: AtomicBool::new(false),
+            frozen: tokio::sync::watch::Sender::new(false),
             conns: Connections::default(),
             sim_clock: world.clock(),
-            state: Mutex::new(PeerState { world, scan_paused: false, null_arc: None }),
+            state: Mutex::new(PeerState { world, scan_paused: false, odom_paused: false, null_arc: None }),
             command: Mutex::new((Twist::default(), 0.0)),
             log: Mutex::new(Vec::new()),
         });
@@ -261,6 +266,11 @@ impl RosbridgePeer {
         self.shared.state().scan_paused = paused;
     }
 
+    /// Pauses (`true`) or resumes the `/odom` stream.
+    pub fn set_odom_paused(&self, paused: bool) {
+        self.shared.state().odom_paused = paused;
+    }
+
     /// Makes every beam within `half_width_rad` of `center_rad` (CCW from
     /// the front) read `null` on the wire; `None` stops it.
     pub fn set_null_arc(&self, arc: Option<(f64, f64)>) {
@@ -283,6 +293,15 @@ impl RosbridgePeer {
     /// responses) but keeps connections open: a half-open link.
     pub fn set_silent(&self, silent: bool) {
         self.shared.silent.store(silent, Ordering::SeqCst);
+    }
+
+    /// While `true`, the link is frozen both ways, like a WiFi drop with
+    /// the TCP connection still open: the peer neither reads nor writes,
+    /// so the client's messages wait in the socket (and are handled, late,
+    /// on the thaw, as rosbridge_server replays them) and nothing reaches
+    /// the client. Its simulated base keeps executing the last Twist.
+    pub fn set_frozen(&self, frozen: bool) {
+        self.shared.frozen.send_replace(frozen);
     }
 
     /// Publishes the pause flag (`std_msgs/Bool`) to its subscribers.

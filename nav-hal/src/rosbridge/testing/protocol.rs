@@ -111,10 +111,20 @@ async fn serve(stream: TcpStream, shared: Arc<PeerShared>) {
     let (tx, mut rx) = mpsc::channel::<String>(QUEUE);
     let mut kill = shared.conns.kill.subscribe();
     kill.mark_unchanged();
+    let mut frozen = shared.frozen.subscribe();
     let id = shared.conns.next_id.fetch_add(1, Ordering::SeqCst);
     shared.conns.list().push(Conn { id, subs: HashSet::new(), tx });
     loop {
+        if *frozen.borrow_and_update() {
+            // a frozen link: nothing is read or written; the client's
+            // messages wait in the socket and are handled on the thaw
+            tokio::select! {
+                _ = frozen.changed() => continue,
+                _ = kill.changed() => break,
+            }
+        }
         tokio::select! {
+            _ = frozen.changed() => continue,
             incoming = source.next() => match incoming {
                 Some(Ok(Message::Text(text))) => handle(&shared, id, text.as_str()),
                 Some(Ok(Message::Binary(_))) => {

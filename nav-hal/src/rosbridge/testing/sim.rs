@@ -68,7 +68,9 @@ fn step(shared: &PeerShared, dt: f64, scan_due: bool, camera_due: bool, cams: (b
     let w = normalize_angle(after.yaw - before.yaw) / dt;
     let mut out = Vec::new();
     let odom = convert::odometry_to_msg(after, v, w, stamp);
-    out.push(Outgoing { topic: topics.odom.clone(), msg: json(&odom) });
+    if !st.odom_paused {
+        out.push(Outgoing { topic: topics.odom.clone(), msg: json(&odom) });
+    }
     if scan_due && !st.scan_paused {
         let mut scan = st.world.scan().scan;
         if let Some((center, half)) = st.null_arc {

@@ -34,7 +34,15 @@ pub(super) struct GoalRun {
     progress_at: Point2,
     /// … and when.
     progress_s: f64,
+    /// Backing out after the path follower found itself boxed in: where
+    /// the back-out started.
+    backing_from: Option<Point2>,
 }
+
+/// A boxed-in goal backs out this far before handing back, m.
+const BACK_OUT_M: f64 = 0.4;
+/// A back-out that has not moved 0.1 m for this long ends, s.
+const BACK_OUT_STALL_S: f64 = 2.0;
 
 impl GoalRun {
     /// A goal at `goal` started from `pose` at `now`; its deadline allows
@@ -48,6 +56,7 @@ impl GoalRun {
             replanned_s: f64::NEG_INFINITY,
             progress_at: pose.position(),
             progress_s: now,
+            backing_from: None,
         }
     }
 }
@@ -61,6 +70,8 @@ enum GoalShortfall {
     Timeout,
     /// A* found no path.
     Unreachable,
+    /// No room to turn toward the goal either way; the robot backed out.
+    BoxedIn,
 }
 
 impl GoalShortfall {
@@ -70,6 +81,7 @@ impl GoalShortfall {
             GoalShortfall::NoProgress => "no_progress",
             GoalShortfall::Timeout => "navigation_timeout",
             GoalShortfall::Unreachable => "goal_unreachable",
+            GoalShortfall::BoxedIn => "boxed_in",
         }
     }
 
@@ -79,6 +91,7 @@ impl GoalShortfall {
             GoalShortfall::NoProgress => "goal_no_progress",
             GoalShortfall::Timeout => "goal_timeout",
             GoalShortfall::Unreachable => "goal_unreachable",
+            GoalShortfall::BoxedIn => "goal_boxed_in",
         }
     }
 
@@ -145,6 +158,12 @@ impl Active {
         matches!(self, Active::Idle)
     }
 
+    /// True while a boxed-in goal backs out: the planner is not asked
+    /// until the back-out ends and hands the goal back.
+    pub(super) fn is_recovering(&self) -> bool {
+        matches!(self, Active::Goal(g) if g.backing_from.is_some())
+    }
+
     /// The velocity the target asks for now, or that it is done.
     pub(super) fn follow(&mut self, tick: &mut FollowTick<'_>, steer: &mut Steering<'_>) -> Following {
         let now = tick.now;
@@ -181,6 +200,9 @@ impl GoalRun {
         if pose.position().distance(self.goal) <= tick.tolerance_m {
             return Following::Finished;
         }
+        if let Some(from) = self.backing_from {
+            return self.back_out(from, tick, steer);
+        }
         let shortfall = if now - self.progress_s > 4.0 {
             Some(GoalShortfall::NoProgress)
         } else if now > self.deadline_s {
@@ -201,6 +223,51 @@ impl GoalRun {
                 GoalShortfall::Unreachable.record(tick.motion, tick.events);
             }
         }
-        if self.path.is_empty() { Following::Finished } else { Following::Command(steer.follow(&self.path, pose)) }
+        if self.path.is_empty() {
+            return Following::Finished;
+        }
+        let command = steer.follow(&self.path, pose);
+        if steer.pursuit.boxed_in() {
+            tick.events.push(json!({
+                "event": "boxed_in",
+                "reason": "no room to turn toward the goal forward or in reverse: backing out straight, \
+                           then handing back to the planner",
+            }));
+            self.backing_from = Some(pose.position());
+            self.progress_s = now;
+            return self.back_out(pose.position(), tick, steer);
+        }
+        Following::Command(command)
+    }
+
+    /// The boxed-in recovery: straight back along the robot's heading (the
+    /// way a robot that drove into the box came) at the path speed capped
+    /// at the slow tier, until [`BACK_OUT_M`] is covered, the guard finds
+    /// no room behind (no scan, or a stop), or the back-out stalls; then
+    /// the goal ends as `boxed_in` with the distance in the log.
+    fn back_out(&mut self, from: Point2, tick: &mut FollowTick<'_>, steer: &mut Steering<'_>) -> Following {
+        let backed = tick.pose.position().distance(from);
+        let speed = steer.speed.min(steer.guard.config().speeds.slow_mps);
+        let back = VelocityTarget { linear: -speed, angular: 0.0, duration_s: 0.05 };
+        let stop = steer.scan.map_or(Some("no LiDAR scan".to_owned()), |s| {
+            steer.guard.guard(&back, s, 0.0).stop().map(|o| o.reason.clone())
+        });
+        let why = if backed >= BACK_OUT_M {
+            None
+        } else if let Some(reason) = stop {
+            Some(reason)
+        } else if tick.now - self.progress_s > BACK_OUT_STALL_S {
+            Some(format!("no 0.1 m of progress in {BACK_OUT_STALL_S} s"))
+        } else {
+            return Following::Command(back);
+        };
+        GoalShortfall::BoxedIn.record(tick.motion, tick.events);
+        if let Some(last) = tick.events.last_mut() {
+            last["backed_out_m"] = json!((backed * 100.0).round() / 100.0);
+            if let Some(why) = why {
+                last["stopped_by"] = json!(why);
+            }
+        }
+        Following::Finished
     }
 }

@@ -11,11 +11,12 @@ use crate::navigator::pursuit::Pursuit;
 use crate::offline::FrontierPlanner;
 use nav_core::drive::DriveKind;
 use nav_core::geometry::Point2;
-use nav_core::lidar::LaserScan;
 use nav_core::local_map::LocalMap;
 use nav_hal::HalError;
 use nav_hal::hal::{Robot, VelocityCommand};
-use nav_safety::{ContinuousGuard, GuardedVelocity, SafetyConfig, StopArbiter, VelocityTarget, WatchdogTier};
+use nav_safety::{
+    ContinuousGuard, GuardedVelocity, Override, OverrideKind, SafetyConfig, StopArbiter, VelocityTarget, WatchdogTier,
+};
 use serde_json::{Value, json};
 
 /// What the control task keeps between ticks.
@@ -163,14 +164,12 @@ impl Control {
         events: &mut Vec<Value>,
     ) -> GuardedVelocity {
         let sensed = t.sensed;
-        let no_scan = LaserScan::full_circle(1, 0.05, 1.0, f32::NAN);
-        let mut guarded = self.guard.guard_with_zones(
-            command,
-            sensed.scan.as_ref().unwrap_or(&no_scan),
-            sensed.scan_age,
-            sensed.pose,
-            st.executor.geofence(),
-        );
+        let mut guarded = match (&sensed.scan, &sensed.failure) {
+            (Some(scan), _) => {
+                self.guard.guard_with_zones(command, scan, sensed.scan_age, sensed.pose, st.executor.geofence())
+            }
+            (None, failure) => sensing_failed(command, failure.as_deref()),
+        };
         self.arbiter.observe_guard(&guarded);
         guarded = self.arbiter.apply(guarded);
         self.log_overrides(&guarded, st, events);
@@ -233,6 +232,26 @@ impl Control {
             Err(e) => return Err(e.into()),
         }
         Ok(())
+    }
+}
+
+/// Zero velocity while sensing fails, with the failure (naming its
+/// source) as a sensor-loss override, also for a zero command, so the stop
+/// is logged and counted once per failure.
+fn sensing_failed(command: &VelocityTarget, failure: Option<&str>) -> GuardedVelocity {
+    let why = failure.unwrap_or("no LiDAR scan");
+    GuardedVelocity {
+        linear: 0.0,
+        angular: 0.0,
+        overrides: vec![Override {
+            kind: OverrideKind::SensorLoss,
+            from: if command.linear.is_finite() { command.linear } else { 0.0 },
+            to: 0.0,
+            code: "sensor_loss".into(),
+            reason: format!("Movement stopped: {why}."),
+        }],
+        clearance_m: None,
+        ttc_s: None,
     }
 }
 

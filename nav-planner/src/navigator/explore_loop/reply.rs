@@ -94,7 +94,8 @@ impl LoopState {
         for r in &d.reports {
             if let ToolCall::ReportDiscovery { label, notes, significance } = r {
                 self.memory.record_discovery(label, notes, *significance, pose.position());
-                out.events.push(json!({"event": "discovery", "label": label, "significance": significance.as_str()}));
+                out.events.push(json!({"event": "discovery", "label": label, "notes": notes,
+                                        "significance": significance.as_str()}));
             }
         }
         if let Some((p, result)) = &d.perception {

@@ -74,6 +74,9 @@ impl Calls {
         if self.pending.is_some() || t.paused || st.complete || st.stats.planner_calls >= t.cfg.max_decisions {
             return;
         }
+        if st.active.is_recovering() {
+            return; // a boxed-in back-out runs to its end, then hands back
+        }
         let Some(scan) = &t.sensed.scan else { return };
         let (pose, now) = (t.sensed.pose, t.now);
         let trig = self.triggers.check(scan, pose, now);

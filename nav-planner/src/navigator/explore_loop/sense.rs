@@ -17,6 +17,9 @@ pub(super) struct Sensed {
     pub(super) scan: Option<LaserScan>,
     /// Age of the scan, s (infinite without one).
     pub(super) scan_age: f64,
+    /// Why sensing failed this tick (the source named: a stale topic, a
+    /// LiDAR sensor fault, the lost link), if it did.
+    pub(super) failure: Option<String>,
 }
 
 impl Sensed {
@@ -44,9 +47,11 @@ impl Odometer {
     }
 
     /// Reads odometry and the scan at loop time `now`. A failure of either
-    /// holds the robot (the stop arbiter's sensor-loss source), and the
-    /// time counts toward the watchdog tiers (a decision is due once
-    /// sensing is back); a stale scan holds it too.
+    /// (stale, a LiDAR sensor fault, the link lost) holds the robot (the
+    /// stop arbiter's sensor-loss source, with the failure's own words),
+    /// no decision is asked for (the planner is never offered frontiers
+    /// from a blind scan), and the time counts toward the watchdog tiers (a
+    /// decision is due once sensing is back); a stale scan holds it too.
     pub(super) async fn sense<R: Robot + ?Sized>(
         &mut self,
         robot: &mut R,
@@ -64,7 +69,7 @@ impl Odometer {
             (Err(e), _) | (_, Err(e)) => Some(e.to_string()),
             _ => None,
         };
-        let (scan, scan_age) = match (failure, scanned) {
+        let (scan, scan_age) = match (failure.clone(), scanned) {
             (None, Ok(s)) => {
                 let age = (now - s.stamp_s).max(0.0);
                 arbiter.update(StopSource::SensorLoss, age > safety.sensors.max_scan_age_s, "scan is stale");
@@ -89,6 +94,6 @@ impl Odometer {
         }
         self.last_pose = pose;
         self.last_now = now;
-        Sensed { pose, speed_mps, scan, scan_age }
+        Sensed { pose, speed_mps, scan, scan_age, failure }
     }
 }
