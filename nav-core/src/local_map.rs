@@ -197,21 +197,8 @@ impl LocalMap {
     /// (the robot may stand closer to a wall than the planning margin).
     fn start_cell(&self, costs: &CostMap, from: Point2) -> GridPos {
         let c = costs.world_to_grid(from);
-        if costs.cost(c).is_finite() {
-            return c;
-        }
         let r = (0.8 / self.grid.resolution()).ceil() as i32;
-        let mut best: Option<(GridPos, i32)> = None;
-        for dy in -r..=r {
-            for dx in -r..=r {
-                let g = GridPos::new(c.x + dx, c.y + dy);
-                let d = dx * dx + dy * dy;
-                if costs.cost(g).is_finite() && best.is_none_or(|(_, bd)| d < bd) {
-                    best = Some((g, d));
-                }
-            }
-        }
-        best.map_or(c, |(g, _)| g)
+        costs.nearest_passable(c, r).unwrap_or(c)
     }
 
     /// An A* path from `from` to `to` on `costs`.

@@ -172,6 +172,23 @@ impl CostMap {
         if self.contains(p) { self.costs[p.y as usize * self.width + p.x as usize] } else { f32::INFINITY }
     }
 
+    /// The passable cell nearest to `c` (Euclidean, in cells) within `r`
+    /// cells on each axis: `c` itself when passable; `None` when none is.
+    /// Where planning starts when the robot stands in an inflated cell.
+    pub fn nearest_passable(&self, c: GridPos, r: i32) -> Option<GridPos> {
+        let mut best: Option<(GridPos, i32)> = None;
+        for dy in -r..=r {
+            for dx in -r..=r {
+                let g = GridPos::new(c.x + dx, c.y + dy);
+                let d = dx * dx + dy * dy;
+                if self.cost(g).is_finite() && best.is_none_or(|(_, bd)| d < bd) {
+                    best = Some((g, d));
+                }
+            }
+        }
+        best.map(|(g, _)| g)
+    }
+
     /// All costs, row-major.
     pub fn costs(&self) -> &[f32] {
         &self.costs

@@ -13,7 +13,6 @@ use crate::protocol::candidates::{ActionType, CandidateDecision, FallbackType};
 use nav_core::astar::{CostMap, GridPlanner, PathResult};
 use nav_core::candidates::{Candidate, CandidateKind};
 use nav_core::geometry::{Point2, Pose2, normalize_angle};
-use nav_core::grid::GridPos;
 use nav_core::time::Clock;
 use nav_hal::hal::{MotionOutcome, Robot, VelocityCommand};
 use serde::{Deserialize, Serialize};
@@ -353,7 +352,7 @@ pub(crate) async fn follow_path<R: Robot + ?Sized>(
     // start from the robot's cell, or the nearest passable cell when the robot stands in the
     // inflated zone (after brushing past something)
     let here = costs.world_to_grid(pose.position());
-    let start = if costs.cost(here).is_finite() { here } else { nearest_passable(costs, here, 4).unwrap_or(here) };
+    let start = costs.nearest_passable(here, 4).unwrap_or(here);
     let goal = costs.world_to_grid(target);
     let path: PathResult = motion.astar.plan(costs, start, goal, motion.clock);
     if !path.success {
@@ -389,19 +388,4 @@ pub(crate) async fn follow_path<R: Robot + ?Sized>(
     let details =
         format!("moved {:.2} m toward ({:.2}, {:.2}); now at ({:.2}, {:.2})", out.distance_m, wp.x, wp.y, now.x, now.y);
     Ok(Execution::new(result, details, out.distance_m))
-}
-
-/// The passable cell nearest to `c` within `r` cells.
-pub(crate) fn nearest_passable(costs: &CostMap, c: GridPos, r: i32) -> Option<GridPos> {
-    let mut best: Option<(GridPos, i32)> = None;
-    for dy in -r..=r {
-        for dx in -r..=r {
-            let g = GridPos::new(c.x + dx, c.y + dy);
-            let d = dx * dx + dy * dy;
-            if costs.cost(g).is_finite() && best.is_none_or(|(_, bd)| d < bd) {
-                best = Some((g, d));
-            }
-        }
-    }
-    best.map(|(g, _)| g)
 }

@@ -516,11 +516,7 @@ impl CandidatesLoop {
     fn offer(&self, st: &RunState, pose: Pose2, stuck: bool) -> Vec<Candidate> {
         let costs = CostMap::from_grid(&st.grid, &st.cost_cfg);
         let here = costs.world_to_grid(pose.position());
-        let start = if costs.cost(here).is_finite() {
-            here
-        } else {
-            super::candidates_exec::nearest_passable(&costs, here, 4).unwrap_or(here)
-        };
+        let start = costs.nearest_passable(here, 4).unwrap_or(here);
         let reachable: Vec<bool> = distance_field(&costs, start).iter().map(|d| d.is_finite()).collect();
         let waypoints = st.topology.waypoints();
         generate_candidates(
