@@ -11,7 +11,8 @@
 //! characters / 4, 85 per low-detail image).
 //!
 //! The robot stands at the start of the built-in `house_a` simulator; the
-//! example takes a panorama, the detections and a LiDAR scan, and asks
+//! example takes a panorama (the objects its label buffers show stand in for
+//! what a model reads in the images) and a LiDAR scan, and asks
 //! `protocol::objectnav::VlmObjectNavPlanner` for two decisions:
 //!
 //! 1. with the default prompt config: one stitched panorama JPEG plus text;
@@ -138,20 +139,19 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let mut robot = SimHal::builtin("house_a", SimConfig::default())?;
         let pose = robot.odometry().await?.pose;
         let panorama: Panorama = robot.panorama(Panorama::DEFAULT_VIEWS).await?;
-        let detections = robot.detections_around(Panorama::DEFAULT_VIEWS).await?;
+        let objects = nav_planner::protocol::objectnav::panorama_objects(&panorama);
         let scan = robot.scan().await?.scan;
         let obs = ObjectNavObservation {
             target: "bed",
             pose,
             panorama: Some(&panorama),
-            detections: &detections,
             scan: Some(&scan),
             context: None,
         };
         println!(
-            "robot at the start of house_a: {} panorama views, {} objects detected around it, target: {}",
+            "robot at the start of house_a: {} panorama views, {} objects rendered around it, target: {}",
             panorama.views.len(),
-            detections.len(),
+            objects.len(),
             obs.target
         );
 

@@ -21,6 +21,8 @@ mod doubles;
 mod explore;
 #[path = "navigator/objectnav.rs"]
 mod objectnav;
+#[path = "navigator/objectnav_goal.rs"]
+mod objectnav_goal;
 #[path = "navigator/step_log.rs"]
 mod step_log;
 

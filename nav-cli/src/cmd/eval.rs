@@ -8,6 +8,7 @@ use nav_hal::arena::Arena;
 use nav_planner::navigator::StepLog;
 use nav_planner::navigator::episode::{EpisodeSpec, PlannerChoice, RunSummary, run_episode};
 use nav_planner::navigator::eval::{EpisodeKey, EvalConfig, EvalReport, default_suite, shard};
+use nav_planner::offline::VlmNoise;
 use nav_planner::protocol::ProtocolKind;
 use std::collections::VecDeque;
 use std::io::IsTerminal;
@@ -77,6 +78,11 @@ pub struct EvalArgs {
     /// timeouts (the candidates loop's 5 s default).
     #[arg(long, value_name = "SECONDS", value_parser = super::parse_timeout)]
     timeout: Option<f64>,
+    /// Noise of the offline VLM stand-in in every objectnav episode:
+    /// missed targets, false sightings, angle error (degrees, std), e.g.
+    /// miss=0.1,false=0.05,angle=15,seed=7.
+    #[arg(long, value_name = "miss=P,false=P,angle=DEG,seed=N")]
+    vlm_noise: Option<VlmNoise>,
 }
 
 /// `nav eval` subcommands.
@@ -217,6 +223,7 @@ fn specs(args: &EvalArgs, config: &NavConfig) -> Result<Vec<EpisodeSpec>, Exit> 
     for s in &mut out {
         s.max_steps = config.budget(s.protocol);
         s.call_timeout_s = args.timeout;
+        s.vlm_noise = args.vlm_noise.unwrap_or_default();
     }
     Ok(out)
 }

@@ -7,8 +7,9 @@ use clap::{Args, ValueEnum};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use nav_memory::grounding::{EpisodeGrounding, GroundingStore};
 use nav_planner::navigator::candidates_loop::WorldModelMode;
-use nav_planner::navigator::episode::{EpisodeSpec, PlannerChoice, run_episode};
+use nav_planner::navigator::episode::{EpisodeSpec, PerceptionChoice, PlannerChoice, run_episode};
 use nav_planner::navigator::{StepLog, read_log};
+use nav_planner::offline::VlmNoise;
 use nav_planner::protocol::ProtocolKind;
 use std::io::IsTerminal;
 use std::path::PathBuf;
@@ -51,6 +52,15 @@ pub struct RunArgs {
     /// Send no images (text-only models, cheaper calls).
     #[arg(long)]
     pub text_only: bool,
+    /// Noise of the offline VLM stand-in: missed targets, false sightings
+    /// and angle error (degrees, std), e.g. miss=0.1,false=0.05,angle=15,seed=7.
+    #[arg(long, value_name = "miss=P,false=P,angle=DEG,seed=N")]
+    pub vlm_noise: Option<VlmNoise>,
+    /// ObjectNav perception stage: sim (the simulator's label buffer, a
+    /// perfect detector) or vlm (the model finds the target's box; default
+    /// with --planner vlm).
+    #[arg(long, value_name = "sim|vlm")]
+    pub perception: Option<PerceptionChoice>,
     /// Seed: 0 uses the arena's start and goal; others draw a start (and a target in houses).
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
@@ -108,6 +118,14 @@ pub fn build_spec(args: &RunArgs, config: &NavConfig) -> Result<EpisodeSpec, Exi
     spec.seed = args.seed;
     spec.max_steps = args.max_steps.or_else(|| config.budget(args.protocol));
     spec.text_only = args.text_only;
+    spec.vlm_noise = args.vlm_noise.unwrap_or_default();
+    spec.perception = args.perception;
+    if args.perception == Some(PerceptionChoice::Vlm) && args.planner != PlannerChoice::Vlm {
+        return Err(usage("--perception vlm needs a model (--planner vlm --vlm PROVIDER)"));
+    }
+    if args.vlm_noise.is_some() && args.planner == PlannerChoice::Vlm {
+        return Err(usage("--vlm-noise applies to the offline stand-in, not --planner vlm"));
+    }
     spec.sim = config.sim.clone();
     spec.objectnav = config.objectnav.clone();
     spec.explore = config.explore.clone();

@@ -5,7 +5,7 @@ use super::{BridgeHal, RgbEncoding};
 use crate::HalError;
 use crate::depth_scan::ScanBuilder;
 use crate::hal::{
-    Actuators, CameraFrame, Capabilities, DepthFrame, Detection, Odometry, Panorama, PanoramaView, Sensors,
+    Actuators, CameraFrame, Capabilities, DepthFrame, Detection, LabelFrame, Odometry, Panorama, PanoramaView, Sensors,
     StampedScan, StepOutcome,
 };
 use async_trait::async_trait;
@@ -120,30 +120,42 @@ impl Sensors for BridgeHal {
             if !heading_rad.is_finite() {
                 return Err(protocol(format!("panorama view {k}: heading_deg is not finite")));
             }
+            let mut depth_frame = None;
             if let Some(builder) = scan.as_mut() {
                 let depth = view
                     .observation
                     .depth
                     .as_ref()
                     .ok_or_else(|| protocol(format!("panorama view {k} has no depth image")))?;
-                builder.add_view(&wire::decode_depth(depth, stamp)?, frame.hfov_rad, heading_rad)?;
+                let decoded = wire::decode_depth(depth, stamp)?;
+                builder.add_view(&decoded, frame.hfov_rad, heading_rad)?;
+                depth_frame = Some(decoded);
             }
             headings.push(heading_rad);
-            out.push(PanoramaView { heading_rad, frame });
-            dets.push(
-                view.observation
-                    .detections
-                    .unwrap_or_default()
-                    .into_iter()
-                    .filter_map(|d| d.into_detection())
-                    .collect(),
-            );
+            let view_dets: Vec<Detection> = if self.config.detections && self.backend.observation.detections {
+                view.observation.detections.unwrap_or_default().into_iter().filter_map(|d| d.into_detection()).collect()
+            } else {
+                Vec::new()
+            };
+            // the detector's boxes as the view's label buffer (the stand-in's and the perception stage's eyes)
+            let labels = (self.config.detections && self.backend.observation.detections)
+                .then(|| label_frame(frame.frame.width(), frame.frame.height(), &view_dets));
+            out.push(PanoramaView { heading_rad, frame, depth: depth_frame, labels });
+            dets.push(view_dets);
         }
         self.panorama_detections = dets;
         self.panorama_headings = headings;
         self.panorama_scan = scan.map(ScanBuilder::finish);
         self.panorama_fresh = true;
         Ok(Panorama { views: out })
+    }
+
+    /// The current view's detector boxes painted as a label buffer (far
+    /// boxes first, so nearer ones win where they overlap).
+    async fn labels(&mut self) -> Result<LabelFrame, HalError> {
+        let dets = self.detections().await?;
+        let frame = self.rgb().await?;
+        Ok(label_frame(frame.frame.width(), frame.frame.height(), &dets))
     }
 
     async fn detections(&mut self) -> Result<Vec<Detection>, HalError> {
@@ -269,6 +281,20 @@ impl Actuators for BridgeHal {
     async fn stop(&mut self) -> Result<(), HalError> {
         Ok(())
     }
+}
+
+/// A label buffer of `width` × `height` with the boxes of `dets` painted
+/// far to near (detections without a box are left out).
+fn label_frame(width: usize, height: usize, dets: &[Detection]) -> LabelFrame {
+    let mut frame = LabelFrame { width, height, ids: vec![0; width * height], labels: Vec::new() };
+    let mut order: Vec<&Detection> = dets.iter().filter(|d| d.bbox.is_some()).collect();
+    order.sort_by(|a, b| b.distance_m.total_cmp(&a.distance_m));
+    for d in order {
+        if let Some(b) = d.bbox {
+            frame.paint_box(&d.label, b);
+        }
+    }
+    frame
 }
 
 #[cfg(test)]

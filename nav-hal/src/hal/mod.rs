@@ -18,8 +18,8 @@ mod types;
 /// shared with the safety layer); re-exported here because every `Sensors::scan` caller needs it.
 pub use nav_core::lidar::StampedScan;
 pub use types::{
-    CameraFrame, Capabilities, DepthFrame, Detection, MotionOutcome, Odometry, Panorama, PanoramaView, StepOutcome,
-    VelocityCommand,
+    CameraFrame, Capabilities, DepthFrame, Detection, LabelFrame, LabelRegion, MotionOutcome, Odometry, Panorama,
+    PanoramaView, StepOutcome, VelocityCommand,
 };
 
 use crate::HalError;
@@ -59,6 +59,13 @@ pub trait Sensors: Send {
     async fn panorama(&mut self, views: usize) -> Result<Panorama, HalError> {
         let _ = views;
         Err(HalError::unsupported("panorama"))
+    }
+
+    /// The label buffer aligned with [`Sensors::rgb`] (a simulator's
+    /// semantic sensor: a perfect detector; simulators only). Read by the
+    /// simulator perception stage, never by a loop.
+    async fn labels(&mut self) -> Result<LabelFrame, HalError> {
+        Err(HalError::unsupported("label buffer"))
     }
 
     /// Ground-truth detections of the objects visible in the RGB image

@@ -124,6 +124,149 @@ pub struct PanoramaView {
     pub heading_rad: f64,
     /// The image.
     pub frame: CameraFrame,
+    /// The depth image of this view, when the robot renders or measures it.
+    pub depth: Option<DepthFrame>,
+    /// The label buffer of this view (a simulator's semantic sensor), when
+    /// the robot has one. Only perfect-detector code reads it: the offline
+    /// VLM stand-in and the simulator perception stage, never a loop.
+    pub labels: Option<LabelFrame>,
+}
+
+impl PanoramaView {
+    /// A view with an image only (no depth, no label buffer).
+    pub fn image(heading_rad: f64, frame: CameraFrame) -> Self {
+        Self { heading_rad, frame, depth: None, labels: None }
+    }
+}
+
+/// A per-pixel object label image aligned with the RGB image: what a
+/// simulator's semantic sensor renders (Habitat's semantic camera, the
+/// built-in simulator's label buffer). Only pixels actually rendered in the
+/// view carry a label, so occlusion is respected. It is a *perfect
+/// detector*: only the offline VLM stand-in and the simulator perception
+/// stage read it.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct LabelFrame {
+    /// Width in pixels.
+    pub width: usize,
+    /// Height in pixels.
+    pub height: usize,
+    /// Row-major instance ids: 0 = no labelled object, `k` = `labels[k - 1]`.
+    pub ids: Vec<u16>,
+    /// The class label of each instance id.
+    pub labels: Vec<String>,
+}
+
+/// One labelled instance of a [`LabelFrame`] with its range from depth.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LabelRegion {
+    /// Object class.
+    pub label: String,
+    /// Pixel box `[x_min, y_min, x_max, y_max]`, inclusive.
+    pub bbox: [u32; 4],
+    /// The instance's pixel nearest to the camera (by depth), `[x, y]`.
+    pub nearest_px: [u32; 2],
+    /// Number of pixels.
+    pub pixels: usize,
+    /// Distance from the camera to the nearest visible pixel of the
+    /// instance along its ray, metres (from the depth image).
+    pub range_m: f64,
+    /// Bearing of the nearest pixel's column relative to the optical axis,
+    /// radians CCW.
+    pub bearing_rad: f64,
+    /// Bearing of the box centre relative to the optical axis, radians CCW.
+    pub centre_bearing_rad: f64,
+}
+
+impl LabelFrame {
+    /// The labelled instances seen in at least `min_columns` pixel columns,
+    /// each with its range from `depth` (pixels without a finite depth are
+    /// skipped; an instance without any finite depth is left out), nearest
+    /// first. `hfov_rad` is the camera's horizontal field of view. Empty
+    /// when `depth` does not have this frame's size.
+    pub fn regions(&self, depth: &DepthFrame, hfov_rad: f64, min_columns: usize) -> Vec<LabelRegion> {
+        let (w, h) = (self.width, self.height);
+        if w == 0 || h == 0 || depth.width != w || depth.height != h || self.ids.len() != w * h {
+            return Vec::new();
+        }
+        let f = (w as f64 / 2.0) / (hfov_rad / 2.0).tan().max(1e-6);
+        let bearing = |x: f64| ((w as f64 / 2.0 - x) / f).atan();
+        // per id: bbox, pixel count, columns seen, nearest (range, x, y)
+        struct Acc {
+            bbox: [usize; 4],
+            pixels: usize,
+            cols: Vec<bool>,
+            near: Option<(f64, usize, usize)>,
+        }
+        let mut acc: Vec<Option<Acc>> = (0..self.labels.len()).map(|_| None).collect();
+        for y in 0..h {
+            for x in 0..w {
+                let id = self.ids[y * w + x] as usize;
+                if id == 0 || id > acc.len() {
+                    continue;
+                }
+                let a = acc[id - 1].get_or_insert_with(|| Acc {
+                    bbox: [x, y, x, y],
+                    pixels: 0,
+                    cols: vec![false; w],
+                    near: None,
+                });
+                a.bbox = [a.bbox[0].min(x), a.bbox[1].min(y), a.bbox[2].max(x), a.bbox[3].max(y)];
+                a.pixels += 1;
+                a.cols[x] = true;
+                let z = f64::from(depth.depth_m[y * w + x]);
+                if z.is_finite() && z > 0.0 {
+                    let r = z / bearing(x as f64 + 0.5).cos().max(1e-6);
+                    if a.near.is_none_or(|(n, _, _)| r < n) {
+                        a.near = Some((r, x, y));
+                    }
+                }
+            }
+        }
+        let mut out: Vec<LabelRegion> = acc
+            .into_iter()
+            .enumerate()
+            .filter_map(|(i, a)| {
+                let a = a?;
+                let (range_m, nx, ny) = a.near?;
+                if a.cols.iter().filter(|c| **c).count() < min_columns.max(1) {
+                    return None;
+                }
+                let b = a.bbox;
+                Some(LabelRegion {
+                    label: self.labels[i].clone(),
+                    bbox: [b[0] as u32, b[1] as u32, b[2] as u32, b[3] as u32],
+                    nearest_px: [nx as u32, ny as u32],
+                    pixels: a.pixels,
+                    range_m,
+                    bearing_rad: bearing(nx as f64 + 0.5),
+                    centre_bearing_rad: bearing((b[0] + b[2]) as f64 / 2.0 + 0.5),
+                })
+            })
+            .collect();
+        out.sort_by(|a, b| a.range_m.total_cmp(&b.range_m));
+        out
+    }
+
+    /// Fills `bbox` (inclusive, clipped to the frame) with a new instance
+    /// labelled `label` (for bridges whose detector reports boxes only;
+    /// nearer boxes should be painted last).
+    pub fn paint_box(&mut self, label: &str, bbox: [u32; 4]) {
+        if self.labels.len() >= usize::from(u16::MAX) || self.width == 0 || self.height == 0 {
+            return;
+        }
+        self.labels.push(label.to_string());
+        let id = self.labels.len() as u16;
+        let x1 = (bbox[2] as usize).min(self.width - 1);
+        let y1 = (bbox[3] as usize).min(self.height - 1);
+        for y in (bbox[1] as usize)..=y1 {
+            for x in (bbox[0] as usize)..=x1 {
+                if let Some(p) = self.ids.get_mut(y * self.width + x) {
+                    *p = id;
+                }
+            }
+        }
+    }
 }
 
 /// Views at equal headings around the robot (PixelNav: 12 × 30°).

@@ -11,6 +11,7 @@
 
 use crate::arena::scene::{Fan, NO_HIT, Scene};
 use crate::arena::semantics::ObjectStyle;
+use crate::hal::LabelFrame;
 use nav_core::geometry::{Point2, Pose2};
 use nav_core::raster::{Rgb, RgbFrame};
 use serde::{Deserialize, Serialize};
@@ -238,6 +239,58 @@ impl CameraModel {
             }
         }
         out
+    }
+
+    /// The label buffer of the view: per pixel, `1 + k` for the `k`-th
+    /// labelled object drawn there (in the order of `labels` below), 0 for
+    /// walls, floor, ceiling and unlabelled objects. Objects are painted in
+    /// the same far-to-near order as [`CameraModel::render`], so a pixel
+    /// carries the label of the surface actually rendered in it.
+    pub fn label_buffer(
+        &self,
+        scene: &Scene,
+        layout: &ViewLayout,
+        origin: Point2,
+        yaw: f64,
+        objects: ObjectLook<'_>,
+    ) -> LabelFrame {
+        let (w, h) = (self.config.width, self.config.height);
+        let mut ids = vec![0u16; w * h];
+        let mut names: Vec<String> = Vec::new();
+        let mut id_of: Vec<(usize, u16)> = Vec::new();
+        for cv in &layout.circles {
+            let circ = &scene.circles[cv.idx];
+            let style = objects.styles[cv.idx];
+            let id = match objects.labels.get(cv.idx).and_then(Option::as_ref) {
+                Some(label) => match id_of.iter().find(|(i, _)| *i == cv.idx) {
+                    Some((_, id)) => *id,
+                    None if names.len() < usize::from(u16::MAX) => {
+                        names.push(label.clone());
+                        let id = names.len() as u16;
+                        id_of.push((cv.idx, id));
+                        id
+                    }
+                    None => 0,
+                },
+                None => 0,
+            };
+            for &(x, t) in &cv.hits {
+                let z = t * self.col_cos[x];
+                let (mut top, bottom) = self.span(z, style.base_m, style.top_m);
+                if style.top_m < self.config.height_m {
+                    let a = yaw + self.col_angle[x];
+                    let dir = Point2::new(a.cos(), a.sin());
+                    let m = origin - circ.c;
+                    let b = m.dot(dir);
+                    let far = -b + (b * b - m.dot(m) + circ.r * circ.r).max(0.0).sqrt();
+                    top = top.min(self.span(far * self.col_cos[x], style.base_m, style.top_m).0);
+                }
+                for y in top.max(0)..bottom {
+                    ids[y as usize * w + x] = id;
+                }
+            }
+        }
+        LabelFrame { width: w, height: h, ids, labels: names }
     }
 
     /// Renders the view from `from` (position and viewing direction).

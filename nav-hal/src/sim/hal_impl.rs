@@ -3,8 +3,8 @@
 use super::{SimConfig, SimWorld};
 use crate::HalError;
 use crate::hal::{
-    Actuators, CameraFrame, Capabilities, DepthFrame, Detection, MotionOutcome, Odometry, Panorama, Sensors,
-    StampedScan, StepOutcome, VelocityCommand,
+    Actuators, CameraFrame, Capabilities, DepthFrame, Detection, LabelFrame, MotionOutcome, Odometry, Panorama,
+    Sensors, StampedScan, StepOutcome, VelocityCommand,
 };
 use async_trait::async_trait;
 use nav_core::action::Action;
@@ -80,6 +80,10 @@ impl Sensors for SimHal {
 
     async fn panorama(&mut self, views: usize) -> Result<Panorama, HalError> {
         self.world.panorama(views)
+    }
+
+    async fn labels(&mut self) -> Result<LabelFrame, HalError> {
+        Ok(self.world.labels())
     }
 
     async fn detections(&mut self) -> Result<Vec<Detection>, HalError> {

@@ -6,7 +6,7 @@ use super::SimWorld;
 use super::camera::ObjectLook;
 use super::motion::gaussian;
 use crate::HalError;
-use crate::hal::{CameraFrame, DepthFrame, Detection, Odometry, Panorama, PanoramaView, StampedScan};
+use crate::hal::{CameraFrame, DepthFrame, Detection, LabelFrame, Odometry, Panorama, PanoramaView, StampedScan};
 use nav_core::geometry::{Point2, Pose2, normalize_angle};
 use nav_core::lidar::LaserScan;
 use nav_core::time::Clock;
@@ -83,15 +83,19 @@ impl SimWorld {
     }
 
     /// `views` images at equal headings starting straight ahead and turning
-    /// left; the robot does not move (a rotation-free panorama, as from a
-    /// ring of cameras).
+    /// left, each with its depth image and label buffer; the robot does not
+    /// move (a rotation-free panorama, as from a ring of cameras).
     pub fn panorama(&mut self, views: usize) -> Result<Panorama, HalError> {
         if views == 0 || views > 360 {
             return Err(HalError::invalid_command("views", format!("must be within 1..=360, got {views}")));
         }
         let views = Panorama::headings(views)
             .into_iter()
-            .map(|heading_rad| PanoramaView { heading_rad, frame: self.view(heading_rad, false).0 })
+            .map(|heading_rad| {
+                let (frame, depth) = self.view(heading_rad, true);
+                let labels = Some(self.labels_at(heading_rad));
+                PanoramaView { heading_rad, frame, depth, labels }
+            })
             .collect();
         Ok(Panorama { views })
     }
@@ -111,6 +115,21 @@ impl SimWorld {
         let cfg = self.config.camera;
         let depth = depth.map(|depth_m| DepthFrame { width: cfg.width, height: cfg.height, depth_m, stamp_s });
         (CameraFrame { frame, hfov_rad: cfg.hfov_deg.to_radians(), stamp_s }, depth)
+    }
+
+    /// The label buffer aligned with [`SimWorld::rgb`]: the perfect
+    /// detector (see [`LabelFrame`]).
+    pub fn labels(&self) -> LabelFrame {
+        self.labels_at(0.0)
+    }
+
+    /// The label buffer of the view at `heading` (relative to the front).
+    fn labels_at(&self, heading: f64) -> LabelFrame {
+        let origin = self.pose.position();
+        let yaw = self.pose.yaw + heading;
+        let layout = self.camera.layout(&self.scene, origin, yaw);
+        let look = ObjectLook { styles: &self.styles, labels: &self.labels };
+        self.camera.label_buffer(&self.scene, &layout, origin, yaw, look)
     }
 
     /// Ground-truth detections of the labelled objects visible in the

@@ -10,16 +10,18 @@ use crate::navigator::candidates_loop::{
 };
 use crate::navigator::explore_loop::{ExploreLoop, ExploreLoopConfig, ExploreSignals, frontier_list, memory_frontiers};
 use crate::navigator::objectnav_loop::{ObjectNavEnd, ObjectNavLoop, ObjectNavLoopConfig, ObjectNavParts};
-use crate::navigator::policy::{HeadingPolicy, HeadingPolicyConfig};
+use crate::navigator::pixel_policy::{PixelGoalConfig, PixelGoalPolicy};
 use crate::navigator::{EpisodeStats, NavError, Observer, RunContext, StepLog};
 use crate::offline::OfflineSceneAnalyzer;
 use crate::offline::{
     FrontierPlanner, OfflineCandidatePlanner, OfflineExplorePlanner, OfflineObjectNavConfig, OfflineObjectNavPlanner,
 };
+use crate::offline::{LabelBufferPerception, VlmNoise};
 use crate::protocol::ProtocolKind;
 use crate::protocol::candidates::{CandidatePlanner, CandidatePromptConfig, VlmCandidatePlanner};
 use crate::protocol::explore::{ExplorePlanner, ExplorePromptConfig, VlmExplorePlanner};
 use crate::protocol::objectnav::{ObjectNavPlanner, ObjectNavPromptConfig, VlmObjectNavPlanner};
+use crate::protocol::perception::{GoalPerception, VlmGoalPerception, VlmPerceptionConfig};
 use crate::protocol::scene::{SceneAnalyzer, VlmSceneAnalyzer};
 use crate::vlm::{LedgerVlm, VisionLanguageModel};
 use nav_core::geometry::Point2;
@@ -109,6 +111,32 @@ pub struct EpisodeSpec {
     pub explore: ExploreLoopConfig,
     /// Candidates loop settings.
     pub candidates: CandidatesLoopConfig,
+    /// Noise of the offline VLM stand-in (`--vlm-noise`).
+    pub vlm_noise: VlmNoise,
+    /// The ObjectNav perception stage (`None`: the model's with `--planner
+    /// vlm`, else the simulator's label buffer).
+    pub perception: Option<PerceptionChoice>,
+}
+
+/// Which perception stage finds the target in the current view.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PerceptionChoice {
+    /// The simulator's label buffer: a perfect detector.
+    Sim,
+    /// The planner's model asked for the target's box, with the stop check.
+    Vlm,
+}
+
+impl std::str::FromStr for PerceptionChoice {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "sim" => Ok(PerceptionChoice::Sim),
+            "vlm" => Ok(PerceptionChoice::Vlm),
+            other => Err(format!("unknown perception {other:?}: expected sim or vlm")),
+        }
+    }
 }
 
 impl std::fmt::Debug for EpisodeSpec {
@@ -143,6 +171,8 @@ impl EpisodeSpec {
             objectnav: ObjectNavLoopConfig::default(),
             explore: ExploreLoopConfig::default(),
             candidates: CandidatesLoopConfig::default(),
+            vlm_noise: VlmNoise::default(),
+            perception: None,
         }
     }
 }
@@ -514,6 +544,8 @@ async fn objectnav_episode(
         PlannerChoice::Offline => Box::new(
             OfflineObjectNavPlanner::new(OfflineObjectNavConfig {
                 memory: spec.memory,
+                noise: spec.vlm_noise,
+                episode_seed: spec.seed,
                 ..OfflineObjectNavConfig::default()
             })
             .map_err(|e| EpisodeError::Spec(e.to_string()))?,
@@ -538,13 +570,18 @@ async fn objectnav_episode(
         }
         _ => Box::new(OfflineSceneAnalyzer::new()),
     };
-    let policy = Box::new(HeadingPolicy::new(HeadingPolicyConfig {
-        success_distance_m: arena.success_distance_m(),
+    let policy = Box::new(PixelGoalPolicy::new(PixelGoalConfig {
         stop_distance_m: (arena.success_distance_m() - 0.2).max(0.3),
-        ..HeadingPolicyConfig::default()
+        ..PixelGoalConfig::default()
     }));
+    let perception: Box<dyn GoalPerception> = match (spec.perception, spec.planner) {
+        (Some(PerceptionChoice::Vlm), _) | (None, PlannerChoice::Vlm) => {
+            Box::new(VlmGoalPerception::new(the_model(spec)?, VlmPerceptionConfig::default()))
+        }
+        _ => Box::new(LabelBufferPerception::default()),
+    };
     let cfg = ObjectNavLoopConfig { max_steps, memory: spec.memory, ..spec.objectnav.clone() };
-    let mut lp = ObjectNavLoop::new(cfg, target.clone(), ObjectNavParts { planner, policy, scene })?;
+    let mut lp = ObjectNavLoop::new(cfg, target.clone(), ObjectNavParts { planner, policy, perception, scene })?;
     let out = lp.run(hal, ctx).await?;
     let success = out.end == ObjectNavEnd::Stopped && hal.world().is_success(hal.world().ground_truth_pose());
     Ok(LoopResult {
@@ -829,10 +866,6 @@ pub async fn initial_request(spec: &EpisodeSpec) -> Result<crate::vlm::VlmReques
                 _ => return Err(EpisodeError::Spec(format!("arena {:?} has no object goal", arena.name))),
             };
             let pano = hal.panorama(spec.objectnav.panorama_views).await?;
-            let dets = match hal.detections_around(spec.objectnav.panorama_views).await {
-                Ok(d) => d,
-                Err(_) => hal.detections().await?,
-            };
             let memory = nav_memory::SpatialMemory::new(spec.objectnav.memory_config.clone())
                 .map_err(|e| EpisodeError::Spec(e.to_string()))?;
             let ctx = memory.context(None);
@@ -840,7 +873,6 @@ pub async fn initial_request(spec: &EpisodeSpec) -> Result<crate::vlm::VlmReques
                 target: &target,
                 pose,
                 panorama: Some(&pano),
-                detections: &dets,
                 scan: Some(&scan),
                 context: spec.memory.then_some(&ctx),
             };

@@ -15,9 +15,9 @@
 //! injected [`Clock`](nav_core::time::Clock), and write one flushed
 //! [`StepLog`] line per step.
 //!
-//! [`policy`] is the ObjectNav loop's low-level policy seam;
-//! [`tracking::TargetTracking`] wraps a policy so that it still reaches a
-//! target its camera has lost at close range.
+//! [`policy`] is the ObjectNav loop's low-level policy seam and
+//! [`pixel_policy::PixelGoalPolicy`] its default implementation; the
+//! perception stage it asks is [`crate::protocol::perception::GoalPerception`].
 
 pub mod billing;
 #[cfg(feature = "sim-bridge")]
@@ -31,9 +31,9 @@ pub mod eval;
 pub mod explore_loop;
 pub mod log;
 pub mod objectnav_loop;
+pub mod pixel_policy;
 pub mod policy;
 mod pursuit;
-pub mod tracking;
 
 pub use log::{LogError, MAX_LOG_LINE_BYTES, PlannerRecord, PoseRecord, StepLog, StepRecord, read_log};
 

@@ -1,9 +1,18 @@
-//! The ObjectNav loop (seed 000 §5–§6): panorama → planner call (at the
-//! episode start and whenever the low-level policy stops while the goal is
-//! not reached; optionally also on STUCK/ABABA) → low-level policy →
-//! discrete actions → DC record with avoid_hint → spatial memory every step
-//! (anchors; scene analysis every 20 steps with dwell) → Navigation Context
-//! for the next call. Every step is one flushed step-log line.
+//! The ObjectNav loop (seed 000 §5–§6, §11): panorama → planner call (at
+//! the episode start and whenever the low-level policy stops while
+//! `goal_flag == false` or the target is not confirmed; optionally also on
+//! STUCK/ABABA) → low-level policy, which asks the perception stage where
+//! the target is → discrete actions → DC record with avoid_hint → spatial
+//! memory every step (anchors; scene analysis every 20 steps with dwell) →
+//! Navigation Context for the next call. Every step is one flushed
+//! step-log line.
+//!
+//! The episode ends with the agent's own STOP, issued only when the planner
+//! said `goal_flag == true`, the perception stage puts the target within the
+//! stopping distance and the optional stop check agrees. Nothing here reads
+//! the simulator's objects: the loop passes sensor data (images, depth,
+//! scans, and a simulator's label buffer as an opaque sensor) to the parts
+//! that decide.
 //!
 //! [`ObjectNavLoop::new`] validates the configuration;
 //! [`ObjectNavLoop::run`] drives one episode over a robot.
@@ -11,12 +20,14 @@
 use super::log::{PlannerRecord, StepRecord};
 use super::policy::{LowLevelPolicy, PolicyAction, PolicyGoal, PolicyObservation, PolicyStop};
 use super::{EpisodeStats, NavError, RunContext};
+use crate::protocol::CallRecord;
 use crate::protocol::objectnav::{ObjectNavObservation, ObjectNavPlanner, StepObservation};
+use crate::protocol::perception::{GoalPerception, PerceptionInput, PerceptionNeeds};
 use crate::protocol::scene::{SceneAnalyzer, SceneInput};
 use nav_core::action::Action;
 use nav_core::geometry::Pose2;
 use nav_hal::HalError;
-use nav_hal::hal::{Detection, Panorama, Robot};
+use nav_hal::hal::{CameraFrame, DepthFrame, LabelFrame, Panorama, Robot};
 use nav_memory::{MemoryConfig, MemoryEvent, SpatialMemory, StepFlags};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
@@ -94,39 +105,51 @@ fn events_json(events: &[MemoryEvent]) -> Vec<Value> {
     events.iter().filter_map(|e| serde_json::to_value(e).ok()).collect()
 }
 
-async fn panorama_and_detections<R: Robot + ?Sized>(
-    robot: &mut R,
-    views: usize,
-) -> Result<(Option<Panorama>, Vec<Detection>), HalError> {
+async fn panorama<R: Robot + ?Sized>(robot: &mut R, views: usize) -> Result<Option<Panorama>, HalError> {
+    if !robot.capabilities().panorama {
+        return Ok(None);
+    }
+    match robot.panorama(views).await {
+        Ok(p) => Ok(Some(p)),
+        Err(HalError::Unsupported { .. }) => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+/// The current view's sensor data a perception stage or scene analyzer
+/// asked for (a sensor the robot lacks is left out).
+#[derive(Default)]
+struct ViewData {
+    frame: Option<CameraFrame>,
+    depth: Option<DepthFrame>,
+    labels: Option<LabelFrame>,
+}
+
+async fn view_data<R: Robot + ?Sized>(robot: &mut R, needs: PerceptionNeeds) -> ViewData {
     let caps = robot.capabilities();
-    let pano = if caps.panorama {
-        match robot.panorama(views).await {
-            Ok(p) => Some(p),
-            Err(HalError::Unsupported { .. }) => None,
-            Err(e) => return Err(e),
-        }
-    } else {
-        None
-    };
-    let dets = if caps.detections {
-        match robot.detections_around(views).await {
-            Ok(d) => d,
-            Err(HalError::Unsupported { .. }) => robot.detections().await.unwrap_or_default(),
-            Err(e) => return Err(e),
-        }
-    } else {
-        Vec::new()
-    };
-    Ok((pano, dets))
+    let mut v = ViewData::default();
+    if needs.rgb && caps.rgb {
+        v.frame = robot.rgb().await.ok();
+    }
+    if needs.depth && caps.depth {
+        v.depth = robot.depth().await.ok();
+    }
+    if needs.labels {
+        v.labels = robot.labels().await.ok();
+    }
+    v
 }
 
 /// The parts an ObjectNav loop decides with: the planner (a VLM protocol
-/// or an offline stand-in), the low-level policy and the scene analyzer.
+/// or an offline stand-in), the low-level policy, the perception stage and
+/// the scene analyzer.
 pub struct ObjectNavParts {
     /// Where to go: `{goal_flag, angle, discovered_context}`.
     pub planner: Box<dyn ObjectNavPlanner>,
     /// How to get there: discrete actions until STOP.
     pub policy: Box<dyn LowLevelPolicy>,
+    /// Where the target is in the current view (the seed's DINO/SAM role).
+    pub perception: Box<dyn GoalPerception>,
     /// Which place the robot is in, every place period.
     pub scene: Box<dyn SceneAnalyzer>,
 }
@@ -150,6 +173,8 @@ struct RunState {
     pending_events: Vec<Value>,
     pending_planner: Option<PlannerRecord>,
     forced: VecDeque<Action>,
+    /// The latest planner decision's `goal_flag`.
+    goal_flag: bool,
     /// Model time in the current cycle, ms (excluded from the overhead).
     vlm_time_ms: f64,
 }
@@ -232,6 +257,7 @@ impl ObjectNavLoop {
             pending_events: Vec::new(),
             pending_planner: None,
             forced: VecDeque::new(),
+            goal_flag: false,
             vlm_time_ms: 0.0,
         })
     }
@@ -248,14 +274,13 @@ impl ObjectNavLoop {
             return Ok(());
         }
         let caps = robot.capabilities();
-        let (pano, dets) = panorama_and_detections(robot, self.config.panorama_views).await?;
+        let pano = panorama(robot, self.config.panorama_views).await?;
         let scan = if caps.lidar { robot.scan().await.ok().map(|s| s.scan) } else { None };
         let context = self.config.memory.then(|| st.memory.context(None));
         let obs = ObjectNavObservation {
             target: &self.target,
             pose: st.pose,
             panorama: pano.as_ref(),
-            detections: &dets,
             scan: scan.as_ref(),
             context: context.as_ref(),
         };
@@ -288,13 +313,15 @@ impl ObjectNavLoop {
             distance_hint_m: reply.distance_hint_m,
         };
         self.parts.policy.reset(&goal, st.pose);
+        st.goal_flag = d.goal_flag;
         st.need_plan = false;
         st.replans_without_motion += 1;
         Ok(())
     }
 
-    /// The next action: a forced tie-break turn, or the policy's; `None`
-    /// when the policy handed back to the planner.
+    /// The next action: a forced tie-break turn, or the policy's (running
+    /// the perception stage when it asks); `None` when the policy handed
+    /// back to the planner.
     async fn decide<R: Robot + ?Sized>(
         &mut self,
         robot: &mut R,
@@ -303,7 +330,6 @@ impl ObjectNavLoop {
         // sense for the policy (always, so a simulator's sensor noise draws the same way whatever follows)
         let caps = robot.capabilities();
         let scan = if caps.lidar { robot.scan().await.ok().map(|s| s.scan) } else { None };
-        let dets = if caps.detections { robot.detections().await.unwrap_or_default() } else { Vec::new() };
         if let Some(a) = st.forced.pop_front() {
             if st.forced.is_empty() {
                 st.need_plan = true;
@@ -313,17 +339,70 @@ impl ObjectNavLoop {
         if st.need_plan {
             return Ok(None);
         }
-        let obs =
-            PolicyObservation { pose: st.pose, scan: scan.as_ref(), forward_clearance_m: None, detections: &dets };
-        Ok(match self.parts.policy.act(&obs).await {
+        let obs = PolicyObservation { pose: st.pose, scan: scan.as_ref(), forward_clearance_m: None };
+        // a policy may ask to perceive a few times before it acts (never forever)
+        let mut decision = PolicyAction::Done(PolicyStop::NoProgress);
+        for _ in 0..4 {
+            decision = self.parts.policy.act(&obs).await;
+            if decision != PolicyAction::Perceive {
+                break;
+            }
+            let view = view_data(robot, self.parts.perception.needs()).await;
+            let reply = self.parts.perception.locate(&Self::perception_input(&self.target, &view)).await;
+            self.record_perception(st, "perception", &reply.record, json!(reply.sighting));
+            self.parts.policy.perceived(reply.sighting.as_ref(), st.pose);
+        }
+        Ok(match decision {
             PolicyAction::Step(a) => Some(a),
-            PolicyAction::Done(PolicyStop::Reached) => Some(Action::Stop),
+            PolicyAction::Done(PolicyStop::Reached) if st.goal_flag && self.stop_confirmed(robot, st).await => {
+                Some(Action::Stop)
+            }
             PolicyAction::Done(why) => {
                 st.pending_events.push(json!({"event": "policy_stop", "reason": why}));
                 st.need_plan = true;
                 None
             }
+            PolicyAction::Perceive => {
+                st.pending_events.push(json!({"event": "policy_stop", "reason": "perceive_loop"}));
+                st.need_plan = true;
+                None
+            }
         })
+    }
+
+    fn perception_input<'a>(target: &'a str, view: &'a ViewData) -> PerceptionInput<'a> {
+        PerceptionInput { target, frame: view.frame.as_ref(), depth: view.depth.as_ref(), labels: view.labels.as_ref() }
+    }
+
+    /// Counts a perception-stage call and logs what it answered.
+    fn record_perception(&self, st: &mut RunState, event: &str, record: &CallRecord, answer: Value) {
+        st.stats.add_scene_call(record);
+        st.vlm_time_ms += record.latency_ms;
+        if record.fallback.is_some() {
+            st.stats.fallbacks += 1;
+        }
+        let mut e = json!({"event": event, "answer": answer});
+        if let Some(reason) = &record.fallback {
+            e["fallback"] = json!(reason);
+        }
+        if record.vlm_calls > 0 {
+            e["vlm_calls"] = json!(record.vlm_calls);
+        }
+        st.pending_events.push(e);
+    }
+
+    /// The optional stop check of the perception stage; a veto hands back
+    /// to the planner (logged).
+    async fn stop_confirmed<R: Robot + ?Sized>(&mut self, robot: &mut R, st: &mut RunState) -> bool {
+        let view = view_data(robot, self.parts.perception.needs()).await;
+        let input = Self::perception_input(&self.target, &view);
+        match self.parts.perception.confirm_stop(&input).await {
+            None => true,
+            Some((ok, record)) => {
+                self.record_perception(st, "stop_check", &record, json!(ok));
+                ok
+            }
+        }
     }
 
     /// Executes `action`, updates the planner's view and the spatial
@@ -349,12 +428,7 @@ impl ObjectNavLoop {
         }
         // what the robot senses after the action, at the pose it is now in
         let scan_after = if caps.lidar { robot.scan().await.ok().map(|s| s.scan) } else { None };
-        let dets_after = if caps.detections { robot.detections().await.unwrap_or_default() } else { Vec::new() };
-        self.parts.planner.observe(&StepObservation {
-            pose: st.pose,
-            scan: scan_after.as_ref(),
-            detections: &dets_after,
-        });
+        self.parts.planner.observe(&StepObservation { pose: st.pose, scan: scan_after.as_ref() });
         let events = self.update_memory(robot, st, action, outcome.collided).await;
         let mut ev = std::mem::take(&mut st.pending_events);
         ev.extend(events_json(&events));
@@ -389,14 +463,15 @@ impl ObjectNavLoop {
     ) -> Vec<MemoryEvent> {
         let caps = robot.capabilities();
         let scene_obs = if st.memory.scene_due() {
-            let frame = if caps.rgb { robot.rgb().await.ok() } else { None };
+            let view = view_data(robot, self.parts.scene.needs()).await;
             let fresh_scan = if caps.lidar { robot.scan().await.ok().map(|s| s.scan) } else { None };
-            let fresh_dets = if caps.detections { robot.detections().await.unwrap_or_default() } else { Vec::new() };
-            let (o, record) = self
-                .parts
-                .scene
-                .analyze(&SceneInput { frame: frame.as_ref(), detections: &fresh_dets, scan: fresh_scan.as_ref() })
-                .await;
+            let input = SceneInput {
+                frame: view.frame.as_ref(),
+                depth: view.depth.as_ref(),
+                labels: view.labels.as_ref(),
+                scan: fresh_scan.as_ref(),
+            };
+            let (o, record) = self.parts.scene.analyze(&input).await;
             st.stats.add_scene_call(&record);
             st.vlm_time_ms += record.latency_ms;
             o

@@ -1,12 +1,21 @@
-//! The offline objectnav planner: the simulator's ground-truth detections
-//! stand in for a VLM's eyes, a household prior (which rooms hold which
+//! The offline objectnav planner: an honest stand-in for a VLM. It sees
+//! only what a model would see in the current panorama — the objects
+//! rendered in each view's label buffer (a perfect detector: occlusion
+//! respected, ranges from depth; nothing behind a wall, never the arena's
+//! object list) — and answers the objectnav protocol *as JSON text that
+//! goes through the real parser*. A household prior (which rooms hold which
 //! objects) stands in for its common sense, and — with memory on — a metric
-//! map built from LiDAR and odometry, remembered sightings and the DC
-//! queue's avoid hints stand in for its memory.
+//! map built from LiDAR and odometry, the objects seen in earlier panoramas
+//! and the DC queue's avoid hints stand in for its memory. [`VlmNoise`]
+//! makes it miss targets, see false ones and err in angle like a real
+//! model.
 //!
 //! Decision rule, in order:
-//! 1. the target is in view → `goal_flag = true`, angle toward it;
-//! 2. (memory on) the target was seen before → head back along an A* path;
+//! 1. the target is in the panorama within [`OfflineObjectNavConfig::sight_range_m`]
+//!    → `goal_flag = true`, angle toward it (the perception stage and the
+//!    low-level policy take it from there);
+//! 2. (memory on) the target was seen before, or is in view but farther
+//!    → head back along an A* path (`goal_flag = false`);
 //! 3. otherwise choose a reachable frontier minimizing
 //!    `path cost − semantic bonus − size bonus + revisit penalty`, where the
 //!    semantic bonus rewards frontiers near objects that share a room type
@@ -19,10 +28,11 @@
 //! memory is meant to beat.
 
 use super::prior::SemanticPrior;
-use crate::protocol::PlannerReply;
+use super::vlm_noise::VlmNoise;
 use crate::protocol::objectnav::{
-    DiscoveredContext, ObjectNavDecision, ObjectNavObservation, ObjectNavPlanner, StepObservation,
+    DiscoveredContext, ObjectNavDecision, ObjectNavObservation, ObjectNavPlanner, StepObservation, panorama_objects,
 };
+use crate::protocol::{CallRecord, PlannerReply};
 use async_trait::async_trait;
 use nav_core::astar::{CostMap, distance_field_until};
 use nav_core::geometry::{Point2, Pose2};
@@ -30,6 +40,8 @@ use nav_core::grid::GridPos;
 use nav_core::lidar::{LaserScan, corridor_clearance_dir};
 use nav_core::local_map::{LocalMap, LocalMapConfig, ReachableFrontier};
 use nav_hal::hal::Detection;
+use rand::Rng;
+use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
 /// Settings of [`OfflineObjectNavPlanner`].
@@ -55,6 +67,13 @@ pub struct OfflineObjectNavConfig {
     pub semantic_radius_m: f64,
     /// Remember where objects were seen (and return to a seen target).
     pub remember_sightings: bool,
+    /// The target counts as "visible" (`goal_flag`) only this close,
+    /// metres: farther, the stand-in heads toward it without the flag.
+    pub sight_range_m: f64,
+    /// The noise model (none by default).
+    pub noise: VlmNoise,
+    /// The episode's seed, mixed into the noise.
+    pub episode_seed: u64,
 }
 
 impl Default for OfflineObjectNavConfig {
@@ -69,6 +88,9 @@ impl Default for OfflineObjectNavConfig {
             revisit_penalty_m: 3.0,
             semantic_radius_m: 3.0,
             remember_sightings: true,
+            sight_range_m: 5.0,
+            noise: VlmNoise::default(),
+            episode_seed: 0,
         }
     }
 }
@@ -91,13 +113,16 @@ pub struct OfflineObjectNavPlanner {
     last_scan: Option<(Pose2, LaserScan)>,
     last_plan: Option<(Pose2, f64)>,
     stalls: u32,
+    rng: ChaCha8Rng,
 }
 
 impl OfflineObjectNavPlanner {
     /// A planner with the given settings; the map is centred on the start.
     pub fn new(config: OfflineObjectNavConfig) -> Result<Self, nav_core::CoreError> {
         let map = LocalMap::new(config.map.clone(), Point2::default())?;
+        let rng = config.noise.rng(config.episode_seed);
         Ok(Self {
+            rng,
             config,
             prior: SemanticPrior::household(),
             map,
@@ -304,15 +329,39 @@ impl ObjectNavPlanner for OfflineObjectNavPlanner {
             }
             self.last_scan = Some((step.pose, scan.clone()));
         }
-        if self.config.memory && self.config.remember_sightings {
-            self.remember(step.pose, step.detections);
-        }
     }
 
+    /// Decides, adds the noise, writes the reply as JSON text and parses
+    /// it with the protocol's own parser (so the loop receives exactly what
+    /// a model's reply would give it).
     async fn plan(&mut self, obs: &ObjectNavObservation<'_>) -> PlannerReply<ObjectNavDecision> {
-        let reply = self.plan_inner(obs);
-        self.last_plan = Some((obs.pose, reply.decision.angle));
-        reply
+        let mut reply = self.plan_inner(obs);
+        if !reply.decision.goal_flag && self.rng.random::<f64>() < self.config.noise.false_sighting {
+            // a false sighting: the target "seen" in a random view
+            let k = self.rng.random_range(0..12) as f64;
+            reply.decision.goal_flag = true;
+            reply.decision.angle = nav_core::geometry::normalize_angle((k * 30.0).to_radians()).to_degrees();
+            reply.decision.discovered_context.why = format!("the {} is visible (a false sighting)", obs.target);
+            reply.distance_hint_m = None;
+        }
+        let err = self.config.noise.angle_error(&mut self.rng);
+        if err != 0.0 {
+            reply.decision.angle =
+                nav_core::geometry::normalize_angle((reply.decision.angle + err).to_radians()).to_degrees();
+        }
+        reply.decision.angle = (reply.decision.angle * 10.0).round() / 10.0;
+        let text = serde_json::to_string_pretty(&reply.decision).unwrap_or_default();
+        let mut record = CallRecord::default();
+        let decision = match ObjectNavDecision::parse(&text) {
+            Ok(d) => d,
+            Err(e) => {
+                record.fallback = Some(e.to_string());
+                ObjectNavDecision::fallback()
+            }
+        };
+        record.raw.push(text);
+        self.last_plan = Some((obs.pose, decision.angle));
+        PlannerReply { decision, distance_hint_m: reply.distance_hint_m, record }
     }
 }
 
@@ -353,29 +402,44 @@ impl OfflineObjectNavPlanner {
                 self.stalls = 0;
             }
         }
+        // what a model sees in this panorama (minus what the noise makes it miss)
+        let mut seen = obs.panorama.map(panorama_objects).unwrap_or_default();
+        if seen.iter().any(|d| d.label == target) && self.rng.random::<f64>() < self.config.noise.miss {
+            seen.retain(|d| d.label != target);
+        }
         if self.config.remember_sightings {
-            self.remember(pose, obs.detections);
+            self.remember(pose, &seen);
         }
 
-        // 1. the target is in view: straight at it when the way is open, else along a path around
-        if let Some(t) =
-            obs.detections.iter().filter(|d| d.label == target).min_by(|a, b| a.distance_m.total_cmp(&b.distance_m))
+        // 1. the target is in view: point at it
+        if let Some(t) = seen
+            .iter()
+            .filter(|d| d.label == target && d.distance_m <= self.config.sight_range_m)
+            .min_by(|a, b| a.distance_m.total_cmp(&b.distance_m))
         {
+            // asked again and again from the same spot: the approach is blocked; route around to a
+            // free cell next to it first (the flag comes back once the robot has moved)
+            if self.stalls >= 2 {
+                let a = pose.yaw + t.bearing_rad;
+                let r = t.distance_m + 0.3;
+                let at = Point2::new(pose.x + r * a.cos(), pose.y + r * a.sin());
+                if let Some((angle, dist)) = self.head_near(pose, at, obs.scan).filter(|(_, d)| *d > 0.0) {
+                    let why =
+                        format!("the {target} is {:.1} m away but the way is blocked; going around", t.distance_m);
+                    let mut reply = PlannerReply::offline(self.decision(false, angle, &room, why));
+                    reply.distance_hint_m = Some(dist);
+                    return reply;
+                }
+            }
             let why = format!("the {target} is visible {:.1} m away", t.distance_m);
-            let a = pose.yaw + t.bearing_rad;
-            let at = Point2::new(pose.x + (t.distance_m + 0.3) * a.cos(), pose.y + (t.distance_m + 0.3) * a.sin());
-            // along an A* path to a free cell next to it (straight at it when no such cell is known)
-            let (angle, dist) =
-                self.head_near(pose, at, obs.scan).unwrap_or((t.bearing_rad.to_degrees(), t.distance_m));
-            let mut reply = PlannerReply::offline(self.decision(true, angle, &room, why));
-            reply.distance_hint_m = Some(dist);
-            return reply;
+            return PlannerReply::offline(self.decision(true, t.bearing_rad.to_degrees(), &room, why));
         }
         // 2. seen before. A remembered sighting the robot now stands next to without seeing it was
         // misplaced (seen past a wall corner, say): forget it.
         let here = pose.position();
         self.sightings.retain(|s| s.label != target || s.at.distance(here) > 1.2);
-        if self.config.memory {
+        // (with memory off the sightings are this panorama's only)
+        {
             if let Some(s) = self
                 .sightings
                 .iter()

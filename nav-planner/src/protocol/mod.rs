@@ -11,6 +11,7 @@ pub mod explore;
 pub mod grounding;
 pub mod json;
 pub mod objectnav;
+pub mod perception;
 pub mod prompts;
 pub mod scene;
 

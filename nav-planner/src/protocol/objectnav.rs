@@ -14,6 +14,7 @@ use async_trait::async_trait;
 use nav_core::geometry::{Pose2, normalize_angle};
 use nav_core::lidar::{ArcStat, LaserScan, arc_distance};
 use nav_hal::hal::{Detection, Panorama};
+
 use nav_memory::NavigationContext;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
@@ -99,11 +100,11 @@ pub struct ObjectNavObservation<'a> {
     pub target: &'a str,
     /// Pose estimate (odometry or dead reckoning).
     pub pose: Pose2,
-    /// The panorama (12 × 30° by default), if the robot provides one.
+    /// The panorama (12 × 30° by default), if the robot provides one. A
+    /// simulator's views carry depth and a label buffer: only the offline
+    /// stand-in and the text-only description read those (what a VLM would
+    /// see in the images), never the loop.
     pub panorama: Option<&'a Panorama>,
-    /// Detections around the robot, bearings relative to its front
-    /// (ground truth from simulators).
-    pub detections: &'a [Detection],
     /// The current LiDAR scan, if any.
     pub scan: Option<&'a LaserScan>,
     /// The Navigation Context (None with memory off).
@@ -117,8 +118,6 @@ pub struct StepObservation<'a> {
     pub pose: Pose2,
     /// LiDAR scan, if any.
     pub scan: Option<&'a LaserScan>,
-    /// Detections in the current view.
-    pub detections: &'a [Detection],
 }
 
 /// An objectnav planner: a VLM behind [`VlmObjectNavPlanner`] or an
@@ -229,9 +228,51 @@ pub fn user_text(obs: &ObjectNavObservation<'_>, text_only: bool) -> String {
     s
 }
 
+/// The objects rendered in a panorama's label buffers (a perfect detector:
+/// what the labels drawn in the simulator's images show), bearings
+/// relative to the robot's front, ranges from each view's depth, nearest
+/// first, each instance once (from the view that sees it most centrally).
+/// Empty for panoramas without label buffers (real cameras).
+pub fn panorama_objects(pano: &Panorama) -> Vec<Detection> {
+    let mut out: Vec<(Detection, f64)> = Vec::new();
+    for v in &pano.views {
+        let (Some(labels), Some(depth)) = (&v.labels, &v.depth) else { continue };
+        for r in labels.regions(depth, v.frame.hfov_rad, 2) {
+            let bearing = normalize_angle(v.heading_rad + r.bearing_rad);
+            let off_axis = r.centre_bearing_rad.abs();
+            let det = Detection {
+                label: r.label,
+                bearing_rad: bearing,
+                distance_m: r.range_m,
+                bbox: None,
+                ground_truth: true,
+            };
+            // the same instance seen in two overlapping views: same label, nearly the same point
+            let at = |d: &Detection| (d.distance_m * d.bearing_rad.cos(), d.distance_m * d.bearing_rad.sin());
+            let (x, y) = at(&det);
+            match out.iter_mut().find(|(o, _)| {
+                let (ox, oy) = at(o);
+                o.label == det.label && ((ox - x).powi(2) + (oy - y).powi(2)).sqrt() < 0.3 + 0.1 * det.distance_m
+            }) {
+                Some((o, off)) if off_axis < *off => {
+                    *o = det;
+                    *off = off_axis;
+                }
+                Some(_) => {}
+                None => out.push((det, off_axis)),
+            }
+        }
+    }
+    let mut dets: Vec<Detection> = out.into_iter().map(|(d, _)| d).collect();
+    dets.sort_by(|a, b| a.distance_m.total_cmp(&b.distance_m));
+    dets
+}
+
 /// A text rendering of what is around the robot, for text-only models: the
-/// free distance in each 30° direction and the objects seen there.
+/// free distance in each 30° direction and the objects seen there (from the
+/// panorama's label buffers, see [`panorama_objects`]).
 pub fn describe_panorama(obs: &ObjectNavObservation<'_>) -> String {
+    let detections = obs.panorama.map(panorama_objects).unwrap_or_default();
     let mut s = String::from("PANORAMA (text): angle: free distance; objects\n");
     for k in 0..12 {
         let angle = normalize_angle((k as f64 * 30.0).to_radians());
@@ -240,8 +281,7 @@ pub fn describe_panorama(obs: &ObjectNavObservation<'_>) -> String {
             .scan
             .map(|scan| arc_distance(scan, angle, 15f64.to_radians(), ArcStat::Percentile(0.1)))
             .filter(|d| d.is_finite());
-        let objects: Vec<String> = obs
-            .detections
+        let objects: Vec<String> = detections
             .iter()
             .filter(|d| normalize_angle(d.bearing_rad - angle).abs() <= 15f64.to_radians())
             .map(|d| format!("{} {:.1}m", d.label, d.distance_m))

@@ -11,7 +11,7 @@ use crate::protocol::prompts::SCENE_SYSTEM;
 use crate::vlm::{ImageDetail, Part, VisionLanguageModel, VlmRequest};
 use async_trait::async_trait;
 use nav_core::lidar::LaserScan;
-use nav_hal::hal::{CameraFrame, Detection};
+use nav_hal::hal::{CameraFrame, DepthFrame, LabelFrame};
 use nav_memory::SceneObservation;
 use serde_json::Value;
 use std::time::Duration;
@@ -21,8 +21,10 @@ use std::time::Duration;
 pub struct SceneInput<'a> {
     /// The current camera view, if any.
     pub frame: Option<&'a CameraFrame>,
-    /// Detections around the robot (simulators).
-    pub detections: &'a [Detection],
+    /// Its depth image, when the analyzer asked for it.
+    pub depth: Option<&'a DepthFrame>,
+    /// Its label buffer (simulators; only the offline stand-in reads it).
+    pub labels: Option<&'a LabelFrame>,
     /// The current scan, if any.
     pub scan: Option<&'a LaserScan>,
 }
@@ -32,6 +34,10 @@ pub struct SceneInput<'a> {
 pub trait SceneAnalyzer: Send {
     /// Short name.
     fn name(&self) -> String;
+    /// The view data [`SceneAnalyzer::analyze`] reads (default: the RGB image).
+    fn needs(&self) -> super::perception::PerceptionNeeds {
+        super::perception::PerceptionNeeds { rgb: true, ..Default::default() }
+    }
     /// Classifies the scene; `None` when it cannot tell.
     async fn analyze(&mut self, input: &SceneInput<'_>) -> (Option<SceneObservation>, CallRecord);
 }

@@ -2,7 +2,7 @@
 //! episode specs the tests run them in.
 
 use nav_hal::arena::{Arena, Goal};
-use nav_planner::navigator::episode::{EpisodeSpec, PlannerChoice};
+use nav_planner::navigator::episode::{EpisodeSpec, PerceptionChoice, PlannerChoice};
 use nav_planner::protocol::ProtocolKind;
 use nav_planner::vlm::{FnVlm, Part, ScriptedVlm, VisionLanguageModel, VlmRequest, VlmResponse};
 use serde_json::{Value, json};
@@ -121,6 +121,8 @@ pub(crate) fn objectnav_spec(vlm: Arc<dyn VisionLanguageModel>, target: &str, ma
     spec.vlm = Some(vlm);
     spec.text_only = true;
     spec.max_steps = Some(max_steps);
+    // the scripted planner with the simulator's perfect perception stage
+    spec.perception = Some(PerceptionChoice::Sim);
     spec
 }
 

@@ -12,6 +12,7 @@ use nav_memory::SceneObservation;
 use nav_planner::navigator::objectnav_loop::{ObjectNavLoop, ObjectNavLoopConfig, ObjectNavParts};
 use nav_planner::navigator::policy::{LowLevelPolicy, PolicyAction, PolicyGoal, PolicyObservation};
 use nav_planner::navigator::{RunContext, StepLog, StepRecord};
+use nav_planner::offline::LabelBufferPerception;
 use nav_planner::protocol::CallRecord;
 use nav_planner::protocol::objectnav::{ObjectNavPromptConfig, VlmObjectNavPlanner};
 use nav_planner::protocol::scene::{SceneAnalyzer, SceneInput};
@@ -208,7 +209,12 @@ async fn spin(scenes: Scenes, replan_on_patterns: bool, place_period: u32) -> (u
     config.memory_config.place_update_period = place_period;
     config.memory_config.dwell_k = 1;
     let mut log = StepLog::memory();
-    let parts = ObjectNavParts { planner: Box::new(planner), policy: Box::new(Spinner), scene: Box::new(scenes) };
+    let parts = ObjectNavParts {
+        planner: Box::new(planner),
+        policy: Box::new(Spinner),
+        perception: Box::new(LabelBufferPerception::default()),
+        scene: Box::new(scenes),
+    };
     let mut objectnav = ObjectNavLoop::new(config, "tv", parts).unwrap();
     let out = objectnav.run(&mut hal, &mut RunContext::new(clock.as_ref(), &mut log)).await.unwrap();
     assert_eq!(out.stats.steps, 30);

@@ -11,7 +11,7 @@ use nav_core::grid::OccupancyGrid;
 use nav_core::lidar::LaserScan;
 use nav_core::raster::RgbFrame;
 use nav_hal::arena::{Arena, Goal};
-use nav_hal::hal::{Detection, Panorama, Sensors as _};
+use nav_hal::hal::{Panorama, Sensors as _};
 use nav_hal::sim::{SimHal, SimWorld};
 use nav_memory::{NavigationContext, SpatialMemory};
 use nav_planner::navigator::candidates_loop::{CandidatesLoop, CandidatesLoopConfig, CandidatesTask};
@@ -41,7 +41,6 @@ pub struct ObjectNavStart {
     pub target: String,
     pub pose: Pose2,
     pub panorama: Panorama,
-    pub detections: Vec<Detection>,
     pub scan: LaserScan,
     pub context: NavigationContext,
     pub memory: bool,
@@ -57,12 +56,8 @@ impl ObjectNavStart {
             other => panic!("arena {} has no object goal: {other:?}", arena.name),
         };
         let panorama = hal.panorama(spec.objectnav.panorama_views).await.unwrap();
-        let detections = match hal.detections_around(spec.objectnav.panorama_views).await {
-            Ok(d) => d,
-            Err(_) => hal.detections().await.unwrap(),
-        };
         let context = SpatialMemory::new(spec.objectnav.memory_config.clone()).unwrap().context(None);
-        Self { target, pose, panorama, detections, scan, context, memory: spec.memory }
+        Self { target, pose, panorama, scan, context, memory: spec.memory }
     }
 
     pub fn observation(&self) -> ObjectNavObservation<'_> {
@@ -70,7 +65,6 @@ impl ObjectNavStart {
             target: &self.target,
             pose: self.pose,
             panorama: Some(&self.panorama),
-            detections: &self.detections,
             scan: Some(&self.scan),
             context: self.memory.then_some(&self.context),
         }

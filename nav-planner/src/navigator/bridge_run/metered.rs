@@ -7,7 +7,8 @@ use nav_core::action::Action;
 use nav_hal::HalError;
 use nav_hal::bridge::{BridgeHal, StepTiming};
 use nav_hal::hal::{
-    Actuators, CameraFrame, Capabilities, DepthFrame, Detection, Odometry, Panorama, Sensors, StampedScan, StepOutcome,
+    Actuators, CameraFrame, Capabilities, DepthFrame, Detection, LabelFrame, Odometry, Panorama, Sensors, StampedScan,
+    StepOutcome,
 };
 
 /// The bridge plus what its steps cost.
@@ -62,6 +63,9 @@ impl Sensors for MeteredBridge<'_> {
     }
     async fn panorama(&mut self, views: usize) -> Result<Panorama, HalError> {
         self.hal.panorama(views).await
+    }
+    async fn labels(&mut self) -> Result<LabelFrame, HalError> {
+        self.hal.labels().await
     }
     async fn detections(&mut self) -> Result<Vec<Detection>, HalError> {
         self.hal.detections().await

@@ -4,8 +4,10 @@
 //! [`BridgeRunner::run`] resets the bridge for each episode
 //! ([`EpisodeSpec::index`], or a seed), runs
 //! [`ObjectNavLoop`] with the chosen planner (the offline planner by
-//! default, a VLM when given one) and a low-level policy (the
-//! [`HeadingPolicy`] wrapped in [`TargetTracking`] by default, or whatever
+//! default, a VLM when given one), a perception stage (the bridge's detector
+//! boxes as a label buffer, [`LabelBufferPerception`], by default; the
+//! model's with a VLM planner) and a low-level policy (the
+//! [`PixelGoalPolicy`] by default, or whatever
 //! [`BridgeRunner::with_policy`] builds — PixelNav through the bridge
 //! plugs in there), and summarizes the episode with the simulator's own
 //! metrics (`success`, `spl`, `distance_to_goal` from
@@ -39,14 +41,15 @@ mod report;
 
 pub use report::{BridgeAggregate, BridgeEpisodeSummary, BridgeRunReport};
 
-use crate::navigator::episode::{EpisodeError, PlannerChoice};
+use crate::navigator::episode::{EpisodeError, PerceptionChoice, PlannerChoice};
 use crate::navigator::objectnav_loop::{ObjectNavEnd, ObjectNavLoop, ObjectNavLoopConfig, ObjectNavParts};
-use crate::navigator::policy::{HeadingPolicy, HeadingPolicyConfig, LowLevelPolicy};
-use crate::navigator::tracking::{TargetTracking, TargetTrackingConfig};
+use crate::navigator::pixel_policy::{PixelGoalConfig, PixelGoalPolicy};
+use crate::navigator::policy::LowLevelPolicy;
 use crate::navigator::{NavError, Observer, RunContext, StepLog};
-use crate::offline::OfflineSceneAnalyzer;
 use crate::offline::{FrontierPlanner, OfflineObjectNavConfig, OfflineObjectNavPlanner};
+use crate::offline::{LabelBufferPerception, OfflineSceneAnalyzer, VlmNoise};
 use crate::protocol::objectnav::{ObjectNavPlanner, ObjectNavPromptConfig, VlmObjectNavPlanner};
+use crate::protocol::perception::{GoalPerception, VlmGoalPerception, VlmPerceptionConfig};
 use crate::protocol::scene::{SceneAnalyzer, VlmSceneAnalyzer};
 use crate::vlm::VisionLanguageModel;
 use metered::MeteredBridge;
@@ -89,8 +92,11 @@ pub struct BridgeRunConfig {
     /// Added to the radius for the map's obstacle inflation and the
     /// policy's forward corridor, metres (0.05).
     pub clearance_margin_m: f64,
-    /// The default policy's memory of a target that left the image.
-    pub tracking: TargetTrackingConfig,
+    /// Noise of the offline VLM stand-in.
+    pub vlm_noise: VlmNoise,
+    /// The perception stage (`None`: the model's with a VLM planner, else
+    /// the bridge's detector boxes).
+    pub perception: Option<PerceptionChoice>,
 }
 
 impl Default for BridgeRunConfig {
@@ -104,7 +110,8 @@ impl Default for BridgeRunConfig {
             text_only: false,
             robot_radius_m: None,
             clearance_margin_m: 0.05,
-            tracking: TargetTrackingConfig::default(),
+            vlm_noise: VlmNoise::default(),
+            perception: None,
         }
     }
 }
@@ -246,7 +253,7 @@ impl<'a> BridgeRunner<'a> {
     }
 
     /// Uses the policies `factory` builds (one per episode), named `name`
-    /// in reports, instead of the default tracked [`HeadingPolicy`].
+    /// in reports, instead of the default [`PixelGoalPolicy`].
     pub fn with_policy(mut self, name: impl Into<String>, factory: PolicyFactory<'a>) -> Self {
         self.policy = Some((name.into(), factory));
         self
@@ -269,7 +276,7 @@ impl<'a> BridgeRunner<'a> {
     }
 
     fn policy_name(&self) -> String {
-        self.policy.as_ref().map_or_else(|| "heading+tracking".to_string(), |(n, _)| n.clone())
+        self.policy.as_ref().map_or_else(|| "pixel-goal".to_string(), |(n, _)| n.clone())
     }
 
     /// Runs the configured episodes. Errors only for an unusable setup
@@ -336,6 +343,8 @@ impl<'a> BridgeRunner<'a> {
                 OfflineObjectNavPlanner::new(OfflineObjectNavConfig {
                     memory: self.config.memory,
                     map,
+                    noise: self.config.vlm_noise,
+                    episode_seed: self.config.seed.unwrap_or(0),
                     ..OfflineObjectNavConfig::default()
                 })
                 .map_err(|e| EpisodeError::Spec(e.to_string()))?,
@@ -365,14 +374,24 @@ impl<'a> BridgeRunner<'a> {
     }
 
     fn default_policy(&self, setup: &PolicySetup) -> Box<dyn LowLevelPolicy> {
-        let heading = HeadingPolicy::new(HeadingPolicyConfig {
+        let defaults = PixelGoalConfig::default();
+        Box::new(PixelGoalPolicy::new(PixelGoalConfig {
             step: setup.step,
             corridor_half_width_m: setup.corridor_half_width_m,
-            success_distance_m: setup.success_distance_m,
             stop_distance_m: (setup.success_distance_m - 0.2).max(0.3),
-            ..HeadingPolicyConfig::default()
-        });
-        Box::new(TargetTracking::new(heading, self.config.tracking.clone()))
+            map: LocalMapConfig { inflation_m: setup.corridor_half_width_m, ..defaults.map.clone() },
+            ..defaults
+        }))
+    }
+
+    fn perception(&self) -> Result<Box<dyn GoalPerception>, EpisodeError> {
+        Ok(match (self.config.perception, self.config.planner) {
+            (Some(PerceptionChoice::Vlm), _) | (None, PlannerChoice::Vlm) => Box::new(VlmGoalPerception::new(
+                self.vlm.clone().ok_or_else(|| EpisodeError::Spec("--perception vlm needs a model".into()))?,
+                VlmPerceptionConfig::default(),
+            )),
+            _ => Box::new(LabelBufferPerception::default()),
+        })
     }
 
     /// Runs one episode (reset, loop, the simulator's verdict).
@@ -405,8 +424,9 @@ impl<'a> BridgeRunner<'a> {
             None => self.default_policy(&setup),
         };
         let loop_config = ObjectNavLoopConfig { max_steps, memory: self.config.memory, ..self.objectnav.clone() };
-        let mut objectnav =
-            ObjectNavLoop::new(loop_config, info.target_object.clone(), ObjectNavParts { planner, policy, scene })?;
+        let perception = self.perception()?;
+        let parts = ObjectNavParts { planner, policy, perception, scene };
+        let mut objectnav = ObjectNavLoop::new(loop_config, info.target_object.clone(), parts)?;
         let clock = MonotonicClock::new();
         let mut on_step = |step: u64| progress(BridgeProgress::Step { run_index, step });
         let observer: Observer<'_, MeteredBridge<'_>> = Observer::new()
