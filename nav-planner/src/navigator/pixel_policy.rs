@@ -89,6 +89,36 @@ impl Default for PixelGoalConfig {
     }
 }
 
+impl PixelGoalConfig {
+    /// Widens [`near_memory_m`](Self::near_memory_m) to the camera's blind
+    /// zone: a level camera `camera_height_m` above the floor with a
+    /// `hfov_deg` horizontal field of view on a `width` × `height` image
+    /// sees the floor only from `camera_height_m / tan(vfov / 2)` on, so a
+    /// low target leaves the view about that far away (2.6 m for
+    /// MiniWorld's 1.5 m camera with a 60° vertical field of view). The
+    /// remembered target point must be allowed to end the episode after a
+    /// sighting that far away, or a low target could never be reached.
+    pub fn with_camera_blind_zone(
+        mut self,
+        camera_height_m: Option<f64>,
+        hfov_deg: f64,
+        width: u32,
+        height: u32,
+    ) -> Self {
+        let Some(h) = camera_height_m.filter(|h| h.is_finite() && *h > 0.0) else { return self };
+        if width == 0 || height == 0 || !(hfov_deg > 0.0 && hfov_deg < 180.0) {
+            return self;
+        }
+        let half_h = (hfov_deg.to_radians() / 2.0).tan();
+        let half_v = half_h * f64::from(height) / f64::from(width);
+        if half_v > 1e-3 {
+            const MARGIN_M: f64 = 0.5;
+            self.near_memory_m = self.near_memory_m.max((h / half_v + MARGIN_M).min(self.max_distance_m));
+        }
+        self
+    }
+}
+
 /// What the policy is doing for the current planner decision.
 #[derive(Debug, Clone, Copy, PartialEq)]
 enum Mode {
@@ -113,6 +143,8 @@ pub struct PixelGoalPolicy {
     /// Outcome of the latest perception: `Some(seen)`; `None` before any.
     last_seen: Option<bool>,
     last_range: Option<f64>,
+    /// The latest sighting continued below the view, at this absolute bearing.
+    below_view_bearing: Option<f64>,
     since_perception: u32,
     steps: u32,
     turns_in_place: u32,
@@ -135,6 +167,7 @@ impl PixelGoalPolicy {
             target: None,
             last_seen: None,
             last_range: None,
+            below_view_bearing: None,
             since_perception: 0,
             steps: 0,
             turns_in_place: 0,
@@ -193,6 +226,26 @@ impl PixelGoalPolicy {
         }
     }
 
+    /// The range to the target just perceived: the perception's depth
+    /// range, or — when the target continued below the view, so its nearest
+    /// surface is out of the camera's sight — the range sensor's distance
+    /// along the target's bearing if that is shorter (the obstacle there,
+    /// no farther than the target's visible part, is the target's lower
+    /// part).
+    fn perceived_range(&self, obs: &PolicyObservation<'_>) -> Option<f64> {
+        let range = self.last_range?;
+        let fused = match (self.below_view_bearing, obs.scan) {
+            (Some(bearing), Some(scan)) => {
+                const RAY_HALF_WIDTH_M: f64 = 0.05;
+                let rel = normalize_angle(bearing - obs.pose.yaw);
+                let along = f64::from(corridor_clearance_dir(scan, rel, RAY_HALF_WIDTH_M)) + RAY_HALF_WIDTH_M;
+                range.min(along)
+            }
+            _ => range,
+        };
+        Some(fused)
+    }
+
     /// `goal_flag == false`: face the bearing, project it through the range
     /// sensor into a waypoint (the free distance along it, at most the
     /// planner's distance), then drive there.
@@ -238,7 +291,10 @@ impl PixelGoalPolicy {
         };
         // 2. the final STOP: perceived within the stopping distance now, or (out of the camera's view
         //    at close range) the remembered target point is, after a near sighting
-        if seen && self.since_perception == 0 && self.last_range.is_some_and(|r| r <= self.config.stop_distance_m) {
+        if seen
+            && self.since_perception == 0
+            && self.perceived_range(obs).is_some_and(|r| r <= self.config.stop_distance_m)
+        {
             return PolicyAction::Done(PolicyStop::Reached);
         }
         if let Some((p, seen_at)) = self.target {
@@ -298,6 +354,7 @@ impl LowLevelPolicy for PixelGoalPolicy {
         self.target = None;
         self.last_seen = None;
         self.last_range = None;
+        self.below_view_bearing = None;
         self.since_perception = 0;
         self.steps = 0;
         self.turns_in_place = 0;
@@ -307,6 +364,7 @@ impl LowLevelPolicy for PixelGoalPolicy {
         self.since_perception = 0;
         self.last_seen = Some(sighting.is_some());
         self.last_range = sighting.and_then(|s| s.range_m);
+        self.below_view_bearing = sighting.filter(|s| s.below_view).map(|s| pose.yaw + s.bearing_rad);
         let Some(s) = sighting else { return };
         let a = pose.yaw + s.bearing_rad;
         let dir = Point2::new(a.cos(), a.sin());
@@ -412,6 +470,7 @@ mod tests {
                 bbox: None,
                 bearing_rad: pose.relative_bearing(t),
                 range_m: Some(r),
+                below_view: false,
             })
         };
         let mut p = PixelGoalPolicy::default();
@@ -432,12 +491,51 @@ mod tests {
                 bbox: None,
                 bearing_rad: pose.relative_bearing(t),
                 range_m: Some(pose.position().distance(t)),
+                below_view: false,
             })
         };
         let mut p = PixelGoalPolicy::default();
         p.reset(&goal(true, 0.0, None), Pose2::origin());
         let (_, stop, _) = drive(&mut p, Pose2::origin(), see, 80);
         assert_ne!(stop, PolicyStop::Reached);
+    }
+
+    /// A high camera next to a box: the box's visible top is 1.2 m away,
+    /// its near face (below the view) 0.5 m, where the range sensor sees it.
+    fn next_to_a_box(below_view: bool) -> PolicyAction {
+        let mut scan = open();
+        scan.ranges[180] = 0.5;
+        let mut p = PixelGoalPolicy::default();
+        p.reset(&goal(true, 0.0, None), Pose2::origin());
+        let obs = PolicyObservation { pose: Pose2::origin(), scan: Some(&scan), forward_clearance_m: None };
+        assert_eq!(block_on(p.act(&obs)), PolicyAction::Perceive);
+        let s = GoalSighting {
+            pixel: [160, 239],
+            bbox: Some([100, 200, 220, 239]),
+            bearing_rad: 0.0,
+            range_m: Some(1.2),
+            below_view,
+        };
+        p.perceived(Some(&s), Pose2::origin());
+        block_on(p.act(&obs))
+    }
+
+    #[test]
+    fn a_target_below_the_view_takes_the_range_sensor_distance() {
+        assert_eq!(next_to_a_box(true), PolicyAction::Done(PolicyStop::Reached));
+        // the same view of a target that ends inside the image: 1.2 m is its nearest surface
+        assert_ne!(next_to_a_box(false), PolicyAction::Done(PolicyStop::Reached));
+    }
+
+    #[test]
+    fn the_near_memory_covers_the_cameras_blind_zone() {
+        // MiniWorld: 1.5 m camera, 60° vertical field of view on 320 × 240 → floor visible from 2.6 m
+        let hfov = 2.0 * ((30f64).to_radians().tan() * 320.0 / 240.0).atan().to_degrees();
+        let c = PixelGoalConfig::default().with_camera_blind_zone(Some(1.5), hfov, 320, 240);
+        assert!((c.near_memory_m - (1.5 / 30f64.to_radians().tan() + 0.5)).abs() < 1e-9, "{}", c.near_memory_m);
+        // a low camera keeps the default; no height, no change
+        assert_eq!(PixelGoalConfig::default().with_camera_blind_zone(Some(0.3), 90.0, 320, 240).near_memory_m, 2.0);
+        assert_eq!(PixelGoalConfig::default().with_camera_blind_zone(None, 90.0, 320, 240).near_memory_m, 2.0);
     }
 
     #[test]

@@ -52,6 +52,7 @@ impl GoalPerception for LabelBufferPerception {
                 bbox: Some(r.bbox),
                 bearing_rad: r.bearing_rad,
                 range_m: Some(r.range_m),
+                below_view: GoalSighting::reaches_bottom(r.bbox, labels.height),
             });
         PerceptionReply { sighting, record: Default::default() }
     }

@@ -35,6 +35,20 @@ pub struct GoalSighting {
     /// Distance to the target's nearest visible surface from depth, metres;
     /// `None` when the view has no usable depth there.
     pub range_m: Option<f64>,
+    /// The target's region reaches the image's bottom row: it continues
+    /// below the field of view (a camera mounted high, a target close by),
+    /// so its nearest surface may be nearer than `range_m`. The policy
+    /// then takes the range sensor's distance along the target's bearing
+    /// when that is shorter.
+    pub below_view: bool,
+}
+
+impl GoalSighting {
+    /// Whether `bbox` (inclusive) reaches the last row of an image `height`
+    /// pixels high.
+    pub fn reaches_bottom(bbox: [u32; 4], height: usize) -> bool {
+        height > 0 && bbox[3] as usize + 1 >= height
+    }
 }
 
 /// What the perception stage is given.
@@ -376,7 +390,9 @@ impl<M: VisionLanguageModel> GoalPerception for VlmGoalPerception<M> {
                 let pixel = [(b[0] + b[2]) / 2, (b[1] + b[3]) / 2];
                 let bearing_rad = column_bearing(w, frame.hfov_rad, f64::from(pixel[0]) + 0.5);
                 let range_m = input.depth.and_then(|d| range_in_box(d, b, frame.hfov_rad));
-                PerceptionReply { sighting: Some(GoalSighting { pixel, bbox: Some(b), bearing_rad, range_m }), record }
+                let below_view = GoalSighting::reaches_bottom(b, h);
+                let sighting = GoalSighting { pixel, bbox: Some(b), bearing_rad, range_m, below_view };
+                PerceptionReply { sighting: Some(sighting), record }
             }
             Ok(_) => PerceptionReply { sighting: None, record },
             Err(reason) => {

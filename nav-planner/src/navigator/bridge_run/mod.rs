@@ -157,6 +157,12 @@ pub struct PolicySetup {
     pub corridor_half_width_m: f64,
     /// The task's success distance, metres.
     pub success_distance_m: f64,
+    /// Height of the (level) camera above the floor, when the backend says, metres.
+    pub camera_height_m: Option<f64>,
+    /// The camera's horizontal field of view, degrees.
+    pub hfov_deg: f64,
+    /// The camera image's `[width, height]`, pixels.
+    pub image_size: [u32; 2],
 }
 
 /// Builds the low-level policy of each episode.
@@ -375,13 +381,21 @@ impl<'a> BridgeRunner<'a> {
 
     fn default_policy(&self, setup: &PolicySetup) -> Box<dyn LowLevelPolicy> {
         let defaults = PixelGoalConfig::default();
-        Box::new(PixelGoalPolicy::new(PixelGoalConfig {
-            step: setup.step,
-            corridor_half_width_m: setup.corridor_half_width_m,
-            stop_distance_m: (setup.success_distance_m - 0.2).max(0.3),
-            map: LocalMapConfig { inflation_m: setup.corridor_half_width_m, ..defaults.map.clone() },
-            ..defaults
-        }))
+        Box::new(PixelGoalPolicy::new(
+            PixelGoalConfig {
+                step: setup.step,
+                corridor_half_width_m: setup.corridor_half_width_m,
+                stop_distance_m: (setup.success_distance_m - 0.2).max(0.3),
+                map: LocalMapConfig { inflation_m: setup.corridor_half_width_m, ..defaults.map.clone() },
+                ..defaults
+            }
+            .with_camera_blind_zone(
+                setup.camera_height_m,
+                setup.hfov_deg,
+                setup.image_size[0],
+                setup.image_size[1],
+            ),
+        ))
     }
 
     fn perception(&self) -> Result<Box<dyn GoalPerception>, EpisodeError> {
@@ -416,6 +430,9 @@ impl<'a> BridgeRunner<'a> {
             robot_radius_m: radius,
             corridor_half_width_m: radius + self.config.clearance_margin_m,
             success_distance_m,
+            camera_height_m: backend.camera_height_m,
+            hfov_deg: backend.hfov_deg,
+            image_size: [backend.width, backend.height],
         };
         let planner = self.planner(radius)?;
         let scene = self.scene_analyzer();
