@@ -572,6 +572,7 @@ async fn objectnav_episode(
     };
     let policy = Box::new(PixelGoalPolicy::new(PixelGoalConfig {
         stop_distance_m: (arena.success_distance_m() - 0.2).max(0.3),
+        use_map: spec.objectnav.policy_map,
         ..PixelGoalConfig::default()
     }));
     let perception: Box<dyn GoalPerception> = match (spec.perception, spec.planner) {

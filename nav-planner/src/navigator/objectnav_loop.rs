@@ -43,6 +43,10 @@ pub struct ObjectNavLoopConfig {
     pub max_steps: u32,
     /// Give the planner the Navigation Context (memory on).
     pub memory: bool,
+    /// The low-level policy plans its approach on a local metric map built
+    /// from the range sensor (on); off, it steers on the current scan only
+    /// — the "no map" ablation, separate from `memory`.
+    pub policy_map: bool,
     /// Spatial memory settings (S, k, N, r, W, place period).
     /// Range: see `MemoryConfig`.
     pub memory_config: MemoryConfig,
@@ -62,6 +66,7 @@ impl Default for ObjectNavLoopConfig {
         Self {
             max_steps: 500,
             memory: true,
+            policy_map: true,
             memory_config: MemoryConfig::default(),
             panorama_views: 12,
             replan_on_patterns: false,

@@ -65,6 +65,9 @@ pub struct PixelGoalConfig {
     pub near_memory_m: f64,
     /// The local map (rebuilt at each planner decision, centred on the robot).
     pub map: LocalMapConfig,
+    /// Plan on the local map (true); false steers straight at the waypoint
+    /// on the current scan only (the "no map" ablation).
+    pub use_map: bool,
 }
 
 impl Default for PixelGoalConfig {
@@ -85,6 +88,7 @@ impl Default for PixelGoalConfig {
             lookahead_m: 1.0,
             near_memory_m: 2.0,
             map: LocalMapConfig { size_m: 14.0, inflation_m: 0.22, ..LocalMapConfig::default() },
+            use_map: true,
         }
     }
 }
@@ -349,7 +353,8 @@ impl LowLevelPolicy for PixelGoalPolicy {
             };
             Mode::Explore { heading, distance: d.min(self.config.max_distance_m) }
         };
-        self.map = LocalMap::new(self.config.map.clone(), pose.position()).ok();
+        self.map =
+            if self.config.use_map { LocalMap::new(self.config.map.clone(), pose.position()).ok() } else { None };
         self.waypoint = None;
         self.target = None;
         self.last_seen = None;
@@ -447,6 +452,17 @@ mod tests {
         let (actions, stop, pose) = drive(&mut p, Pose2::origin(), |_| None, 40);
         assert_eq!(stop, PolicyStop::Arrived);
         assert_eq!(&actions[..3], &[Action::TurnLeft; 3]);
+        assert!((pose.y - 2.0).abs() < 0.25 && pose.x.abs() < 0.2, "{pose:?}");
+    }
+
+    #[test]
+    fn without_the_map_it_steers_on_the_scan_alone() {
+        // the "no map" ablation: no local map, the same waypoint reached straight on the scan
+        let mut p = PixelGoalPolicy::new(PixelGoalConfig { use_map: false, ..PixelGoalConfig::default() });
+        p.reset(&goal(false, 90.0, Some(2.0)), Pose2::origin());
+        assert!(p.map.is_none());
+        let (_, stop, pose) = drive(&mut p, Pose2::origin(), |_| None, 40);
+        assert_eq!(stop, PolicyStop::Arrived);
         assert!((pose.y - 2.0).abs() < 0.25 && pose.x.abs() < 0.2, "{pose:?}");
     }
 

@@ -387,6 +387,7 @@ impl<'a> BridgeRunner<'a> {
                 corridor_half_width_m: setup.corridor_half_width_m,
                 stop_distance_m: (setup.success_distance_m - 0.2).max(0.3),
                 map: LocalMapConfig { inflation_m: setup.corridor_half_width_m, ..defaults.map.clone() },
+                use_map: self.objectnav.policy_map,
                 ..defaults
             }
             .with_camera_blind_zone(
