@@ -7,6 +7,10 @@
 //! provider = "openai"
 //! model = "gpt-4o-mini"
 //!
+//! [scene]              # the scene analyzer's own endpoint (seed §3); default: [vlm]
+//! provider = "gemini"
+//! model = "gemini-2.5-flash-lite"
+//!
 //! [explore.safety.speeds]
 //! fast_mps = 0.15
 //!
@@ -140,6 +144,10 @@ pub struct NavConfig {
     pub candidates: CandidatesLoopConfig,
     /// The VLM backend, when a model is used.
     pub vlm: Option<BackendConfig>,
+    /// The scene analyzer's own backend (seed §3: a separate endpoint, e.g.
+    /// a cheaper model or another provider); default: the planner's
+    /// `[vlm]`. Same keys as `[vlm]`; used with `--planner vlm`.
+    pub scene: Option<BackendConfig>,
     /// Grounding knowledge.
     pub grounding: GroundingSection,
     /// The robot behind rosbridge (`nav rosmaster`).
@@ -184,17 +192,10 @@ impl NavConfig {
         self.explore.validate().map_err(|e| e.under("explore"))?;
         self.candidates.validate().map_err(|e| e.under("candidates"))?;
         self.check_panorama()?;
-        if let Some(vlm) = &self.vlm {
-            vlm.validate().map_err(|e| {
-                let text = match e {
-                    nav_planner::vlm::VlmError::Config { message } => message,
-                    other => other.to_string(),
-                };
-                match text.split_once(' ') {
-                    Some((key, rest)) if key.starts_with("vlm.") => ConfigError::new(key, rest),
-                    _ => ConfigError::new("vlm", text),
-                }
-            })?;
+        for (section, backend) in [("vlm", &self.vlm), ("scene", &self.scene)] {
+            if let Some(b) = backend {
+                b.validate().map_err(|e| backend_config_error(section, e))?;
+            }
         }
         #[cfg(feature = "rosmaster")]
         self.rosbridge.validate().map_err(|e| hal_config_error("rosbridge", e))?;
@@ -269,6 +270,12 @@ impl NavConfig {
         path.map_or_else(|| Ok(Self::default()), Self::load)
     }
 
+    /// The scene analyzer's backend config, when the file has a `[scene]`
+    /// section (`--timeout` applies to it too).
+    pub fn scene_backend(&self) -> Option<BackendConfig> {
+        self.scene.clone()
+    }
+
     /// The backend config for `--vlm/--model/--base-url`, falling back to the
     /// file's `[vlm]` section.
     pub fn backend(
@@ -318,6 +325,21 @@ impl NavConfig {
         }
         let text = merged.render_prompt_section();
         Ok((!text.trim().is_empty()).then_some(text))
+    }
+}
+
+/// A backend section's validation error as `[section] key: problem`
+/// (the backend names its keys `vlm.…`; `[scene]` has the same keys).
+fn backend_config_error(section: &str, e: nav_planner::vlm::VlmError) -> ConfigError {
+    let text = match e {
+        nav_planner::vlm::VlmError::Config { message } => message,
+        other => other.to_string(),
+    };
+    match text.split_once(' ') {
+        Some((key, rest)) if key.starts_with("vlm.") => {
+            ConfigError::new(format!("{section}.{}", &key["vlm.".len()..]), rest)
+        }
+        _ => ConfigError::new(section, text),
     }
 }
 

@@ -25,6 +25,8 @@ fn stderr(o: &Output) -> String {
 /// Each bad file with the `[section]` and key its message must name.
 const BAD: &[(&str, &str, &str)] = &[
     ("[explore]\ntick_s = -1\n", "[explore]", "tick_s"),
+    ("[scene]\nprovider = \"openai\"\ntimeout_s = -1\n", "[scene]", "timeout_s"),
+    ("[vlm]\nprovider = \"openai\"\ntimeout_s = -1\n", "[vlm]", "timeout_s"),
     ("[explore]\ntick_s = 0.0\n", "[explore]", "tick_s"),
     ("[objectnav]\npanorama_views = 0\n", "[objectnav]", "panorama_views"),
     ("[objectnav.memory_config]\ndwell_k = 0\n", "[objectnav.memory_config]", "dwell_k"),

@@ -122,7 +122,7 @@ pub fn run(args: HabitatArgs) -> CmdResult {
         .with_grounding(config.grounding_text()?)
         .with_call_timeout(args.backend.timeout);
     if run_cfg.planner == PlannerChoice::Vlm {
-        runner = runner.with_vlm(args.backend.build(&config)?);
+        runner = runner.with_vlm(args.backend.build(&config)?).with_scene_vlm(args.backend.build_scene(&config)?);
     } else if args.backend.vlm.is_some() {
         return Err(usage("--vlm needs --planner vlm"));
     }

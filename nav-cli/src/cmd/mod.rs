@@ -62,6 +62,16 @@ impl VlmArgs {
         }
         build_backend(&backend).map(Arc::from).map_err(|e| usage(e.to_string()))
     }
+
+    /// The scene analyzer's own backend from the config's `[scene]`
+    /// section (`--timeout` applies), or `None`: the planner's model.
+    pub fn build_scene(&self, config: &NavConfig) -> Result<Option<Arc<dyn VisionLanguageModel>>, Exit> {
+        let Some(mut backend) = config.scene_backend() else { return Ok(None) };
+        if let Some(t) = self.timeout {
+            backend.timeout_s = t;
+        }
+        build_backend(&backend).map(|b| Some(Arc::from(b))).map_err(|e| usage(format!("[scene]: {e}")))
+    }
 }
 
 /// The built-in arena a protocol runs on when none is given.

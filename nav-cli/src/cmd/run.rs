@@ -145,6 +145,7 @@ pub fn build_spec(args: &RunArgs, config: &NavConfig) -> Result<EpisodeSpec, Exi
     spec.call_timeout_s = args.backend.timeout;
     if args.planner == PlannerChoice::Vlm {
         spec.vlm = Some(args.backend.build(config)?);
+        spec.scene_vlm = args.backend.build_scene(config)?;
     } else if args.backend.vlm.is_some() {
         return Err(usage("--vlm needs --planner vlm"));
     }

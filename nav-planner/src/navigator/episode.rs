@@ -94,6 +94,9 @@ pub struct EpisodeSpec {
     pub text_only: bool,
     /// The model, for `PlannerChoice::Vlm`.
     pub vlm: Option<Arc<dyn VisionLanguageModel>>,
+    /// The scene analyzer's own model (`[scene]`: seed §3's separate
+    /// endpoint); `None`: the planner's model. Used with `PlannerChoice::Vlm`.
+    pub scene_vlm: Option<Arc<dyn VisionLanguageModel>>,
     /// The deadline of every model call, seconds (`--timeout`): replaces
     /// the protocols' request timeouts (8 s; candidates 15 s), the scene
     /// analyzer's, and the candidates loop's inference timeout (5 s).
@@ -164,6 +167,7 @@ impl EpisodeSpec {
             max_steps: None,
             text_only: false,
             vlm: None,
+            scene_vlm: None,
             call_timeout_s: None,
             grounding: None,
             verbalized_entropy: false,
@@ -446,7 +450,11 @@ pub async fn run_episode(
     let metered_spec;
     let spec = match &ledger {
         Some(l) => {
-            metered_spec = EpisodeSpec { vlm: Some(l.clone() as Arc<dyn VisionLanguageModel>), ..spec.clone() };
+            // the scene analyzer's own endpoint bills to the same ledger
+            let scene_vlm =
+                spec.scene_vlm.as_ref().map(|m| Arc::new(l.sibling(Arc::clone(m))) as Arc<dyn VisionLanguageModel>);
+            metered_spec =
+                EpisodeSpec { vlm: Some(l.clone() as Arc<dyn VisionLanguageModel>), scene_vlm, ..spec.clone() };
             &metered_spec
         }
         None => spec,
@@ -565,9 +573,10 @@ async fn objectnav_episode(
         )),
     };
     let scene: Box<dyn SceneAnalyzer> = match (&spec.planner, &spec.vlm, spec.text_only) {
-        (PlannerChoice::Vlm, Some(v), false) => {
-            Box::new(VlmSceneAnalyzer::new(v.clone(), spec.call_timeout_s.unwrap_or(8.0)))
-        }
+        (PlannerChoice::Vlm, Some(v), false) => Box::new(VlmSceneAnalyzer::new(
+            spec.scene_vlm.clone().unwrap_or_else(|| v.clone()),
+            spec.call_timeout_s.unwrap_or(8.0),
+        )),
         _ => Box::new(OfflineSceneAnalyzer::new()),
     };
     let policy = Box::new(PixelGoalPolicy::new(PixelGoalConfig {

@@ -74,6 +74,14 @@ impl LedgerVlm {
         Self { inner, shared: Arc::new(Shared::default()) }
     }
 
+    /// Wraps another model on the **same** bill: a second backend of the
+    /// same run (the scene analyzer's own endpoint, `[scene]`) whose calls,
+    /// tokens and cost belong in the run's totals. [`settle`](Self::settle)
+    /// on either waits for both.
+    pub fn sibling(&self, inner: Arc<dyn VisionLanguageModel>) -> Self {
+        Self { inner, shared: Arc::clone(&self.shared) }
+    }
+
     /// The totals so far (calls still in flight are not in them yet).
     pub fn stats(&self) -> VlmStats {
         self.shared.lock().clone()
@@ -135,6 +143,16 @@ impl VisionLanguageModel for LedgerVlm {
 mod tests {
     use super::*;
     use crate::vlm::{ScriptStep, ScriptedVlm, Usage};
+
+    #[tokio::test]
+    async fn a_sibling_bills_to_the_same_ledger() {
+        let planner = LedgerVlm::new(ScriptedVlm::new().then_text("a"));
+        let scene = planner.sibling(Arc::new(ScriptedVlm::new().then_text("b")));
+        planner.complete(VlmRequest::new("s").text("u")).await.unwrap();
+        assert_eq!(scene.complete(VlmRequest::new("s").text("u")).await.unwrap().text, "b");
+        assert_eq!(planner.stats().successes, 2);
+        assert_eq!(scene.stats().successes, 2);
+    }
 
     #[tokio::test]
     async fn late_superseded_and_failed_calls_are_all_on_the_bill() {

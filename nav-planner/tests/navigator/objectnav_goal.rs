@@ -147,3 +147,27 @@ async fn the_stop_check_can_veto_the_final_stop() {
     assert!(!stopped(&records));
     assert!(events(&records, "stop_check").any(|(_, e)| e["answer"] == json!(false)));
 }
+
+/// `[scene]`: the scene analyzer asks its own backend, the planner's model
+/// gets only decisions, and both are on the run's one bill.
+#[tokio::test]
+async fn the_scene_analyzer_has_its_own_backend_on_the_same_bill() {
+    use nav_planner::vlm::{FnVlm, ScriptedVlm, VlmRequest, VlmResponse};
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    let planner_calls = Arc::new(AtomicUsize::new(0));
+    let counted = Arc::clone(&planner_calls);
+    let planner = Arc::new(FnVlm::new(move |r: &VlmRequest| {
+        counted.fetch_add(1, Ordering::SeqCst);
+        let text = crate::doubles::text_of(r);
+        assert!(!text.contains("What kind of place is this?"), "a scene request reached the planner's model");
+        Ok(VlmResponse::from_text(objectnav_answer(r).to_string()))
+    }));
+    let scene = Arc::new(ScriptedVlm::new().then_text(r#"{"scene_type": "living room"}"#).repeat_last());
+    let mut spec = objectnav_spec(planner, "toilet", 25);
+    spec.text_only = false; // the scene analyzer needs the camera
+    spec.scene_vlm = Some(scene.clone());
+    let (summary, _) = run(&spec).await;
+    assert!(scene.calls() >= 2, "scene analysis at step 0 and 20: {} calls", scene.calls());
+    assert_eq!(u64::from(summary.vlm_calls), (planner_calls.load(Ordering::SeqCst) + scene.calls()) as u64);
+}

@@ -203,6 +203,7 @@ pub struct BridgeRunner<'a> {
     config: BridgeRunConfig,
     objectnav: ObjectNavLoopConfig,
     vlm: Option<Arc<dyn VisionLanguageModel>>,
+    scene_vlm: Option<Arc<dyn VisionLanguageModel>>,
     grounding: Option<String>,
     policy: Option<(String, PolicyFactory<'a>)>,
     call_timeout_s: Option<f64>,
@@ -226,6 +227,7 @@ impl<'a> BridgeRunner<'a> {
             config,
             objectnav: ObjectNavLoopConfig::default(),
             vlm: None,
+            scene_vlm: None,
             grounding: None,
             policy: None,
             call_timeout_s: None,
@@ -242,6 +244,13 @@ impl<'a> BridgeRunner<'a> {
     /// The model for `PlannerChoice::Vlm` (and the scene analyzer).
     pub fn with_vlm(mut self, vlm: Arc<dyn VisionLanguageModel>) -> Self {
         self.vlm = Some(vlm);
+        self
+    }
+
+    /// The scene analyzer's own model (`[scene]`, seed §3's separate
+    /// endpoint) instead of the planner's.
+    pub fn with_scene_vlm(mut self, vlm: Option<Arc<dyn VisionLanguageModel>>) -> Self {
+        self.scene_vlm = vlm;
         self
     }
 
@@ -372,9 +381,10 @@ impl<'a> BridgeRunner<'a> {
 
     fn scene_analyzer(&self) -> Box<dyn SceneAnalyzer> {
         match (self.config.planner, &self.vlm, self.config.text_only) {
-            (PlannerChoice::Vlm, Some(v), false) => {
-                Box::new(VlmSceneAnalyzer::new(v.clone(), self.call_timeout_s.unwrap_or(8.0)))
-            }
+            (PlannerChoice::Vlm, Some(v), false) => Box::new(VlmSceneAnalyzer::new(
+                self.scene_vlm.clone().unwrap_or_else(|| v.clone()),
+                self.call_timeout_s.unwrap_or(8.0),
+            )),
             _ => Box::new(OfflineSceneAnalyzer::new()),
         }
     }
