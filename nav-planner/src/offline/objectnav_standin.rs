@@ -113,8 +113,15 @@ pub struct OfflineObjectNavPlanner {
     last_scan: Option<(Pose2, LaserScan)>,
     last_plan: Option<(Pose2, f64)>,
     stalls: u32,
+    /// Headings (absolute, radians) already sent from the current stall spot.
+    tried: Vec<f64>,
     rng: ChaCha8Rng,
 }
+
+/// Calls from the same spot after which the stand-in stops insisting on the
+/// target or a path and backs off along the most open direction it has not
+/// tried from there (what a model told "you keep asking from here" does).
+const ESCAPE_AFTER_STALLS: u32 = 4;
 
 impl OfflineObjectNavPlanner {
     /// A planner with the given settings; the map is centred on the start.
@@ -131,6 +138,7 @@ impl OfflineObjectNavPlanner {
             last_scan: None,
             last_plan: None,
             stalls: 0,
+            tried: Vec::new(),
         })
     }
 
@@ -267,6 +275,25 @@ impl OfflineObjectNavPlanner {
         (score < here_val * r - 0.05).then(|| (rel.to_degrees(), d))
     }
 
+    /// The most open direction of the scan, every 30°, at least 45° away
+    /// from every heading already tried from this spot: `(angle relative
+    /// to the robot in degrees, distance hint)`, or `None` when nothing is
+    /// open for at least a step and a half.
+    fn escape(&self, pose: Pose2, scan: Option<&LaserScan>) -> Option<(f64, f64)> {
+        let scan = scan?;
+        let half_width = self.config.map.inflation_m.max(0.1);
+        (0..12)
+            .map(|k| f64::from(k - 6) * 30f64.to_radians())
+            .filter(|rel| {
+                let a = pose.yaw + rel;
+                self.tried.iter().all(|t| nav_core::geometry::angle_diff_abs(*t, a) >= 45f64.to_radians())
+            })
+            .map(|rel| (rel, f64::from(corridor_clearance_dir(scan, rel, half_width))))
+            .filter(|(_, free)| *free >= 0.4)
+            .max_by(|a, b| a.1.total_cmp(&b.1))
+            .map(|(rel, free)| (rel.to_degrees(), (free - 0.1).min(1.5)))
+    }
+
     /// Heads for the reachable cell nearest to `to` (an object's centre is
     /// not itself reachable) from which `to` is in plain view — never a cell
     /// on the far side of a wall.
@@ -398,8 +425,18 @@ impl OfflineObjectNavPlanner {
                         }
                     }
                 }
+                self.tried.push(p.yaw + angle.to_radians());
             } else {
                 self.stalls = 0;
+                self.tried.clear();
+            }
+        }
+        if self.stalls >= ESCAPE_AFTER_STALLS {
+            if let Some((angle, dist)) = self.escape(pose, obs.scan) {
+                let why = "every way from here was blocked; backing off to the most open side".to_string();
+                let mut reply = PlannerReply::offline(self.decision(false, angle, &room, why));
+                reply.distance_hint_m = Some(dist);
+                return reply;
             }
         }
         // what a model sees in this panorama (minus what the noise makes it miss)
@@ -494,5 +531,33 @@ impl OfflineObjectNavPlanner {
             "corridor",
             "no reachable frontier; turning to open space".into(),
         ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn escape_takes_the_most_open_untried_direction() {
+        let mut p = OfflineObjectNavPlanner::new(OfflineObjectNavConfig::default()).expect("planner");
+        // walls 0.6 m away all around, except openings: 3 m free to the left (+90°), 2 m behind
+        let mut scan = LaserScan::full_circle(360, 0.05, 12.0, 0.6);
+        for (deg, r) in [(90i32, 3.0f32), (180, 2.0)] {
+            for k in -35..=35 {
+                let i = ((deg + k + 180).rem_euclid(360)) as usize;
+                scan.ranges[i] = r;
+            }
+        }
+        let pose = Pose2::origin();
+        let (angle, dist) = p.escape(pose, Some(&scan)).expect("an open side");
+        assert!((angle - 90.0).abs() < 1e-9 && (dist - 1.5).abs() < 1e-9, "{angle} {dist}");
+        // once the left was tried from here, the next most open side
+        p.tried.push(90f64.to_radians());
+        let (angle, _) = p.escape(pose, Some(&scan)).expect("the way back");
+        assert!((angle.abs() - 180.0).abs() < 1e-9, "{angle}");
+        // everything open tried: nothing left
+        p.tried.push(180f64.to_radians());
+        assert_eq!(p.escape(pose, Some(&scan)), None);
     }
 }
