@@ -9,9 +9,12 @@ use super::state::{LastCommand, LinkStatus, RawImage, Sample, Shared};
 use crate::HalError;
 use crate::clock::MonotonicClock;
 use crate::hal::{
-    Actuators, CameraFrame, Capabilities, DepthFrame, MotionOutcome, Odometry, Sensors, StampedScan, VelocityCommand,
+    Actuators, CameraFrame, Capabilities, DepthFrame, MotionGuard, MotionOutcome, Odometry, Sensors, StampedScan,
+    StepOutcome, VelocityCommand,
 };
 use async_trait::async_trait;
+use nav_core::action::Action;
+use nav_core::time::Clock;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
@@ -165,6 +168,7 @@ impl SpeechHandle {
 pub struct RosbridgeHal {
     commands: Commands,
     rgb_cache: Option<(f64, CameraFrame)>,
+    guard: Option<Arc<dyn MotionGuard>>,
 }
 
 impl RosbridgeHal {
@@ -189,7 +193,7 @@ impl RosbridgeHal {
         let shared = Arc::new(Shared::new(connector.endpoint()));
         let (tx, rx) = mpsc::channel(64);
         runtime.spawn(link::run(connector, Arc::clone(&config), Arc::clone(&shared), rx));
-        Ok(Self { commands: Commands { config, shared, tx }, rgb_cache: None })
+        Ok(Self { commands: Commands { config, shared, tx }, rgb_cache: None, guard: None })
     }
 
     /// [`start`](Self::start), then waits up to `connect_timeout_s` for the
@@ -231,6 +235,14 @@ impl RosbridgeHal {
             }
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
+    }
+
+    /// Installs the safety check every Twist of a discrete action passes
+    /// through (`nav rosmaster` installs the safety layer's continuous
+    /// guard). Without one, [`act`](Actuators::act) is refused: the HAL
+    /// never drives a closed-loop motion unguarded.
+    pub fn set_motion_guard(&mut self, guard: Arc<dyn MotionGuard>) {
+        self.guard = Some(guard);
     }
 
     /// The configuration in use.
@@ -374,14 +386,16 @@ fn latched_error(what: &str) -> HalError {
 
 #[async_trait]
 impl Sensors for RosbridgeHal {
-    /// Velocity commands, LiDAR and the enabled cameras; no discrete
-    /// actions (the 20 Hz control loop turns them into velocities), no
-    /// move-to (see [`RosbridgeHal::send_goal`]), odometry is an estimate.
+    /// Velocity commands, LiDAR and the enabled cameras; discrete actions
+    /// (closed-loop on odometry, `[rosbridge.steps]`) once a motion guard
+    /// is installed and not in a dry run; no move-to (see
+    /// [`RosbridgeHal::send_goal`]); odometry is an estimate.
     fn capabilities(&self) -> Capabilities {
         let c = &self.commands.config;
+        let discrete = self.guard.is_some() && !c.dry_run;
         Capabilities {
-            discrete_actions: false,
-            step: None,
+            discrete_actions: discrete,
+            step: discrete.then(|| c.steps.step_config()),
             velocity: true,
             move_to: false,
             lidar: true,
@@ -461,6 +475,51 @@ impl Sensors for RosbridgeHal {
 
 #[async_trait]
 impl Actuators for RosbridgeHal {
+    /// Executes one discrete action as a closed-loop motion on odometry,
+    /// every Twist through the installed [`MotionGuard`] (see
+    /// [`set_motion_guard`](RosbridgeHal::set_motion_guard)): `forward`
+    /// drives `steps.forward_m`, the turns turn `steps.turn_deg` (in place
+    /// on a differential base, as a forward-then-reverse arc pair on an
+    /// Ackermann base), `stop` publishes the stop burst. A guard halt ends
+    /// the step early with [`StepOutcome::blocked`] and the pose reached;
+    /// stale sensors, a lost link or `steps.timeout_s` stop the robot and
+    /// fail. Refused without a guard, in a dry run (the robot would not
+    /// move, so no step could finish) and while the emergency stop is
+    /// latched.
+    async fn act(&mut self, action: Action) -> Result<StepOutcome, HalError> {
+        let config = Arc::clone(&self.commands.config);
+        let Some(guard) = self.guard.clone() else {
+            return Err(HalError::unsupported(
+                "discrete actions without a motion guard (RosbridgeHal::set_motion_guard; nav rosmaster installs \
+                 the safety layer's continuous guard)",
+            ));
+        };
+        if config.dry_run && action != Action::Stop {
+            return Err(HalError::invalid_command(
+                "act",
+                "a dry run publishes nothing, so a closed-loop step could never finish; drop --dry-run",
+            ));
+        }
+        if self.commands.shared.is_latched() && action != Action::Stop {
+            return Err(latched_error("act"));
+        }
+        let clock = self.commands.shared.clock;
+        let now_s = move || clock.now_s();
+        let ctx = super::steps::StepContext {
+            config: &config.steps,
+            drive: config.drive,
+            max_linear_mps: config.max_linear_mps,
+            guard: guard.as_ref(),
+            now_s: &now_s,
+        };
+        let outcome = super::steps::run(self, action, &ctx).await?;
+        match &outcome.blocked {
+            Some(why) => warn!(target: LOG, "{} step blocked: {why}", action.as_str()),
+            None => info!(target: LOG, "{} step done: moved {:.3} m", action.as_str(), outcome.moved_m),
+        }
+        Ok(outcome)
+    }
+
     /// Publishes ONE Twist (clamped to `max_linear_mps` / `max_angular_rps`)
     /// and returns at once: the robot holds it until the next command, so
     /// the caller's 20 Hz control loop calls this every cycle and is the

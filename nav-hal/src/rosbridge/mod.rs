@@ -101,6 +101,7 @@ mod hal;
 mod link;
 pub mod msg;
 mod state;
+mod steps;
 #[cfg(feature = "rosbridge-testing")]
 pub mod testing;
 pub mod wire;
@@ -109,3 +110,4 @@ pub use config::{RosbridgeConfig, TopicsConfig};
 pub use hal::{RosbridgeHal, SpeechHandle, StopHandle};
 pub use link::{Connect, RosbridgeConnector};
 pub use state::{LastCommand, LinkStatus, TopicStatus};
+pub use steps::StepMotionConfig;
