@@ -154,3 +154,120 @@ async fn without_a_guard_or_with_stale_odometry_no_step_runs_unchecked() {
     let last = peer.twists().last().map(|(_, t)| *t).unwrap();
     assert!(last.linear.x == 0.0 && last.angular.z == 0.0, "stopped after the failure: {last:?}");
 }
+
+/// An OpenAI-compatible server answering every request with the same text:
+/// an objectnav decision that never sees the target (`goal_flag: false`,
+/// straight ahead). The perception stage and the scene analyzer cannot
+/// parse it and fall back to "not seen" / no place, as with a bad model.
+async fn scripted_model() -> (String, tokio::task::JoinHandle<()>) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let text = r#"{"goal_flag": false, "angle": 0, "discovered_context": {"goal_scene_type": "living room", "why": "open space ahead"}}"#;
+    let body = serde_json::json!({
+        "id": "chatcmpl-test", "object": "chat.completion", "model": "test-model",
+        "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": text}}],
+        "usage": {"prompt_tokens": 1000, "completion_tokens": 40, "total_tokens": 1040},
+    })
+    .to_string();
+    let task = tokio::spawn(async move {
+        while let Ok((mut stream, _)) = listener.accept().await {
+            let body = body.clone();
+            tokio::spawn(async move {
+                let mut buf = Vec::new();
+                let mut chunk = [0u8; 65536];
+                loop {
+                    if let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+                        let head = String::from_utf8_lossy(&buf[..end]).to_ascii_lowercase();
+                        let length: usize = head
+                            .lines()
+                            .find_map(|l| l.strip_prefix("content-length:"))
+                            .and_then(|v| v.trim().parse().ok())
+                            .unwrap_or(0);
+                        if buf.len() >= end + 4 + length {
+                            break;
+                        }
+                    }
+                    match stream.read(&mut chunk).await {
+                        Ok(0) | Err(_) => return,
+                        Ok(n) => buf.extend_from_slice(&chunk[..n]),
+                    }
+                }
+                let head = format!(
+                    "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+                    body.len()
+                );
+                let _ = stream.write_all(head.as_bytes()).await;
+                let _ = stream.write_all(body.as_bytes()).await;
+                let _ = stream.shutdown().await;
+            });
+        }
+    });
+    (format!("http://{addr}/v1"), task)
+}
+
+/// `nav rosmaster ARGS` to completion (at most `secs`): status, stdout, stderr.
+async fn nav_rosmaster(args: &[&str], secs: u64) -> (std::process::ExitStatus, String, String) {
+    let child = tokio::process::Command::new(env!("CARGO_BIN_EXE_nav"))
+        .arg("rosmaster")
+        .args(args)
+        .stdin(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .output();
+    let out = tokio::time::timeout(Duration::from_secs(secs), child).await.expect("nav exits in time").unwrap();
+    (out.status, String::from_utf8_lossy(&out.stdout).into_owned(), String::from_utf8_lossy(&out.stderr).into_owned())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn objectnav_without_a_model_or_in_a_dry_run_is_refused_with_the_reason() {
+    let base = ["--url", "ws://127.0.0.1:9", "--protocol", "objectnav"];
+    let (status, _, err) = nav_rosmaster(&[&base[..], &["--target", "chair"]].concat(), 30).await;
+    assert_eq!(status.code(), Some(2), "{err}");
+    assert!(err.contains("needs --planner vlm") && err.contains("no object detector"), "{err}");
+    let (status, _, err) = nav_rosmaster(&base, 30).await;
+    assert_eq!(status.code(), Some(2), "{err}");
+    assert!(err.contains("needs --target"), "{err}");
+    let vlm = ["--planner", "vlm", "--vlm", "openai", "--base-url", "http://127.0.0.1:9/v1", "--model", "m"];
+    let (status, _, err) =
+        nav_rosmaster(&[&base[..], &["--target", "chair", "--dry-run"], &vlm[..]].concat(), 30).await;
+    assert_eq!(status.code(), Some(2), "{err}");
+    assert!(err.contains("cannot --dry-run"), "{err}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn objectnav_runs_the_loop_on_the_robot_with_panoramas_and_guarded_steps() {
+    let world = SimWorld::builtin("exploration", SimConfig::default().ackermann(0.3)).unwrap();
+    let peer = RosbridgePeer::start(world).await.unwrap();
+    let (base_url, _server) = scripted_model().await;
+    let start = peer.pose();
+    let url = peer.url();
+    let args = [
+        "--url",
+        &url,
+        "--protocol",
+        "objectnav",
+        "--target",
+        "chair",
+        "--max-steps",
+        "4",
+        "--planner",
+        "vlm",
+        "--vlm",
+        "openai",
+        "--base-url",
+        &base_url,
+        "--model",
+        "test-model",
+    ];
+    let (status, out, err) = nav_rosmaster(&args, 240).await;
+    println!("{err}\n{out}");
+    assert_eq!(status.code(), Some(0), "stderr:\n{err}");
+    // a model that never sees the target never ends the episode: the step budget does
+    assert!(out.contains("objectnav ended (step_limit)") && out.contains("4 steps"), "{out}");
+    let twists = peer.twists();
+    assert!(twists.iter().any(|(_, t)| t.linear.x < -0.01), "Ackermann turns reverse on their second arc");
+    assert!(twists.iter().any(|(_, t)| t.linear.x > 0.01 && t.angular.z.abs() < 0.05), "forward steps");
+    assert!(twists.last().is_some_and(|(_, t)| t.linear.x == 0.0 && t.angular.z == 0.0), "ends stopped");
+    assert_eq!(peer.with_world(|w| w.collisions()), 0);
+    println!("moved {:.2} m from the start", start.position().distance(peer.pose().position()));
+}

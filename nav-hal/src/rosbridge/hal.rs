@@ -9,8 +9,8 @@ use super::state::{LastCommand, LinkStatus, RawImage, Sample, Shared};
 use crate::HalError;
 use crate::clock::MonotonicClock;
 use crate::hal::{
-    Actuators, CameraFrame, Capabilities, DepthFrame, MotionGuard, MotionOutcome, Odometry, Sensors, StampedScan,
-    StepOutcome, VelocityCommand,
+    Actuators, CameraFrame, Capabilities, DepthFrame, MotionGuard, MotionOutcome, Odometry, Panorama, PanoramaView,
+    Sensors, StampedScan, StepOutcome, VelocityCommand,
 };
 use async_trait::async_trait;
 use nav_core::action::Action;
@@ -375,6 +375,36 @@ impl RosbridgeHal {
         }
     }
 
+    /// One left turn of a panorama; a blocked turn fails it.
+    async fn panorama_turn(&mut self) -> Result<(), HalError> {
+        let out = self.act(Action::TurnLeft).await?;
+        match out.blocked {
+            Some(why) => Err(HalError::invalid_command("panorama", format!("turn blocked: {why}"))),
+            None => Ok(()),
+        }
+    }
+
+    /// A colour image that arrived after now (the robot has stopped), within
+    /// `camera_stale_s`.
+    async fn fresh_frame(&mut self) -> Result<CameraFrame, HalError> {
+        let since = self.commands.shared.now_s();
+        let deadline = since + self.commands.config.camera_stale_s;
+        loop {
+            match self.rgb().await {
+                Ok(f) if f.stamp_s > since => return Ok(f),
+                Ok(_) | Err(HalError::Stale { .. }) if self.commands.shared.now_s() < deadline => {}
+                Ok(f) => {
+                    return Err(HalError::Stale {
+                        what: format!("{} (no frame since the robot stopped)", self.config().topics.rgb),
+                        age_s: self.commands.shared.now_s() - f.stamp_s,
+                    });
+                }
+                Err(e) => return Err(e),
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
     fn rejected(&self, topic: &str, e: &HalError) {
         self.commands.shared.rejected(topic, e);
     }
@@ -401,7 +431,7 @@ impl Sensors for RosbridgeHal {
             lidar: true,
             rgb: c.rgb_enabled,
             depth: c.depth_enabled,
-            panorama: false,
+            panorama: discrete && c.rgb_enabled,
             detections: false,
             pose_is_ground_truth: false,
             drive: c.drive,
@@ -454,6 +484,39 @@ impl Sensors for RosbridgeHal {
         let frame = CameraFrame { frame, hfov_rad: c.rgb_hfov_deg.to_radians(), stamp_s: sample.received_s };
         self.rgb_cache = Some((sample.received_s, frame.clone()));
         Ok(frame)
+    }
+
+    /// Turns on the spot through `views` headings with the discrete turns
+    /// (`steps.turn_deg` each, so `views × turn_deg` must be 360°: 12 at
+    /// 30°) and takes a colour image (and depth, when enabled) at each,
+    /// waiting for a frame that arrived after the turn ended. The robot ends
+    /// facing about the way it started (each turn is closed-loop; an
+    /// Ackermann base drifts a few centimetres per turn). Needs the
+    /// discrete actions (a motion guard, no dry run); a turn the guard
+    /// blocks fails the panorama with the reason.
+    async fn panorama(&mut self, views: usize) -> Result<Panorama, HalError> {
+        let c = Arc::clone(&self.commands.config);
+        if !c.rgb_enabled {
+            return Err(HalError::unsupported("panorama (rgb_enabled = false)"));
+        }
+        let turn = c.steps.turn_deg;
+        if views == 0 || (views as f64 * turn - 360.0).abs() > 1e-6 {
+            return Err(HalError::invalid_command(
+                "views",
+                format!("{views} views × {turn}° turns do not make a full circle (steps.turn_deg = {turn})"),
+            ));
+        }
+        let mut out = Vec::with_capacity(views);
+        for (i, heading_rad) in Panorama::headings(views).into_iter().enumerate() {
+            if i > 0 {
+                self.panorama_turn().await?;
+            }
+            let frame = self.fresh_frame().await?;
+            let depth = if c.depth_enabled { self.depth().await.ok() } else { None };
+            out.push(PanoramaView { heading_rad, frame, depth, labels: None });
+        }
+        self.panorama_turn().await?;
+        Ok(Panorama { views: out })
     }
 
     /// The newest depth image (`16UC1` mm → m, 0 → NaN; or `32FC1`;
