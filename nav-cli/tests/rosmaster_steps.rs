@@ -271,3 +271,20 @@ async fn objectnav_runs_the_loop_on_the_robot_with_panoramas_and_guarded_steps()
     assert_eq!(peer.with_world(|w| w.collisions()), 0);
     println!("moved {:.2} m from the start", start.position().distance(peer.pose().position()));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_ackermann_turn_with_a_wall_ahead_turns_in_reverse() {
+    let (peer, mut hal) = robot(DriveKind::Ackermann { min_turn_radius_m: 0.3 }).await;
+    // 0.32 m to the wall: the forward arc is refused at once, the reverse arc has room
+    peer.place_obstacle_ahead(0.32).unwrap();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let before = peer.pose();
+    let out = hal.act(Action::TurnLeft).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let (yaw, dist) = delta(before, peer.pose());
+    println!("turn with a wall ahead: turned {yaw:+.2}°, displaced {dist:.3} m, blocked {:?}", out.blocked);
+    assert!(out.blocked.is_none(), "{out:?}");
+    assert!((yaw - 30.0).abs() <= 5.0, "turned {yaw:.2}°");
+    assert_eq!(peer.with_world(|w| w.collisions()), 0);
+    assert!(peer.twists().iter().any(|(_, t)| t.linear.x < -0.01), "reversed");
+}

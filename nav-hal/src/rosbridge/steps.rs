@@ -338,3 +338,25 @@ async fn turn_ackermann<R: Robot + ?Sized>(
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_are_habitat_steps_and_bad_values_name_their_key() {
+        let c = StepMotionConfig::default();
+        c.validate().unwrap();
+        assert_eq!((c.forward_m, c.turn_deg), (0.25, 30.0));
+        let key = |c: StepMotionConfig| match c.validate() {
+            Err(HalError::InvalidConfig { field, .. }) => field,
+            other => panic!("expected InvalidConfig, got {other:?}"),
+        };
+        assert_eq!(key(StepMotionConfig { turn_deg: 0.0, ..c.clone() }), "steps.turn_deg");
+        assert_eq!(key(StepMotionConfig { min_speed_mps: 0.5, ..c.clone() }), "steps.min_speed_mps");
+        assert_eq!(key(StepMotionConfig { timeout_s: f64::NAN, ..c.clone() }), "steps.timeout_s");
+        assert_eq!(key(StepMotionConfig { control_hz: 1.0, ..c }), "steps.control_hz");
+        let err = serde_json::from_str::<StepMotionConfig>(r#"{"forward": 0.3}"#).unwrap_err();
+        assert!(err.to_string().contains("unknown field"), "{err}");
+    }
+}
