@@ -16,6 +16,7 @@
 //! (status 130) after one more stop burst.
 
 mod link;
+mod objectnav;
 mod progress;
 
 use crate::config::NavConfig;
@@ -51,10 +52,31 @@ pub enum RobotPlanner {
     Vlm,
 }
 
-/// Explore with a real robot through rosbridge (docs/ROSMASTER.md). Start
-/// with --dry-run; Ctrl-C stops the robot (zero velocity) before exiting.
+/// What the robot does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum RobotProtocol {
+    /// Explore with the 20 Hz control loop (seed 001).
+    Explore,
+    /// Find an object (--target) with the seed-000 ObjectNav loop and
+    /// discrete actions; needs --planner vlm.
+    Objectnav,
+}
+
+/// Explore with a real robot through rosbridge, or find an object
+/// (--protocol objectnav --target chair --planner vlm; docs/ROSMASTER.md).
+/// Start with --dry-run; Ctrl-C stops the robot (zero velocity) before
+/// exiting.
 #[derive(Args, Debug)]
 pub struct RosmasterArgs {
+    /// explore (default) or objectnav (needs --target and --planner vlm).
+    #[arg(long, value_enum, default_value = "explore")]
+    pub protocol: RobotProtocol,
+    /// The object class objectnav looks for, e.g. chair.
+    #[arg(long, value_name = "LABEL")]
+    pub target: Option<String>,
+    /// Step budget of objectnav (default 500, as Habitat).
+    #[arg(long, value_name = "N")]
+    pub max_steps: Option<u32>,
     /// rosbridge_server's WebSocket URL, ws://HOST:9090 (default: `url` in the
     /// config's [rosbridge] section, else ws://localhost:9090).
     #[arg(long)]
@@ -152,20 +174,47 @@ fn config_error(e: HalError) -> Exit {
 pub fn run(args: RosmasterArgs) -> CmdResult {
     let config = NavConfig::load_opt(args.config.as_deref())?;
     let setup = Setup::new(&args, &config)?;
+    let task = objectnav_task(&args, &setup)?;
     let log = match &args.log {
         Some(p) => StepLog::create(p).map_err(|e| usage(e.to_string()))?,
         None => StepLog::null(),
     };
     // two workers: the control loop keeps its 20 Hz while the link and a model call make progress
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().map_err(internal)?;
-    let result = rt.block_on(session(&args, setup, log));
+    let result = rt.block_on(session(&args, setup, task, log));
     // a model call may still hang on the network: do not wait for it
     rt.shutdown_background();
     result
 }
 
-/// Connects, explores and reports.
-async fn session(args: &RosmasterArgs, setup: Setup, log: StepLog) -> CmdResult {
+/// The objectnav task of `--protocol objectnav` (checked before
+/// connecting), `None` for explore.
+fn objectnav_task(args: &RosmasterArgs, setup: &Setup) -> Result<Option<objectnav::ObjectNavTask>, Exit> {
+    if args.protocol == RobotProtocol::Explore {
+        if args.target.is_some() || args.max_steps.is_some() {
+            return Err(usage("--target and --max-steps need --protocol objectnav"));
+        }
+        return Ok(None);
+    }
+    let target = match args.target.as_deref().map(str::trim) {
+        Some(t) if !t.is_empty() => t.to_string(),
+        _ => return Err(usage("--protocol objectnav needs --target LABEL (e.g. --target chair)")),
+    };
+    let max_steps = args.max_steps.unwrap_or(500);
+    if !(1..=1_000_000).contains(&max_steps) {
+        return Err(usage(format!("--max-steps {max_steps}: must be within 1..=1000000")));
+    }
+    objectnav::check(setup, args.text_only)?;
+    Ok(Some(objectnav::ObjectNavTask { target, max_steps }))
+}
+
+/// Connects, explores (or runs objectnav) and reports.
+async fn session(
+    args: &RosmasterArgs,
+    setup: Setup,
+    task: Option<objectnav::ObjectNavTask>,
+    log: StepLog,
+) -> CmdResult {
     let url = setup.robot.url.trim().to_string();
     let dry_run = setup.robot.dry_run;
     let connect_timeout = Duration::from_secs_f64(setup.robot.connect_timeout_s.max(0.1));
@@ -206,7 +255,10 @@ async fn session(args: &RosmasterArgs, setup: Setup, log: StepLog) -> CmdResult 
             topics.odom
         ))
     })?;
-    announce(&mut hal, &setup, dry_run).await;
+    announce(&mut hal, &setup, dry_run, task.is_none()).await;
+    if let Some(task) = &task {
+        return objectnav::run(hal, &setup, task, log, interrupted).await;
+    }
 
     let clock = hal.clock();
     let progress = Progress::new();
@@ -229,7 +281,7 @@ async fn session(args: &RosmasterArgs, setup: Setup, log: StepLog) -> CmdResult 
 }
 
 /// The lines printed once the robot is ready.
-async fn announce(hal: &mut RosbridgeHal, setup: &Setup, dry_run: bool) {
+async fn announce(hal: &mut RosbridgeHal, setup: &Setup, dry_run: bool, explore: bool) {
     let c = &setup.robot;
     let scan = hal.scan().await;
     let beams = scan.as_ref().map(|s| s.scan.ranges.len()).unwrap_or(0);
@@ -253,6 +305,9 @@ async fn announce(hal: &mut RosbridgeHal, setup: &Setup, dry_run: bool) {
         eprintln!("nav rosmaster: DRY RUN: nothing is published on {}; commands are printed instead", c.topics.cmd_vel);
     }
     let planner = if setup.vlm.is_some() { "vlm" } else { "offline" };
+    if !explore {
+        return;
+    }
     eprintln!(
         "nav rosmaster: exploring with the {planner} planner for up to {:.0} s; pause with {} (std_msgs/Bool); \
          Ctrl-C stops the robot",

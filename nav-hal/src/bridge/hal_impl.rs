@@ -273,7 +273,7 @@ impl Actuators for BridgeHal {
             };
         }
         let (pose, _) = self.pose_estimate();
-        Ok(StepOutcome { collided: info.collided, moved_m: info.moved_m, pose: Some(pose) })
+        Ok(StepOutcome { collided: info.collided, moved_m: info.moved_m, pose: Some(pose), blocked: None })
     }
 
     /// Nothing moves between discrete steps, so there is nothing to stop;

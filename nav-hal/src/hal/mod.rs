@@ -12,8 +12,10 @@
 //! object-safe) because real adapters wait on the network; the simulator
 //! answers immediately.
 
+mod guard;
 mod types;
 
+pub use guard::{GuardVerdict, MotionGuard};
 /// The HAL's scans are nav-core's [`StampedScan`] (one definition,
 /// shared with the safety layer); re-exported here because every `Sensors::scan` caller needs it.
 pub use nav_core::lidar::StampedScan;

@@ -358,7 +358,7 @@ impl VelocityCommand {
 }
 
 /// Result of one discrete action.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct StepOutcome {
     /// The move was blocked (one collision counted).
     pub collided: bool,
@@ -366,6 +366,11 @@ pub struct StepOutcome {
     pub moved_m: f64,
     /// The robot's pose estimate after the action, when it has one.
     pub pose: Option<Pose2>,
+    /// The action was cut short without contact, and why: a safety guard
+    /// stopped a HAL-run closed-loop motion (e.g. an obstacle within the
+    /// stop distance ahead). `moved_m` and `pose` say how far it got.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub blocked: Option<String>,
 }
 
 /// Result of a velocity or move-to command.

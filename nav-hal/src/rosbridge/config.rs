@@ -1,6 +1,7 @@
 //! [`RosbridgeConfig`]: where the robot is, which topics to use, and the
 //! safety-relevant limits (staleness, speed caps, reconnect backoff).
 
+use super::steps::StepMotionConfig;
 use crate::HalError;
 use nav_core::drive::DriveKind;
 use serde::{Deserialize, Serialize};
@@ -153,6 +154,10 @@ pub struct RosbridgeConfig {
     /// `nav rosmaster` speaks every `report_discovery` on the speech topic
     /// (`topics.speech`); never in a dry run.
     pub speak_discoveries: bool,
+    /// Discrete actions (`forward`, turns) as closed-loop motions on
+    /// odometry: step sizes, speeds, tolerances, timeout.
+    /// Range: see `StepMotionConfig`.
+    pub steps: StepMotionConfig,
 }
 
 impl Default for RosbridgeConfig {
@@ -185,6 +190,7 @@ impl Default for RosbridgeConfig {
             stop_interval_s: 0.02,
             goal_frame: "map".into(),
             speak_discoveries: true,
+            steps: StepMotionConfig::default(),
         }
     }
 }
@@ -281,7 +287,7 @@ impl RosbridgeConfig {
         if self.goal_frame.trim().is_empty() {
             return bad("goal_frame", "must not be empty".into());
         }
-        Ok(())
+        self.steps.validate()
     }
 
     pub(crate) fn secs(v: f64) -> Duration {

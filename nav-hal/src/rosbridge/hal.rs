@@ -9,9 +9,12 @@ use super::state::{LastCommand, LinkStatus, RawImage, Sample, Shared};
 use crate::HalError;
 use crate::clock::MonotonicClock;
 use crate::hal::{
-    Actuators, CameraFrame, Capabilities, DepthFrame, MotionOutcome, Odometry, Sensors, StampedScan, VelocityCommand,
+    Actuators, CameraFrame, Capabilities, DepthFrame, MotionGuard, MotionOutcome, Odometry, Panorama, PanoramaView,
+    Sensors, StampedScan, StepOutcome, VelocityCommand,
 };
 use async_trait::async_trait;
+use nav_core::action::Action;
+use nav_core::time::Clock;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
@@ -165,6 +168,7 @@ impl SpeechHandle {
 pub struct RosbridgeHal {
     commands: Commands,
     rgb_cache: Option<(f64, CameraFrame)>,
+    guard: Option<Arc<dyn MotionGuard>>,
 }
 
 impl RosbridgeHal {
@@ -189,7 +193,7 @@ impl RosbridgeHal {
         let shared = Arc::new(Shared::new(connector.endpoint()));
         let (tx, rx) = mpsc::channel(64);
         runtime.spawn(link::run(connector, Arc::clone(&config), Arc::clone(&shared), rx));
-        Ok(Self { commands: Commands { config, shared, tx }, rgb_cache: None })
+        Ok(Self { commands: Commands { config, shared, tx }, rgb_cache: None, guard: None })
     }
 
     /// [`start`](Self::start), then waits up to `connect_timeout_s` for the
@@ -231,6 +235,14 @@ impl RosbridgeHal {
             }
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
+    }
+
+    /// Installs the safety check every Twist of a discrete action passes
+    /// through (`nav rosmaster` installs the safety layer's continuous
+    /// guard). Without one, [`act`](Actuators::act) is refused: the HAL
+    /// never drives a closed-loop motion unguarded.
+    pub fn set_motion_guard(&mut self, guard: Arc<dyn MotionGuard>) {
+        self.guard = Some(guard);
     }
 
     /// The configuration in use.
@@ -363,6 +375,36 @@ impl RosbridgeHal {
         }
     }
 
+    /// One left turn of a panorama; a blocked turn fails it.
+    async fn panorama_turn(&mut self) -> Result<(), HalError> {
+        let out = self.act(Action::TurnLeft).await?;
+        match out.blocked {
+            Some(why) => Err(HalError::invalid_command("panorama", format!("turn blocked: {why}"))),
+            None => Ok(()),
+        }
+    }
+
+    /// A colour image that arrived after now (the robot has stopped), within
+    /// `camera_stale_s`.
+    async fn fresh_frame(&mut self) -> Result<CameraFrame, HalError> {
+        let since = self.commands.shared.now_s();
+        let deadline = since + self.commands.config.camera_stale_s;
+        loop {
+            match self.rgb().await {
+                Ok(f) if f.stamp_s > since => return Ok(f),
+                Ok(_) | Err(HalError::Stale { .. }) if self.commands.shared.now_s() < deadline => {}
+                Ok(f) => {
+                    return Err(HalError::Stale {
+                        what: format!("{} (no frame since the robot stopped)", self.config().topics.rgb),
+                        age_s: self.commands.shared.now_s() - f.stamp_s,
+                    });
+                }
+                Err(e) => return Err(e),
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
     fn rejected(&self, topic: &str, e: &HalError) {
         self.commands.shared.rejected(topic, e);
     }
@@ -374,20 +416,22 @@ fn latched_error(what: &str) -> HalError {
 
 #[async_trait]
 impl Sensors for RosbridgeHal {
-    /// Velocity commands, LiDAR and the enabled cameras; no discrete
-    /// actions (the 20 Hz control loop turns them into velocities), no
-    /// move-to (see [`RosbridgeHal::send_goal`]), odometry is an estimate.
+    /// Velocity commands, LiDAR and the enabled cameras; discrete actions
+    /// (closed-loop on odometry, `[rosbridge.steps]`) once a motion guard
+    /// is installed and not in a dry run; no move-to (see
+    /// [`RosbridgeHal::send_goal`]); odometry is an estimate.
     fn capabilities(&self) -> Capabilities {
         let c = &self.commands.config;
+        let discrete = self.guard.is_some() && !c.dry_run;
         Capabilities {
-            discrete_actions: false,
-            step: None,
+            discrete_actions: discrete,
+            step: discrete.then(|| c.steps.step_config()),
             velocity: true,
             move_to: false,
             lidar: true,
             rgb: c.rgb_enabled,
             depth: c.depth_enabled,
-            panorama: false,
+            panorama: discrete && c.rgb_enabled,
             detections: false,
             pose_is_ground_truth: false,
             drive: c.drive,
@@ -442,6 +486,39 @@ impl Sensors for RosbridgeHal {
         Ok(frame)
     }
 
+    /// Turns on the spot through `views` headings with the discrete turns
+    /// (`steps.turn_deg` each, so `views × turn_deg` must be 360°: 12 at
+    /// 30°) and takes a colour image (and depth, when enabled) at each,
+    /// waiting for a frame that arrived after the turn ended. The robot ends
+    /// facing about the way it started (each turn is closed-loop; an
+    /// Ackermann base drifts a few centimetres per turn). Needs the
+    /// discrete actions (a motion guard, no dry run); a turn the guard
+    /// blocks fails the panorama with the reason.
+    async fn panorama(&mut self, views: usize) -> Result<Panorama, HalError> {
+        let c = Arc::clone(&self.commands.config);
+        if !c.rgb_enabled {
+            return Err(HalError::unsupported("panorama (rgb_enabled = false)"));
+        }
+        let turn = c.steps.turn_deg;
+        if views == 0 || (views as f64 * turn - 360.0).abs() > 1e-6 {
+            return Err(HalError::invalid_command(
+                "views",
+                format!("{views} views × {turn}° turns do not make a full circle (steps.turn_deg = {turn})"),
+            ));
+        }
+        let mut out = Vec::with_capacity(views);
+        for (i, heading_rad) in Panorama::headings(views).into_iter().enumerate() {
+            if i > 0 {
+                self.panorama_turn().await?;
+            }
+            let frame = self.fresh_frame().await?;
+            let depth = if c.depth_enabled { self.depth().await.ok() } else { None };
+            out.push(PanoramaView { heading_rad, frame, depth, labels: None });
+        }
+        self.panorama_turn().await?;
+        Ok(Panorama { views: out })
+    }
+
     /// The newest depth image (`16UC1` mm → m, 0 → NaN; or `32FC1`;
     /// or `compressedDepth`); `Stale` past `camera_stale_s`.
     async fn depth(&mut self) -> Result<DepthFrame, HalError> {
@@ -461,6 +538,51 @@ impl Sensors for RosbridgeHal {
 
 #[async_trait]
 impl Actuators for RosbridgeHal {
+    /// Executes one discrete action as a closed-loop motion on odometry,
+    /// every Twist through the installed [`MotionGuard`] (see
+    /// [`set_motion_guard`](RosbridgeHal::set_motion_guard)): `forward`
+    /// drives `steps.forward_m`, the turns turn `steps.turn_deg` (in place
+    /// on a differential base, as a forward-then-reverse arc pair on an
+    /// Ackermann base), `stop` publishes the stop burst. A guard halt ends
+    /// the step early with [`StepOutcome::blocked`] and the pose reached;
+    /// stale sensors, a lost link or `steps.timeout_s` stop the robot and
+    /// fail. Refused without a guard, in a dry run (the robot would not
+    /// move, so no step could finish) and while the emergency stop is
+    /// latched.
+    async fn act(&mut self, action: Action) -> Result<StepOutcome, HalError> {
+        let config = Arc::clone(&self.commands.config);
+        let Some(guard) = self.guard.clone() else {
+            return Err(HalError::unsupported(
+                "discrete actions without a motion guard (RosbridgeHal::set_motion_guard; nav rosmaster installs \
+                 the safety layer's continuous guard)",
+            ));
+        };
+        if config.dry_run && action != Action::Stop {
+            return Err(HalError::invalid_command(
+                "act",
+                "a dry run publishes nothing, so a closed-loop step could never finish; drop --dry-run",
+            ));
+        }
+        if self.commands.shared.is_latched() && action != Action::Stop {
+            return Err(latched_error("act"));
+        }
+        let clock = self.commands.shared.clock;
+        let now_s = move || clock.now_s();
+        let ctx = super::steps::StepContext {
+            config: &config.steps,
+            drive: config.drive,
+            max_linear_mps: config.max_linear_mps,
+            guard: guard.as_ref(),
+            now_s: &now_s,
+        };
+        let outcome = super::steps::run(self, action, &ctx).await?;
+        match &outcome.blocked {
+            Some(why) => warn!(target: LOG, "{} step blocked: {why}", action.as_str()),
+            None => info!(target: LOG, "{} step done: moved {:.3} m", action.as_str(), outcome.moved_m),
+        }
+        Ok(outcome)
+    }
+
     /// Publishes ONE Twist (clamped to `max_linear_mps` / `max_angular_rps`)
     /// and returns at once: the robot holds it until the next command, so
     /// the caller's 20 Hz control loop calls this every cycle and is the

@@ -66,6 +66,16 @@
 //!   `cmd_vel` or goals; every would-be Twist is logged at info level and
 //!   kept in [`RosbridgeHal::last_command`].
 //!
+//! # Discrete actions
+//!
+//! [`act`](crate::hal::Actuators::act) runs `forward` and the turns as
+//! closed-loop motions on odometry (`[rosbridge.steps]`,
+//! [`StepMotionConfig`]): in place on a differential base, as a
+//! forward-then-reverse arc pair on an Ackermann base. Every Twist passes a
+//! [`MotionGuard`](crate::hal::MotionGuard) installed with
+//! [`RosbridgeHal::set_motion_guard`]; without one, and in a dry run, the
+//! discrete actions (and the panorama, 12 turns on the spot) are refused.
+//!
 //! # Connection loss
 //!
 //! A connection task connects with exponential backoff
@@ -101,6 +111,7 @@ mod hal;
 mod link;
 pub mod msg;
 mod state;
+mod steps;
 #[cfg(feature = "rosbridge-testing")]
 pub mod testing;
 pub mod wire;
@@ -109,3 +120,4 @@ pub use config::{RosbridgeConfig, TopicsConfig};
 pub use hal::{RosbridgeHal, SpeechHandle, StopHandle};
 pub use link::{Connect, RosbridgeConnector};
 pub use state::{LastCommand, LinkStatus, TopicStatus};
+pub use steps::StepMotionConfig;

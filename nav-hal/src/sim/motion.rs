@@ -48,11 +48,11 @@ impl SimWorld {
         self.actions += 1;
         self.velocity = (0.0, 0.0);
         if action == Action::Stop {
-            return StepOutcome { collided: false, moved_m: 0.0, pose: Some(self.odom_in_frame()) };
+            return StepOutcome { collided: false, moved_m: 0.0, pose: Some(self.odom_in_frame()), blocked: None };
         }
         let (lin, ang) = self.odom_factors();
         let cfg = self.config.step;
-        let mut outcome = StepOutcome { collided: false, moved_m: 0.0, pose: None };
+        let mut outcome = StepOutcome { collided: false, moved_m: 0.0, pose: None, blocked: None };
         match action {
             Action::Forward => {
                 let (s, c) = self.pose.yaw.sin_cos();

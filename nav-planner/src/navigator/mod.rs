@@ -30,6 +30,7 @@ pub mod episode;
 pub mod eval;
 pub mod explore_loop;
 pub mod log;
+pub mod motion_guard;
 pub mod objectnav_loop;
 pub mod pixel_policy;
 pub mod policy;

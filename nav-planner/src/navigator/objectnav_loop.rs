@@ -434,7 +434,12 @@ impl ObjectNavLoop {
         // what the robot senses after the action, at the pose it is now in
         let scan_after = if caps.lidar { robot.scan().await.ok().map(|s| s.scan) } else { None };
         self.parts.planner.observe(&StepObservation { pose: st.pose, scan: scan_after.as_ref() });
-        let events = self.update_memory(robot, st, action, outcome.collided).await;
+        // a step a safety guard cut short (no contact) did not complete: the memory's dead reckoning skips it
+        let blocked = outcome.collided || outcome.blocked.is_some();
+        if let Some(why) = &outcome.blocked {
+            st.pending_events.push(json!({"event": "step_blocked", "reason": why, "moved_m": outcome.moved_m}));
+        }
+        let events = self.update_memory(robot, st, action, blocked).await;
         let mut ev = std::mem::take(&mut st.pending_events);
         ev.extend(events_json(&events));
         let planner_rec = st.pending_planner.take();
