@@ -12,14 +12,13 @@ pub const MCAP_MAGIC: &[u8; 8] = b"\x89MCAP0\r\n";
 /// The largest recording `nav replay` reads (it is read whole).
 pub const MAX_RECORDING_BYTES: u64 = 2 << 30;
 
-/// Whether `path` is an MCAP file: by its first bytes, or by its `.mcap`
-/// extension when it cannot be read (the reader then names the problem).
+/// Whether `path` is to be read as MCAP: its first bytes are the MCAP
+/// magic, or its name ends in `.mcap` (a damaged recording: the reader then
+/// names the problem).
 pub fn is_mcap(path: &Path) -> bool {
     let mut head = [0u8; 8];
-    match std::fs::File::open(path).and_then(|mut f| f.read_exact(&mut head)) {
-        Ok(()) => &head == MCAP_MAGIC,
-        Err(_) => path.extension().is_some_and(|e| e.eq_ignore_ascii_case("mcap")),
-    }
+    let magic = std::fs::File::open(path).and_then(|mut f| f.read_exact(&mut head)).is_ok() && &head == MCAP_MAGIC;
+    magic || path.extension().is_some_and(|e| e.eq_ignore_ascii_case("mcap"))
 }
 
 /// The step records of the recording at `path`, in the order written. An
