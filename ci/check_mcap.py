@@ -25,6 +25,7 @@ FOXGLOVE = {
     "/pose": "foxglove.PoseInFrame",
     "/ground_truth/pose": "foxglove.PoseInFrame",
     "/tf": "foxglove.FrameTransform",
+    "/ground_truth/tf": "foxglove.FrameTransform",
     "/scan": "foxglove.LaserScan",
     "/map": "foxglove.Grid",
     "/scene": "foxglove.SceneUpdate",

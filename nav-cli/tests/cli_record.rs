@@ -133,6 +133,8 @@ fn a_recorded_run_of_each_protocol_has_its_channels_one_pose_per_step_and_replay
         for topic in ["/navkit/step", "/pose", "/tf", "/ground_truth/pose"] {
             assert_eq!(r.channels[topic].count, n, "{protocol}: one {topic} message per step");
         }
+        assert_eq!(r.channels["/ground_truth/tf"].count, 1, "{protocol}: world -> odom once");
+        assert_eq!(r.channels["/ground_truth/tf"].schema, "foxglove.FrameTransform");
         for topic in sensors {
             assert!(
                 r.channels.get(*topic).is_some_and(|c| c.count > 0),

@@ -163,12 +163,11 @@ pub fn compressed_image(ns: u64, frame_id: &str, format: &str, data: &[u8]) -> V
 }
 
 /// A `foxglove.LaserScan` in `frame_id` (the robot), angles CCW from its
-/// front; non-finite ranges become `null`-free large values Foxglove skips.
+/// front. JSON has no infinities or NaN: a beam without a valid return
+/// (non-finite range) is written as range 0, a point at the sensor itself.
 pub fn laser_scan(ns: u64, frame_id: &str, scan: &nav_core::lidar::LaserScan) -> Value {
     let n = scan.ranges.len();
     let end = scan.angle_min + scan.angle_increment * n.saturating_sub(1) as f64;
-    // JSON has no infinities or NaN: a missing return is written as 0
-    // (below range_min, which Foxglove does not draw)
     let ranges: Vec<f64> = scan.ranges.iter().map(|&r| if r.is_finite() { f64::from(r) } else { 0.0 }).collect();
     json!({
         "timestamp": stamp(ns), "frame_id": frame_id, "pose": pose_of(Pose2::new(0.0, 0.0, 0.0)),

@@ -312,6 +312,12 @@ impl Recorder {
         if let Some(gt) = r.gt_pose {
             let msg = foxglove::pose_in_frame(ns, "world", gt.pose());
             self.foxglove("/ground_truth/pose", Kind::PoseInFrame, ns, &msg);
+            if self.last_pose.is_none() {
+                // where the estimate's frame sits in the simulator's, from the first true pose
+                let odom = odom_in_world(gt.pose(), pose);
+                let msg = foxglove::frame_transform(ns, "world", "odom", odom);
+                self.foxglove("/ground_truth/tf", Kind::FrameTransform, ns, &msg);
+            }
         }
         self.remember(r, pose);
         if r.step % self.every == 0 {
@@ -465,6 +471,14 @@ fn seconds_to_ns(t: f64) -> u64 {
     if t.is_finite() && t > 0.0 { (t * 1e9).min(u64::MAX as f64) as u64 } else { 0 }
 }
 
+/// The `odom` frame placed in `world` so that the estimate `est` lands on
+/// the true pose `gt`.
+fn odom_in_world(gt: Pose2, est: Pose2) -> Pose2 {
+    let yaw = gt.yaw - est.yaw;
+    let (s, c) = yaw.sin_cos();
+    Pose2::new(gt.x - (c * est.x - s * est.y), gt.y - (s * est.x + c * est.y), yaw)
+}
+
 /// The label and position of a candidates-loop line `c1 [subgoal] (1.50, 1.50) score=…`.
 fn candidate_position(line: &str) -> Option<(&str, f64, f64)> {
     let label = line.split_whitespace().next()?;
@@ -517,6 +531,17 @@ mod tests {
         assert_eq!(candidate_position(line), Some(("c1", 1.5, -0.25)));
         assert_eq!(candidate_position("f4 [frontier] no position"), None);
         assert_eq!(candidate_position(""), None);
+    }
+
+    #[test]
+    fn the_odom_frame_puts_the_first_estimate_on_the_first_true_pose() {
+        let gt = Pose2::new(1.0, 4.25, 0.5);
+        for est in [Pose2::new(0.0, 0.0, 0.0), Pose2::new(0.3, -0.2, -1.0)] {
+            let odom = odom_in_world(gt, est);
+            let p = odom.transform_point(est.position());
+            assert!((p.x - gt.x).abs() < 1e-12 && (p.y - gt.y).abs() < 1e-12, "{p:?}");
+            assert!((odom.yaw + est.yaw - gt.yaw).abs() < 1e-12);
+        }
     }
 
     #[test]
