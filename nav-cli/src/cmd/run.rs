@@ -183,7 +183,6 @@ pub fn run(args: RunArgs) -> CmdResult {
     };
     let summary = rt.block_on(run_episode(&spec, &mut log, &mut progress)).map_err(episode_error)?;
     bar.finish_and_clear();
-    let recorded = recording.as_ref().map(super::finish_recording).transpose()?;
     let grounding_files = match store {
         Some(store) => {
             feedback.finish(last_step, &instruction, &mut record);
@@ -192,6 +191,8 @@ pub fn run(args: RunArgs) -> CmdResult {
         }
         None => Vec::new(),
     };
+    // after the grounding generation, whose model call is recorded too
+    let recorded = recording.as_ref().map(super::finish_recording).transpose()?;
     if let Some(path) = &args.plot {
         let records = match &args.log {
             Some(p) => read_log(p).map_err(internal)?.0,
