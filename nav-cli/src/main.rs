@@ -22,6 +22,7 @@ mod cmd;
 mod config;
 mod exit;
 mod plot;
+mod record;
 
 use clap::{Parser, Subcommand};
 use std::io::Write;

@@ -125,3 +125,44 @@ fn a_bridge_that_cannot_start_is_exit_2_with_the_reason() {
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("--vlm"), "{}", stderr(&o));
 }
+
+#[test]
+fn a_recording_holds_every_episode_one_after_the_other() {
+    let dir = tempfile::tempdir().unwrap();
+    let (log, rec) = (dir.path().join("h.jsonl"), dir.path().join("h.mcap"));
+    let o = nav(&[
+        "habitat",
+        "--bridge",
+        OPENROOM,
+        "--episodes",
+        "2",
+        "--log",
+        log.to_str().unwrap(),
+        "--record",
+        rec.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(0), "stderr: {}", stderr(&o));
+    assert!(stdout(&o).contains("recording: "), "{}", stdout(&o));
+    let logged = nav_planner::navigator::read_log(&log).unwrap().0;
+    let bytes = std::fs::read(&rec).unwrap();
+    let (mut steps, mut topics, mut last) = (Vec::new(), std::collections::BTreeSet::new(), 0);
+    for m in mcap::MessageStream::new(&bytes).unwrap() {
+        let m = m.unwrap();
+        assert!(m.log_time >= last, "log times never go back, across episodes too");
+        last = m.log_time;
+        topics.insert(m.channel.topic.clone());
+        if m.channel.topic == "/navkit/step" {
+            steps.push(serde_json::from_slice::<nav_planner::navigator::StepRecord>(&m.data).unwrap());
+        }
+    }
+    assert_eq!(steps, logged, "both episodes' step records, in order");
+    assert_eq!(steps.iter().filter(|s| s.step == 0).count(), 2, "two episodes");
+    for t in ["/pose", "/tf", "/camera/panorama", "/scene"] {
+        assert!(topics.contains(t), "{t} in {topics:?}");
+    }
+    // nav replay reads the recording (the first episode's arena info is the bridge's)
+    let plot = dir.path().join("h.png");
+    let r = nav(&["replay", rec.to_str().unwrap(), "--plot", plot.to_str().unwrap()]);
+    let l = nav(&["replay", log.to_str().unwrap(), "--plot", plot.to_str().unwrap()]);
+    assert_eq!(r.status.code(), l.status.code(), "replay treats the recording as the log: {}", stderr(&r));
+}

@@ -547,3 +547,37 @@ async fn a_boxed_in_start_backs_out_and_hands_back_with_the_reason() {
     assert!(!err.contains("navigation goal abandoned: no progress"), "not stuck in place:\n{err}");
     assert_eq!(peer.with_world(|w| w.collisions()), 0);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_recording_interrupted_by_sigint_is_complete_and_holds_every_logged_tick() {
+    let peer = peer().await;
+    let dir = tempfile::tempdir().unwrap();
+    let (log, rec) = (dir.path().join("run.jsonl"), dir.path().join("run.mcap"));
+    let args = ["--max-time", "30", "--log", log.to_str().unwrap(), "--record", rec.to_str().unwrap()];
+    let nav = Nav::start(&peer.url(), DEFAULTS, &[&args[..], &["--record-every", "4"]].concat());
+    driving(&peer, &nav, 8.0).await;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    nav.signal("INT");
+    let (status, out, err) = nav.finish(10.0).await;
+    assert_eq!(status.code(), Some(0), "stderr:\n{err}");
+    assert!(out.contains("recording: "), "summary names the recording:\n{out}");
+    let logged = nav_planner::navigator::read_log(&log).unwrap().0;
+    let bytes = std::fs::read(&rec).unwrap();
+    assert!(mcap::Summary::read(&bytes).unwrap().is_some(), "finished: summary and footer written");
+    let (mut steps, mut counts, mut last) = (Vec::new(), std::collections::BTreeMap::<String, u64>::new(), 0);
+    for m in mcap::MessageStream::new(&bytes).unwrap() {
+        let m = m.unwrap();
+        assert!(m.log_time >= last, "log times never go back");
+        last = m.log_time;
+        *counts.entry(m.channel.topic.clone()).or_default() += 1;
+        if m.channel.topic == "/navkit/step" {
+            steps.push(serde_json::from_slice::<nav_planner::navigator::StepRecord>(&m.data).unwrap());
+        }
+    }
+    assert_eq!(steps, logged, "every logged tick is recorded");
+    assert_eq!(counts["/pose"], logged.len() as u64);
+    let kept = logged.iter().filter(|s| s.step % 4 == 0).count() as u64;
+    assert!(counts["/scan"] > 0 && counts["/scan"] <= kept + 1, "scans every 4th tick: {counts:?}");
+    assert!(counts["/map"] > 0, "the LiDAR map: {counts:?}");
+    assert!(!counts.contains_key("/ground_truth/pose"), "a real robot has no ground truth");
+}

@@ -84,5 +84,6 @@ pub mod picture;
 #[cfg(feature = "rosbridge")]
 pub mod rosbridge;
 pub mod sim;
+pub mod tap;
 
 pub use error::HalError;

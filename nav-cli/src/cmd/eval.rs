@@ -83,6 +83,14 @@ pub struct EvalArgs {
     /// miss=0.1,false=0.05,angle=15,seed=7.
     #[arg(long, value_name = "miss=P,false=P,angle=DEG,seed=N")]
     vlm_noise: Option<VlmNoise>,
+    /// Record every episode as MCAP in this folder, one file per episode
+    /// named after it (`builtin_house_a-objectnav-offline-memon-seed0.mcap`;
+    /// docs/RECORDING.md).
+    #[arg(long, value_name = "DIR")]
+    record_dir: Option<PathBuf>,
+    /// With --record-dir: camera frames, scans, maps and scenes every N steps.
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
+    record_every: u32,
 }
 
 /// `nav eval` subcommands.
@@ -252,7 +260,11 @@ fn suite(args: &EvalArgs, config: &NavConfig) -> Result<Vec<EpisodeSpec>, Exit> 
 }
 
 /// Runs episodes from the queue until it is empty, sending each result.
-fn worker(q: &Mutex<VecDeque<(usize, EpisodeSpec)>>, tx: &mpsc::Sender<(usize, Result<RunSummary, Exit>)>) {
+fn worker(
+    q: &Mutex<VecDeque<(usize, EpisodeSpec)>>,
+    tx: &mpsc::Sender<(usize, Result<RunSummary, Exit>)>,
+    record: Option<&(PathBuf, u32)>,
+) {
     let rt = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
         Ok(rt) => rt,
         Err(e) => {
@@ -263,19 +275,50 @@ fn worker(q: &Mutex<VecDeque<(usize, EpisodeSpec)>>, tx: &mpsc::Sender<(usize, R
     loop {
         let next = q.lock().ok().and_then(|mut q| q.pop_front());
         let Some((i, spec)) = next else { break };
-        let mut log = StepLog::null();
-        let r = rt.block_on(run_episode(&spec, &mut log, &mut |_| {})).map_err(|e| {
-            let label = format!("{} {} {} seed {}", spec.arena_source, spec.protocol, spec.planner.as_str(), spec.seed);
-            match crate::exit::episode_error(e) {
-                Exit::Usage(m) => usage(format!("{label}: {m}")),
-                Exit::Internal(m) => internal(format!("{label}: {m}")),
-                other => other,
-            }
-        });
+        let r = run_one(&rt, spec, record);
         if tx.send((i, r)).is_err() {
             break;
         }
     }
+}
+
+/// Runs one episode, recorded into `record`'s folder when given.
+fn run_one(
+    rt: &tokio::runtime::Runtime,
+    mut spec: EpisodeSpec,
+    record: Option<&(PathBuf, u32)>,
+) -> Result<RunSummary, Exit> {
+    let label = format!("{} {} {} seed {}", spec.arena_source, spec.protocol, spec.planner.as_str(), spec.seed);
+    let recording = match record {
+        Some((dir, every)) => Some(crate::record::Recording::create(&dir.join(recording_name(&spec)), *every)?),
+        None => None,
+    };
+    let mut log = StepLog::null();
+    if let Some(r) = &recording {
+        r.attach(&mut spec);
+        log = log.with_tap(r.step_tap());
+    }
+    let summary = rt.block_on(run_episode(&spec, &mut log, &mut |_| {}));
+    if let Some(r) = &recording {
+        super::finish_recording(r)?;
+    }
+    summary.map_err(|e| match crate::exit::episode_error(e) {
+        Exit::Usage(m) => usage(format!("{label}: {m}")),
+        Exit::Internal(m) => internal(format!("{label}: {m}")),
+        other => other,
+    })
+}
+
+/// The file an episode's recording goes to: arena source, protocol,
+/// planner, memory and seed (what tells episodes of a suite apart), with
+/// anything but letters, digits, `-` and `_` as `_`.
+fn recording_name(spec: &EpisodeSpec) -> String {
+    let memory = if spec.memory { "on" } else { "off" };
+    let name =
+        format!("{}-{}-{}-mem{memory}-seed{}", spec.arena_source, spec.protocol, spec.planner.as_str(), spec.seed);
+    let safe: String =
+        name.chars().map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' { c } else { '_' }).collect();
+    format!("{safe}.mcap")
 }
 
 /// The episodes that could not run as one failure: bad input (exit 2) when
@@ -371,10 +414,12 @@ pub fn run(args: EvalArgs) -> CmdResult {
     let queue: Arc<Mutex<VecDeque<(usize, EpisodeSpec)>>> = Arc::new(Mutex::new(all.into_iter().enumerate().collect()));
     let (tx, rx) = mpsc::channel::<(usize, Result<RunSummary, Exit>)>();
     let mut handles = Vec::new();
+    let record = args.record_dir.clone().map(|d| (d, args.record_every));
     for _ in 0..jobs.min(n.max(1)) {
         let q = Arc::clone(&queue);
         let tx = tx.clone();
-        handles.push(std::thread::spawn(move || worker(&q, &tx)));
+        let record = record.clone();
+        handles.push(std::thread::spawn(move || worker(&q, &tx, record.as_ref())));
     }
     drop(tx);
     let mut lines = match &args.jsonl {

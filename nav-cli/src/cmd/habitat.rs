@@ -62,6 +62,9 @@ pub struct HabitatArgs {
     /// Print the whole report (every episode and the aggregate) as one JSON object.
     #[arg(long)]
     pub json: bool,
+    /// (--record: every episode goes into one file, one after the other.)
+    #[command(flatten)]
+    pub record: super::RecordArgs,
     /// Configuration file (TOML): [bridge] timeouts and observations, [habitat] run settings,
     /// [objectnav] loop settings, [vlm].
     #[arg(long, value_name = "FILE")]
@@ -121,8 +124,16 @@ pub fn run(args: HabitatArgs) -> CmdResult {
         .with_loop_config(config.objectnav.clone())
         .with_grounding(config.grounding_text()?)
         .with_call_timeout(args.backend.timeout);
+    let recording = args.record.open()?;
+    runner = runner.with_sensor_tap(recording.as_ref().map(|r| r.sensor_tap()));
     if run_cfg.planner == PlannerChoice::Vlm {
-        runner = runner.with_vlm(args.backend.build(&config)?).with_scene_vlm(args.backend.build_scene(&config)?);
+        let model = args.backend.build(&config)?;
+        let scene = args.backend.build_scene(&config)?;
+        let (model, scene) = match &recording {
+            Some(r) => (r.wrap_vlm(model), scene.map(|s| r.wrap_vlm(s))),
+            None => (model, scene),
+        };
+        runner = runner.with_vlm(model).with_scene_vlm(scene);
     } else if args.backend.vlm.is_some() {
         return Err(usage("--vlm needs --planner vlm"));
     }
@@ -138,6 +149,9 @@ pub fn run(args: HabitatArgs) -> CmdResult {
         Some(p) => StepLog::create(p).map_err(|e| usage(e.to_string()))?,
         None => StepLog::null(),
     };
+    if let Some(r) = &recording {
+        log = log.with_tap(r.step_tap());
+    }
 
     let rt = runtime()?;
     let mut hal = rt.block_on(BridgeHal::connect(&endpoint, bridge_cfg)).map_err(|e| {
@@ -188,6 +202,7 @@ pub fn run(args: HabitatArgs) -> CmdResult {
     let result = rt.block_on(runner.run(&mut hal, &mut log, &mut on_progress));
     bar.finish_and_clear();
     let _ = rt.block_on(hal.close());
+    let recorded = recording.as_ref().map(super::finish_recording).transpose()?;
     let report = result.map_err(|e| match e {
         EpisodeError::Spec(m) => usage(m),
         other => internal(other),
@@ -198,6 +213,9 @@ pub fn run(args: HabitatArgs) -> CmdResult {
         let mut text = format!("\n{}", report.table());
         if let Some(p) = &args.log {
             text.push_str(&format!("  step log: {}\n", p.display()));
+        }
+        if let Some(r) = &recorded {
+            text.push_str(&format!("  recording: {}\n", r.line()));
         }
         crate::exit::print(text.trim_end_matches('\n'))?;
     }

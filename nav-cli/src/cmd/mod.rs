@@ -96,3 +96,31 @@ pub fn load_arena(name: Option<&str>, file: Option<&Path>, protocol: ProtocolKin
         }
     }
 }
+
+/// `--record PATH.mcap` and its frame decimation, shared by the commands
+/// that run a robot (docs/RECORDING.md).
+#[derive(Args, Debug, Default)]
+pub struct RecordArgs {
+    /// Record the run as MCAP (Foxglove schemas: camera, LiDAR, poses, map,
+    /// path/anchors/frontiers/candidates; the step log and every planner
+    /// request and reply as JSON); open it in Foxglove. See docs/RECORDING.md.
+    #[arg(long, value_name = "PATH.mcap")]
+    pub record: Option<std::path::PathBuf>,
+    /// Record camera frames, scans, the map and the scene every N steps
+    /// (step records, poses and planner calls are always recorded).
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
+    pub record_every: u32,
+}
+
+impl RecordArgs {
+    /// Opens the recording when `--record` is given (exit 2 naming the file
+    /// when it cannot be created or does not end in `.mcap`).
+    pub fn open(&self) -> Result<Option<crate::record::Recording>, Exit> {
+        self.record.as_deref().map(|p| crate::record::Recording::create(p, self.record_every)).transpose()
+    }
+}
+
+/// Closes a recording; a write failure (a full disk) is exit 3 naming the file.
+pub fn finish_recording(r: &crate::record::Recording) -> Result<crate::record::RecordStats, Exit> {
+    r.finish().map_err(crate::exit::internal)
+}

@@ -1,4 +1,4 @@
-//! `nav replay LOG --plot PATH`: redraw a logged run.
+//! `nav replay LOG --plot PATH`: redraw a logged or recorded run.
 
 use crate::exit::{CmdResult, usage};
 use clap::Args;
@@ -6,12 +6,13 @@ use nav_hal::arena::Arena;
 use nav_planner::navigator::read_log;
 use std::path::PathBuf;
 
-/// Redraw a logged run (a step log written with `nav run --log`) as a
-/// picture. The arena is read from the log's first line; --arena or
+/// Redraw a logged run (a step log written with `nav run --log`, or a
+/// recording written with `--record`, told apart by its first bytes) as a
+/// picture. The arena is read from the log's first step; --arena or
 /// --arena-file override it.
 #[derive(Args, Debug)]
 pub struct ReplayArgs {
-    /// The step log (JSONL).
+    /// The step log (JSONL) or recording (MCAP).
     log: PathBuf,
     /// Output picture (.svg or .png).
     #[arg(long, value_name = "PATH")]
@@ -27,7 +28,11 @@ pub struct ReplayArgs {
 /// Runs the command.
 pub fn run(args: ReplayArgs) -> CmdResult {
     crate::plot::check_extension(&args.plot)?;
-    let (records, truncated) = read_log(&args.log).map_err(|e| usage(e.to_string()))?;
+    let (records, truncated) = if crate::record::read::is_mcap(&args.log) {
+        (crate::record::read::read_steps(&args.log).map_err(usage)?, false)
+    } else {
+        read_log(&args.log).map_err(|e| usage(e.to_string()))?
+    };
     if records.is_empty() {
         return Err(usage(format!("{}: the log holds no steps", args.log.display())));
     }

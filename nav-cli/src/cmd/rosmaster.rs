@@ -21,12 +21,14 @@ mod progress;
 
 use crate::config::NavConfig;
 use crate::exit::{CmdResult, Exit, internal, usage};
+use crate::record::Recording;
 use clap::{Args, ValueEnum};
 use link::RobotLink;
 use nav_core::drive::DriveKind;
 use nav_hal::HalError;
 use nav_hal::hal::Sensors;
 use nav_hal::rosbridge::{RosbridgeConfig, RosbridgeHal, StopHandle};
+use nav_hal::tap::Tapped;
 use nav_planner::navigator::explore_loop::{ExploreLoop, ExploreLoopConfig, ExploreOutcome, ExploreSignals, Pacing};
 use nav_planner::navigator::{NavError, Observer, RunContext, StepLog};
 use nav_planner::offline::OfflineExplorePlanner;
@@ -101,6 +103,8 @@ pub struct RosmasterArgs {
     /// Write the step log (JSONL, one flushed line per control tick).
     #[arg(long, value_name = "PATH")]
     pub log: Option<PathBuf>,
+    #[command(flatten)]
+    pub record: super::RecordArgs,
 }
 
 /// Everything resolved from the arguments and the config before connecting.
@@ -173,15 +177,19 @@ fn config_error(e: HalError) -> Exit {
 /// Runs the command.
 pub fn run(args: RosmasterArgs) -> CmdResult {
     let config = NavConfig::load_opt(args.config.as_deref())?;
-    let setup = Setup::new(&args, &config)?;
+    let mut setup = Setup::new(&args, &config)?;
     let task = objectnav_task(&args, &setup)?;
+    let recording = args.record.open()?;
+    if let Some(r) = &recording {
+        setup.vlm = setup.vlm.take().map(|v| r.wrap_vlm(v));
+    }
     let log = match &args.log {
         Some(p) => StepLog::create(p).map_err(|e| usage(e.to_string()))?,
         None => StepLog::null(),
     };
     // two workers: the control loop keeps its 20 Hz while the link and a model call make progress
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().map_err(internal)?;
-    let result = rt.block_on(session(&args, setup, task, log));
+    let result = rt.block_on(session(&args, setup, task, log, recording.as_ref()));
     // a model call may still hang on the network: do not wait for it
     rt.shutdown_background();
     result
@@ -214,6 +222,7 @@ async fn session(
     setup: Setup,
     task: Option<objectnav::ObjectNavTask>,
     log: StepLog,
+    recording: Option<&Recording>,
 ) -> CmdResult {
     let url = setup.robot.url.trim().to_string();
     let dry_run = setup.robot.dry_run;
@@ -257,26 +266,52 @@ async fn session(
     })?;
     announce(&mut hal, &setup, dry_run, task.is_none()).await;
     if let Some(task) = &task {
-        return objectnav::run(hal, &setup, task, log, interrupted).await;
+        // objectnav records the step records and the model calls (its sensor reads are not tapped)
+        let mut record_tap = recording.map(Recording::step_tap);
+        let log = log.with_tap(move |r| {
+            if let Some(t) = record_tap.as_mut() {
+                t(r);
+            }
+        });
+        let result = objectnav::run(hal, &setup, task, log, interrupted).await;
+        if let Some(r) = recording.map(super::finish_recording).transpose()? {
+            eprintln!("  recording: {}", r.line());
+        }
+        return result;
     }
 
     let clock = hal.clock();
     let progress = Progress::new();
-    let mut log = log.with_tap(progress.tap());
+    let mut progress_tap = progress.tap();
+    let mut record_tap = recording.map(Recording::step_tap);
+    let mut log = log.with_tap(move |r| {
+        progress_tap(r);
+        if let Some(t) = record_tap.as_mut() {
+            t(r);
+        }
+    });
     let nav_error = |e| match e {
         NavError::Config(m) => usage(m),
         e @ NavError::InvalidConfig(_) => usage(e.to_string()),
         other => internal(other),
     };
     let mut lp = ExploreLoop::new(setup.explore.clone(), setup.planner(), signals.clone()).map_err(nav_error)?;
-    let mut robot = RobotLink::new(hal, Arc::clone(&signals.pause), progress.clone());
+    let link = RobotLink::new(hal, Arc::clone(&signals.pause), progress.clone());
+    let mut robot = Tapped::new(link, recording.map(Recording::sensor_tap));
     let observer = Observer::new()
         .with_info("robot", json!(url))
         .with_info("dry_run", json!(dry_run))
         .with_info("command", json!("rosmaster"));
     let mut ctx = RunContext::new(&clock, &mut log).with_observer(observer);
-    let outcome = lp.run(&mut robot, &mut ctx).await.map_err(nav_error)?;
-    crate::exit::print(&summary(&outcome, lp.planner_name(), &robot, &progress, args))?;
+    let outcome = lp.run(&mut robot, &mut ctx).await;
+    // the recording is closed (and readable) whatever the loop's outcome
+    let recorded = recording.map(super::finish_recording).transpose();
+    let outcome = outcome.map_err(nav_error)?;
+    let mut text = summary(&outcome, lp.planner_name(), &robot, &progress, args);
+    if let Some(r) = recorded? {
+        text.push_str(&format!("\n  recording: {}", r.line()));
+    }
+    crate::exit::print(&text)?;
     Ok(0)
 }
 

@@ -83,6 +83,8 @@ pub struct RunArgs {
     /// Print the run summary as one JSON object.
     #[arg(long)]
     pub json: bool,
+    #[command(flatten)]
+    pub record: super::RecordArgs,
     /// Configuration file (TOML).
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
@@ -158,7 +160,8 @@ pub fn build_spec(args: &RunArgs, config: &NavConfig) -> Result<EpisodeSpec, Exi
 /// Runs the command.
 pub fn run(args: RunArgs) -> CmdResult {
     let config = NavConfig::load_opt(args.config.as_deref())?;
-    let spec = build_spec(&args, &config)?;
+    let mut spec = build_spec(&args, &config)?;
+    let recording = args.record.open()?;
     let max = u64::from(spec.max_steps.unwrap_or(spec.arena.criteria.max_steps));
     let bar = if args.json || !std::io::stderr().is_terminal() {
         ProgressBar::with_draw_target(Some(max), ProgressDrawTarget::hidden())
@@ -177,6 +180,10 @@ pub fn run(args: RunArgs) -> CmdResult {
         None if args.plot.is_some() => StepLog::memory(),
         None => StepLog::null(),
     };
+    if let Some(r) = &recording {
+        r.attach(&mut spec);
+        log = log.with_tap(r.step_tap());
+    }
     let rt = runtime()?;
     let store = args.experiment.store()?;
     if store.is_some() {
@@ -203,6 +210,8 @@ pub fn run(args: RunArgs) -> CmdResult {
         }
         None => Vec::new(),
     };
+    // after the grounding generation, whose model call is recorded too
+    let recorded = recording.as_ref().map(super::finish_recording).transpose()?;
     if let Some(path) = &args.plot {
         let records = match &args.log {
             Some(p) => read_log(p).map_err(internal)?.0,
@@ -231,6 +240,9 @@ pub fn run(args: RunArgs) -> CmdResult {
         }
         if let Some(p) = &args.log {
             text.push_str(&format!("\n  step log: {}", p.display()));
+        }
+        if let Some(r) = &recorded {
+            text.push_str(&format!("\n  recording: {}", r.line()));
         }
         for p in &grounding_files {
             text.push_str(&format!("\n  grounding: {}", p.display()));

@@ -29,6 +29,11 @@ use nav_core::grid::OccupancyGrid;
 use nav_hal::HalError;
 use nav_hal::arena::{Arena, Goal};
 use nav_hal::sim::{SimConfig, SimHal, SimWorld};
+use nav_hal::tap::{SharedTap, Tapped};
+
+/// The robot of a simulator episode: the simulator, its readings tapped
+/// when [`EpisodeSpec::sensor_tap`] is set.
+type EpisodeHal = Tapped<SimHal>;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
@@ -119,6 +124,9 @@ pub struct EpisodeSpec {
     /// The ObjectNav perception stage (`None`: the model's with `--planner
     /// vlm`, else the simulator's label buffer).
     pub perception: Option<PerceptionChoice>,
+    /// Sees every sensor reading the loop takes (`nav run --record`); output
+    /// only, the loop runs the same with or without it.
+    pub sensor_tap: Option<SharedTap>,
 }
 
 /// Which perception stage finds the target in the current view.
@@ -177,6 +185,7 @@ impl EpisodeSpec {
             candidates: CandidatesLoopConfig::default(),
             vlm_noise: VlmNoise::default(),
             perception: None,
+            sensor_tap: None,
         }
     }
 }
@@ -464,11 +473,11 @@ pub async fn run_episode(
     let arena = seeded_arena(&spec.arena, spec.seed, sim_cfg.robot_radius_m)?;
     let world = SimWorld::new(arena.clone(), sim_cfg)?;
     let clock = world.clock();
-    let mut hal = SimHal::new(world);
+    let mut hal = Tapped::new(SimHal::new(world), spec.sensor_tap.clone());
     let max_steps = spec.max_steps.unwrap_or(arena.criteria.max_steps);
     let planner_name = planner_name(spec)?;
-    let gt = |h: &SimHal| h.world().ground_truth_pose();
-    let observer: Observer<'_, SimHal> = Observer::new()
+    let gt = |h: &EpisodeHal| h.world().ground_truth_pose();
+    let observer: Observer<'_, EpisodeHal> = Observer::new()
         .with_ground_truth(&gt)
         .with_progress(progress)
         .with_info("arena", serde_json::json!(arena.name))
@@ -539,8 +548,8 @@ async fn objectnav_episode(
     spec: &EpisodeSpec,
     arena: &Arena,
     max_steps: u32,
-    hal: &mut SimHal,
-    ctx: &mut RunContext<'_, SimHal>,
+    hal: &mut EpisodeHal,
+    ctx: &mut RunContext<'_, EpisodeHal>,
 ) -> Result<LoopResult, EpisodeError> {
     let Some(Goal::Object { label: target }) = &arena.goal else {
         return Err(EpisodeError::Spec(format!(
@@ -642,8 +651,8 @@ async fn candidates_episode(
     spec: &EpisodeSpec,
     arena: &Arena,
     max_steps: u32,
-    hal: &mut SimHal,
-    ctx: &mut RunContext<'_, SimHal>,
+    hal: &mut EpisodeHal,
+    ctx: &mut RunContext<'_, EpisodeHal>,
 ) -> Result<LoopResult, EpisodeError> {
     let planner: Box<dyn CandidatePlanner> = match spec.planner {
         PlannerChoice::Offline | PlannerChoice::Frontier => Box::new(OfflineCandidatePlanner::new()),
@@ -682,8 +691,8 @@ async fn candidates_episode(
 async fn explore_episode(
     spec: &EpisodeSpec,
     max_steps: u32,
-    hal: &mut SimHal,
-    ctx: &mut RunContext<'_, SimHal>,
+    hal: &mut EpisodeHal,
+    ctx: &mut RunContext<'_, EpisodeHal>,
 ) -> Result<LoopResult, EpisodeError> {
     let planner: Box<dyn ExplorePlanner> = match spec.planner {
         PlannerChoice::Offline | PlannerChoice::Frontier => Box::new(OfflineExplorePlanner::new()),

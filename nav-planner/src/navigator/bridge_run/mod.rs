@@ -58,6 +58,7 @@ use nav_core::local_map::LocalMapConfig;
 use nav_hal::HalError;
 use nav_hal::bridge::{BridgeHal, EpisodeInfo, EpisodeSpec};
 use nav_hal::clock::MonotonicClock;
+use nav_hal::tap::{SharedTap, Tapped};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 use std::sync::Arc;
@@ -207,6 +208,7 @@ pub struct BridgeRunner<'a> {
     grounding: Option<String>,
     policy: Option<(String, PolicyFactory<'a>)>,
     call_timeout_s: Option<f64>,
+    sensor_tap: Option<SharedTap>,
 }
 
 impl std::fmt::Debug for BridgeRunner<'_> {
@@ -231,7 +233,15 @@ impl<'a> BridgeRunner<'a> {
             grounding: None,
             policy: None,
             call_timeout_s: None,
+            sensor_tap: None,
         })
+    }
+
+    /// Hands every sensor reading the loop takes to `tap` (a recording);
+    /// output only, the episodes run the same.
+    pub fn with_sensor_tap(mut self, tap: Option<SharedTap>) -> Self {
+        self.sensor_tap = tap;
+        self
     }
 
     /// ObjectNav loop settings (panorama views, memory parameters, ...);
@@ -457,7 +467,7 @@ impl<'a> BridgeRunner<'a> {
         let mut objectnav = ObjectNavLoop::new(loop_config, info.target_object.clone(), parts)?;
         let clock = MonotonicClock::new();
         let mut on_step = |step: u64| progress(BridgeProgress::Step { run_index, step });
-        let observer: Observer<'_, MeteredBridge<'_>> = Observer::new()
+        let observer: Observer<'_, Tapped<MeteredBridge<'_>>> = Observer::new()
             .with_progress(&mut on_step)
             .with_info("backend", json!(backend.name))
             .with_info("simulator", json!(format!("{} {}", backend.simulator, backend.simulator_version)))
@@ -466,10 +476,10 @@ impl<'a> BridgeRunner<'a> {
             .with_info("planner", json!(self.planner_name()))
             .with_info("policy", json!(self.policy_name()))
             .with_info("robot_radius_m", json!(radius));
-        let mut robot = MeteredBridge::new(hal);
+        let mut robot = Tapped::new(MeteredBridge::new(hal), self.sensor_tap.clone());
         let mut ctx = RunContext::new(&clock, log).with_observer(observer);
         let outcome = objectnav.run(&mut robot, &mut ctx).await;
-        let meter = robot.finish();
+        let meter = robot.into_inner().finish();
         let (stats, end) = match outcome {
             Ok(out) => (out.stats, if out.end == ObjectNavEnd::Stopped { "stopped" } else { "step_limit" }),
             // the simulator ended the episode on its own step limit before the loop's budget ran out

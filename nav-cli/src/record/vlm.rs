@@ -1,0 +1,38 @@
+//! [`RecordingVlm`]: a model wrapper that writes every request and reply
+//! into a recording.
+
+use super::{PlannerCall, Recording};
+use async_trait::async_trait;
+use nav_planner::vlm::{BackendInfo, VisionLanguageModel, VlmError, VlmRequest, VlmResponse};
+use std::sync::Arc;
+
+/// Forwards every call to the model it wraps and records the request (the
+/// text the model got, its images once each on their own channel) and the
+/// reply or error. The reply reaches the caller unchanged.
+pub struct RecordingVlm {
+    inner: Arc<dyn VisionLanguageModel>,
+    recording: Recording,
+}
+
+impl RecordingVlm {
+    /// Wraps `inner`; calls go into `recording`.
+    pub fn new(inner: Arc<dyn VisionLanguageModel>, recording: Recording) -> Self {
+        Self { inner, recording }
+    }
+}
+
+#[async_trait]
+impl VisionLanguageModel for RecordingVlm {
+    async fn complete(&self, req: VlmRequest) -> Result<VlmResponse, VlmError> {
+        let kept = req.clone();
+        let result = self.inner.complete(req).await;
+        // error texts are the backends' own, already redacted
+        let reply = result.as_ref().map_err(ToString::to_string);
+        self.recording.planner_call(PlannerCall { request: &kept, reply, backend: self.inner.describe() });
+        result
+    }
+
+    fn describe(&self) -> BackendInfo {
+        self.inner.describe()
+    }
+}
