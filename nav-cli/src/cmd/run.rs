@@ -7,7 +7,7 @@ use clap::{Args, ValueEnum};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use nav_memory::grounding::{EpisodeGrounding, GroundingStore};
 use nav_planner::navigator::candidates_loop::WorldModelMode;
-use nav_planner::navigator::episode::{EpisodeSpec, PlannerChoice, run_episode};
+use nav_planner::navigator::episode::{COST_LIMIT_END, EpisodeSpec, PlannerChoice, run_episode};
 use nav_planner::navigator::{StepLog, read_log};
 use nav_planner::protocol::ProtocolKind;
 use std::io::IsTerminal;
@@ -127,8 +127,11 @@ pub fn build_spec(args: &RunArgs, config: &NavConfig) -> Result<EpisodeSpec, Exi
     spec.call_timeout_s = args.backend.timeout;
     if args.planner == PlannerChoice::Vlm {
         spec.vlm = Some(args.backend.build(config)?);
+        spec.budget = args.backend.budget(config)?;
     } else if args.backend.vlm.is_some() {
         return Err(usage("--vlm needs --planner vlm"));
+    } else if args.backend.max_cost_usd.is_some() {
+        return Err(usage("--max-cost-usd needs --planner vlm"));
     }
     if let Some(p) = &args.plot {
         crate::plot::check_extension(p)?;
@@ -217,6 +220,10 @@ pub fn run(args: RunArgs) -> CmdResult {
             text.push_str(&format!("\n  grounding: {}", p.display()));
         }
         print(&text)?;
+    }
+    if let Some(b) = spec.budget.as_ref().filter(|_| summary.end == COST_LIMIT_END) {
+        eprintln!("{}", super::cost_limit_message(b));
+        return Ok(super::EXIT_COST_LIMIT);
     }
     Ok(if summary.passed { 0 } else { 1 })
 }

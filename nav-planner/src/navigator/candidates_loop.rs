@@ -145,6 +145,9 @@ pub enum CandidatesEnd {
     Stopped,
     /// The cycle budget ran out.
     CycleLimit,
+    /// The caller asked the run to end ([`super::Observer::with_halt`]:
+    /// a spending limit was reached).
+    Halted,
 }
 
 impl CandidatesEnd {
@@ -154,6 +157,7 @@ impl CandidatesEnd {
             CandidatesEnd::GoalReached => "goal_reached",
             CandidatesEnd::Stopped => "stopped",
             CandidatesEnd::CycleLimit => "cycle_limit",
+            CandidatesEnd::Halted => "halted",
         }
     }
 }
@@ -409,6 +413,10 @@ impl CandidatesLoop {
         let end = loop {
             if cycle >= self.config.max_cycles {
                 break CandidatesEnd::CycleLimit;
+            }
+            if ctx.observer.halted() {
+                robot.stop().await.ok();
+                break CandidatesEnd::Halted;
             }
             cycle += 1;
             if let Some(end) = self.cycle(robot, ctx, &mut st, cycle).await? {

@@ -67,6 +67,9 @@ pub enum ObjectNavEnd {
     Stopped,
     /// The step budget ran out.
     StepLimit,
+    /// The caller asked the run to end ([`super::Observer::with_halt`]:
+    /// a spending limit was reached).
+    Halted,
 }
 
 impl ObjectNavEnd {
@@ -75,6 +78,7 @@ impl ObjectNavEnd {
         match self {
             ObjectNavEnd::Stopped => "stopped",
             ObjectNavEnd::StepLimit => "step_limit",
+            ObjectNavEnd::Halted => "halted",
         }
     }
 }
@@ -187,6 +191,10 @@ impl ObjectNavLoop {
         let end = loop {
             if st.step >= u64::from(self.config.max_steps) {
                 break ObjectNavEnd::StepLimit;
+            }
+            if ctx.observer.halted() {
+                robot.stop().await.ok();
+                break ObjectNavEnd::Halted;
             }
             let cycle_start = Instant::now();
             st.vlm_time_ms = 0.0;
