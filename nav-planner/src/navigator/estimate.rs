@@ -187,7 +187,8 @@ pub fn typical_reply(protocol: ProtocolKind) -> String {
 }
 
 /// A typical scene-analyzer reply.
-const TYPICAL_SCENE_REPLY: &str = r#"{"place": "living room"}"#;
+const TYPICAL_SCENE_REPLY: &str =
+    r#"{"place_type": "living room", "objects": ["sofa", "tv"], "description": "A living room with a sofa and a TV."}"#;
 
 /// The expected cost of one episode.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -214,6 +215,25 @@ pub struct EpisodeEstimate {
     pub output_tokens: u64,
     /// Expected cost, US dollars; `None` when the model has no price.
     pub cost_usd: Option<f64>,
+    /// The most calls the episode can make: its whole step budget used, one
+    /// decision per step (objectnav) or cycle, each retried once (objectnav)
+    /// or with a perception sub-call (explore), plus the scene calls.
+    pub max_calls: u64,
+    /// `max_calls` priced at the start request's size and a typical reply.
+    pub max_cost_usd: Option<f64>,
+}
+
+/// The most calls an episode of `spec` with a step budget of `budget` can
+/// make (see [`EpisodeEstimate::max_calls`]).
+fn max_calls(spec: &EpisodeSpec, budget: u64) -> u64 {
+    match spec.protocol {
+        ProtocolKind::Objectnav => {
+            let period = u64::from(spec.objectnav.memory_config.place_update_period.max(1));
+            2 * budget + if spec.text_only { 0 } else { budget.div_ceil(period) }
+        }
+        ProtocolKind::Candidates => budget,
+        ProtocolKind::Explore => 2 * budget,
+    }
 }
 
 /// Estimates one episode for the model `backend` names: the offline
@@ -246,6 +266,11 @@ pub async fn estimate_episode(
         output_tokens += scene_calls * counter.count(TYPICAL_SCENE_REPLY);
     }
     let usage = Usage { prompt_tokens: input_tokens, completion_tokens: output_tokens, ..Usage::default() };
+    let budget = u64::from(spec.max_steps.unwrap_or(spec.arena.criteria.max_steps));
+    let most = max_calls(spec, budget);
+    let most_usage =
+        Usage { prompt_tokens: most * per_decision_in, completion_tokens: most * per_decision_out, ..Usage::default() };
+    let prices = backend.price_table();
     Ok(EpisodeEstimate {
         arena: rehearsal.arena,
         protocol: spec.protocol.as_str().to_string(),
@@ -257,7 +282,9 @@ pub async fn estimate_episode(
         input_tokens_per_decision: per_decision_in,
         input_tokens,
         output_tokens,
-        cost_usd: backend.price_table().cost(backend.model_id(), &usage),
+        cost_usd: prices.cost(backend.model_id(), &usage),
+        max_calls: most,
+        max_cost_usd: prices.cost(backend.model_id(), &most_usage),
     })
 }
 
@@ -286,6 +313,10 @@ pub struct SuiteEstimate {
     pub output_tokens: u64,
     /// Expected cost, US dollars; `None` when the model has no price.
     pub cost_usd: Option<f64>,
+    /// The most calls the suite can make.
+    pub max_calls: u64,
+    /// The cost of `max_calls`, US dollars.
+    pub max_cost_usd: Option<f64>,
 }
 
 impl SuiteEstimate {
@@ -295,8 +326,10 @@ impl SuiteEstimate {
         let input_tokens = episodes.iter().map(|e| e.input_tokens).sum();
         let output_tokens = episodes.iter().map(|e| e.output_tokens).sum();
         let cost_usd = episodes.iter().map(|e| e.cost_usd).sum::<Option<f64>>();
+        let max_calls = episodes.iter().map(|e| e.max_calls).sum();
+        let max_cost_usd = episodes.iter().map(|e| e.max_cost_usd).sum::<Option<f64>>();
         let model = format!("{}/{}", backend.provider.as_str(), backend.model_id());
-        Self { model, episodes, calls, input_tokens, output_tokens, cost_usd }
+        Self { model, episodes, calls, input_tokens, output_tokens, cost_usd, max_calls, max_cost_usd }
     }
 
     /// A Markdown table per protocol and the total.
@@ -305,8 +338,11 @@ impl SuiteEstimate {
         let dollars = |c: Option<f64>| c.map_or_else(|| "no price".to_string(), |c| format!("${c:.4}"));
         let mut s = String::new();
         let _ = writeln!(s, "Estimate for {} (no model called)\n", self.model);
-        let _ = writeln!(s, "| protocol | episodes | calls | input tokens | output tokens | cost |");
-        let _ = writeln!(s, "| --- | ---: | ---: | ---: | ---: | ---: |");
+        let _ = writeln!(
+            s,
+            "| protocol | episodes | calls | input tokens | output tokens | cost | at most: calls | at most: cost |"
+        );
+        let _ = writeln!(s, "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |");
         for protocol in ["objectnav", "candidates", "explore"] {
             let eps: Vec<_> = self.episodes.iter().filter(|e| e.protocol == protocol).collect();
             if eps.is_empty() {
@@ -314,27 +350,34 @@ impl SuiteEstimate {
             }
             let _ = writeln!(
                 s,
-                "| {protocol} | {} | {} | {} | {} | {} |",
+                "| {protocol} | {} | {} | {} | {} | {} | {} | {} |",
                 eps.len(),
                 eps.iter().map(|e| e.calls).sum::<u64>(),
                 eps.iter().map(|e| e.input_tokens).sum::<u64>(),
                 eps.iter().map(|e| e.output_tokens).sum::<u64>(),
-                dollars(eps.iter().map(|e| e.cost_usd).sum::<Option<f64>>())
+                dollars(eps.iter().map(|e| e.cost_usd).sum::<Option<f64>>()),
+                eps.iter().map(|e| e.max_calls).sum::<u64>(),
+                dollars(eps.iter().map(|e| e.max_cost_usd).sum::<Option<f64>>())
             );
         }
         let _ = writeln!(
             s,
-            "| **total** | {} | {} | {} | {} | {} |",
+            "| **total** | {} | {} | {} | {} | {} | {} | {} |",
             self.episodes.len(),
             self.calls,
             self.input_tokens,
             self.output_tokens,
-            dollars(self.cost_usd)
+            dollars(self.cost_usd),
+            self.max_calls,
+            dollars(self.max_cost_usd)
         );
         s.push_str(
-            "\nCalls: the offline planner's decisions on the same schedule (plus objectnav's scene calls); \
-             tokens: each episode's real start request (o200k_base + the provider's image formula) and a \
-             typical reply. Retries, perception sub-calls and growing history are not included.\n",
+            "\nExpected calls: the offline planner's decisions on the same schedule (plus objectnav's scene calls), \
+             as many as a model that finds its way as well as the stand-in needs; tokens: each episode's real \
+             start request (o200k_base + the provider's image formula) and a typical reply (later requests carry \
+             a little more history). At most: every episode uses its whole step budget (objectnav: a decision per \
+             step, each retried once; explore: a perception sub-call per decision); a model that never finds \
+             the target costs somewhere in between. Use --max-cost-usd to cap the real run.\n",
         );
         s
     }
