@@ -128,7 +128,7 @@ impl LlamaServer {
     }
 }
 
-async fn episode(server: &LlamaServer, protocol: ProtocolKind, steps: u32) -> RunSummary {
+async fn episode(server: &LlamaServer, protocol: ProtocolKind, steps: u32) -> (RunSummary, Arc<OpenAiBackend>) {
     let arena = match protocol {
         ProtocolKind::Objectnav => "house_a",
         ProtocolKind::Candidates => "simple",
@@ -140,8 +140,13 @@ async fn episode(server: &LlamaServer, protocol: ProtocolKind, steps: u32) -> Ru
     spec.text_only = true; // SmolLM2 reads text only
     spec.max_steps = Some(steps);
     spec.call_timeout_s = Some(120.0);
-    spec.vlm = Some(server.backend());
-    run_episode(&spec, &mut StepLog::null(), &mut |_| {}).await.unwrap()
+    // a CPU model answers in tens of seconds: the explore loop's watchdog waits for it instead of
+    // driving home after 30 s without an answer
+    let watchdog = &mut spec.explore.safety.watchdog;
+    (watchdog.continue_s, watchdog.stop_wait_s, watchdog.local_nav_s) = (3.0, 300.0, 600.0);
+    let backend = server.backend();
+    spec.vlm = Some(backend.clone());
+    (run_episode(&spec, &mut StepLog::null(), &mut |_| {}).await.unwrap(), backend)
 }
 
 fn assert_counted(s: &RunSummary) {
@@ -161,18 +166,23 @@ async fn every_protocol_runs_against_a_local_llama_cpp_server() {
     let dir = tempfile::tempdir().unwrap();
     let server = LlamaServer::start(&python, dir.path());
 
-    let objectnav = episode(&server, ProtocolKind::Objectnav, 4).await;
+    let (objectnav, backend) = episode(&server, ProtocolKind::Objectnav, 4).await;
+    eprintln!("objectnav: structured output {}", backend.json_mode().as_str());
     eprintln!("objectnav: {}", objectnav.report());
     assert_counted(&objectnav);
     assert_eq!(objectnav.vlm_failures, 0, "{objectnav:?}\n{}", server.log_text());
     assert_eq!(objectnav.fallbacks, 0, "grammar-constrained JSON is always accepted: {objectnav:?}");
     assert!(objectnav.planner_calls > 0);
 
-    let candidates = episode(&server, ProtocolKind::Candidates, 3).await;
+    // the others are reported: how many of this small model's decisions were accepted, and what the
+    // server took (docs/PROVIDERS.md's capability table)
+    let (candidates, _) = episode(&server, ProtocolKind::Candidates, 3).await;
     eprintln!("candidates: {}", candidates.report());
     assert_counted(&candidates);
 
-    let explore = episode(&server, ProtocolKind::Explore, 3).await;
-    eprintln!("explore: {}", explore.report());
+    let (explore, backend) = episode(&server, ProtocolKind::Explore, 3).await;
+    let tools = if backend.tools_in_prompt() { "described in the prompt" } else { "native" };
+    eprintln!("explore: {}\ntools {tools}", explore.report());
     assert_counted(&explore);
+    assert!(explore.planner_calls > 0, "{explore:?}");
 }

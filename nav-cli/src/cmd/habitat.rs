@@ -121,11 +121,15 @@ pub fn run(args: HabitatArgs) -> CmdResult {
         .with_loop_config(config.objectnav.clone())
         .with_grounding(config.grounding_text()?)
         .with_call_timeout(args.backend.timeout);
-    if run_cfg.planner == PlannerChoice::Vlm {
-        runner = runner.with_vlm(args.backend.build(&config)?);
-    } else if args.backend.vlm.is_some() {
-        return Err(usage("--vlm needs --planner vlm"));
-    }
+    let budget = if run_cfg.planner == PlannerChoice::Vlm {
+        let budget = args.backend.budget(&config)?;
+        runner = runner.with_vlm(args.backend.build(&config)?).with_budget(budget.clone());
+        budget
+    } else if args.backend.vlm.is_some() || args.backend.max_cost_usd.is_some() {
+        return Err(usage("--vlm and --max-cost-usd need --planner vlm"));
+    } else {
+        None
+    };
     let endpoint = match BridgeEndpoint::parse(&args.bridge).map_err(|e| usage(format!("--bridge: {e}")))? {
         BridgeEndpoint::Command(c) => BridgeEndpoint::Command(with_package_path(c)),
         tcp => tcp,
@@ -200,6 +204,10 @@ pub fn run(args: HabitatArgs) -> CmdResult {
             text.push_str(&format!("  step log: {}\n", p.display()));
         }
         crate::exit::print(text.trim_end_matches('\n'))?;
+    }
+    if let Some(b) = budget.as_ref().filter(|b| b.reached()) {
+        eprintln!("{}", super::cost_limit_message(b));
+        return Ok(super::EXIT_COST_LIMIT);
     }
     match &report.aborted {
         Some(why) => Err(Exit::Internal(format!("the run was aborted: {why}"))),

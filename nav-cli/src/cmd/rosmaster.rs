@@ -26,11 +26,12 @@ use nav_core::drive::DriveKind;
 use nav_hal::HalError;
 use nav_hal::hal::Sensors;
 use nav_hal::rosbridge::{RosbridgeConfig, RosbridgeHal, StopHandle};
+use nav_planner::navigator::billing::{BackendSummary, backend_line};
 use nav_planner::navigator::explore_loop::{ExploreLoop, ExploreLoopConfig, ExploreOutcome, ExploreSignals, Pacing};
 use nav_planner::navigator::{NavError, Observer, RunContext, StepLog};
 use nav_planner::offline::OfflineExplorePlanner;
 use nav_planner::protocol::explore::{ExplorePlanner, ExplorePromptConfig, VlmExplorePlanner};
-use nav_planner::vlm::VisionLanguageModel;
+use nav_planner::vlm::{CostBudget, LedgerVlm, VisionLanguageModel};
 use progress::Progress;
 use serde_json::json;
 use std::path::PathBuf;
@@ -85,7 +86,9 @@ pub struct RosmasterArgs {
 struct Setup {
     robot: RosbridgeConfig,
     explore: ExploreLoopConfig,
-    vlm: Option<Arc<dyn VisionLanguageModel>>,
+    /// The model behind its ledger (the run's bill), with `--max-cost-usd`'s budget.
+    vlm: Option<Arc<LedgerVlm>>,
+    budget: Option<Arc<CostBudget>>,
     prompt: ExplorePromptConfig,
 }
 
@@ -112,14 +115,22 @@ impl Setup {
             }
             explore.max_time_s = t;
         }
-        let vlm = match args.planner {
-            RobotPlanner::Vlm => Some(args.backend.build(config)?),
+        let (vlm, budget) = match args.planner {
+            RobotPlanner::Vlm => {
+                let budget = args.backend.budget(config)?;
+                let ledger = LedgerVlm::shared(args.backend.build(config)?);
+                let ledger = match &budget {
+                    Some(b) => ledger.with_budget(Arc::clone(b)),
+                    None => ledger,
+                };
+                (Some(Arc::new(ledger)), budget)
+            }
             RobotPlanner::Offline => {
                 let b = &args.backend;
-                if b.vlm.is_some() || b.model.is_some() || b.base_url.is_some() {
-                    return Err(usage("--vlm, --model and --base-url need --planner vlm"));
+                if b.vlm.is_some() || b.model.is_some() || b.base_url.is_some() || b.max_cost_usd.is_some() {
+                    return Err(usage("--vlm, --model, --base-url and --max-cost-usd need --planner vlm"));
                 }
-                None
+                (None, None)
             }
         };
         let prompt = ExplorePromptConfig {
@@ -127,14 +138,16 @@ impl Setup {
             timeout_s: args.backend.timeout.unwrap_or(ExplorePromptConfig::default().timeout_s),
             ..ExplorePromptConfig::default()
         };
-        Ok(Self { robot, explore, vlm, prompt })
+        Ok(Self { robot, explore, vlm, budget, prompt })
     }
 
     fn planner(&self) -> Box<dyn ExplorePlanner> {
         match &self.vlm {
-            Some(vlm) => {
-                Box::new(VlmExplorePlanner::new(Arc::clone(vlm), self.prompt.clone(), self.explore.safety.clone()))
-            }
+            Some(vlm) => Box::new(VlmExplorePlanner::new(
+                Arc::clone(vlm) as Arc<dyn VisionLanguageModel>,
+                self.prompt.clone(),
+                self.explore.safety.clone(),
+            )),
             None => Box::new(OfflineExplorePlanner::new()),
         }
     }
@@ -177,6 +190,16 @@ async fn session(args: &RosmasterArgs, setup: Setup, log: StepLog) -> CmdResult 
     let (interrupted_tx, mut interrupted) = watch::channel(false);
     let watcher = SignalWatcher::install()?;
     tokio::spawn(watcher.run(stop, Arc::clone(&signals.shutdown), interrupted_tx));
+    if let Some(b) = setup.budget.clone() {
+        // --max-cost-usd ends the session the way Ctrl-C does (the robot is stopped)
+        let shutdown = Arc::clone(&signals.shutdown);
+        tokio::spawn(async move {
+            while !b.reached() {
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+            shutdown.store(true, Ordering::SeqCst);
+        });
+    }
 
     let connected = tokio::select! {
         r = hal.wait_connected(connect_timeout) => r,
@@ -224,8 +247,19 @@ async fn session(args: &RosmasterArgs, setup: Setup, log: StepLog) -> CmdResult 
         .with_info("command", json!("rosmaster"));
     let mut ctx = RunContext::new(&clock, &mut log).with_observer(observer);
     let outcome = lp.run(&mut robot, &mut ctx).await.map_err(nav_error)?;
-    crate::exit::print(&summary(&outcome, lp.planner_name(), &robot, &progress, args))?;
-    Ok(0)
+    let mut text = summary(&outcome, lp.planner_name(), &robot, &progress, args);
+    if let Some(ledger) = &setup.vlm {
+        // calls still in flight are not waited for (the robot has stopped; a hung call may never end)
+        text.push_str(&format!("\n  {}", backend_line(&BackendSummary::from_ledger(ledger, ledger.in_flight()))));
+    }
+    crate::exit::print(&text)?;
+    match setup.budget.as_ref().filter(|b| b.reached()) {
+        Some(b) => {
+            eprintln!("{}", super::cost_limit_message(b));
+            Ok(super::EXIT_COST_LIMIT)
+        }
+        None => Ok(0),
+    }
 }
 
 /// The lines printed once the robot is ready.

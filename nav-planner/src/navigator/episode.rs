@@ -298,18 +298,7 @@ impl RunSummary {
             self.fallbacks
         );
         for b in &self.backends {
-            let _ = writeln!(
-                s,
-                "  backend {}: {} ok, {} failed, mean latency {:.0} ms, tokens {}+{}, ${:.4}{}",
-                b.backend,
-                b.successes,
-                b.failures,
-                b.mean_latency_ms,
-                b.prompt_tokens,
-                b.completion_tokens,
-                b.cost_usd,
-                if b.unsettled > 0 { format!(", {} unanswered at the end", b.unsettled) } else { String::new() }
-            );
+            let _ = writeln!(s, "  {}", crate::navigator::billing::backend_line(b));
         }
         let _ = write!(s, "  ended: {} | {:.0} ms", self.end, self.wall_ms);
         s
@@ -835,7 +824,7 @@ fn judge(j: Judged<'_>, hal: &SimHal, run: LoopResult) -> RunSummary {
         passed_count,
         total_count,
         criteria,
-        vlm_failures: 0,
+        vlm_failures: stats.vlm_failures,
         backends: Vec::new(),
     }
 }

@@ -74,8 +74,11 @@ pub struct EpisodeStats {
     pub steps: u32,
     /// Planner invocations (VLM or offline).
     pub planner_calls: u32,
-    /// Model calls (0 offline).
+    /// Model calls answered (0 offline).
     pub vlm_calls: u32,
+    /// Model calls that failed.
+    #[serde(default)]
+    pub vlm_failures: u32,
     /// Token usage over all model calls.
     pub usage: Usage,
     /// Estimated cost, US dollars.
@@ -108,6 +111,7 @@ impl EpisodeStats {
     /// Adds a model call that is not a planner decision (scene analysis).
     pub fn add_scene_call(&mut self, r: &CallRecord) {
         self.vlm_calls += r.vlm_calls;
+        self.vlm_failures += r.vlm_failures;
         self.usage += r.usage;
         self.cost_usd += r.cost_usd.unwrap_or(0.0);
     }

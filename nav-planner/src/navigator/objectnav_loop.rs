@@ -280,15 +280,7 @@ impl ObjectNavLoop {
             let prev = serde_json::to_value(prev).unwrap_or(Value::Null);
             st.pending_events.push(json!({"event": "replanned", "planner": prev}));
         }
-        st.pending_planner = Some(PlannerRecord {
-            raw: reply.record.raw.clone(),
-            parsed: serde_json::to_value(d).unwrap_or(Value::Null),
-            fallback: reply.record.fallback.clone(),
-            vlm_calls: reply.record.vlm_calls,
-            prompt_tokens: reply.record.usage.prompt_tokens,
-            completion_tokens: reply.record.usage.completion_tokens,
-            latency_ms: reply.record.latency_ms,
-        });
+        st.pending_planner = Some(PlannerRecord::of(&reply.record, serde_json::to_value(d).unwrap_or(Value::Null)));
         let goal = PolicyGoal {
             goal_flag: d.goal_flag,
             angle_rad: d.angle.to_radians(),
