@@ -541,8 +541,9 @@ pub fn run(args: EvalArgs) -> CmdResult {
         return Err(e);
     }
     let mut summaries = done;
+    let resumed = summaries.len();
     summaries.extend(results.into_iter().flatten());
-    let finished_now = summaries.len() - finished.len();
+    let finished_now = summaries.len() - resumed;
     report(EvalReport::new(summaries, started.elapsed().as_secs_f64(), jobs), args.json, args.markdown.as_deref())?;
     match budget.filter(|b| b.reached()) {
         Some(b) => {
