@@ -360,7 +360,8 @@ async fn objectnav_errors_never_carry_the_key(d: &Dialect) {
 
     assert_eq!(reply.decision, ObjectNavDecision::fallback());
     assert_eq!(server.request_count(), 2, "{}: 401 is not retried by the transport; the planner retries once", d.name);
-    assert_eq!(reply.record.vlm_calls, 2);
+    // both calls failed: none was answered, both are failures
+    assert_eq!((reply.record.vlm_calls, reply.record.vlm_failures), (0, 2));
     assert_eq!(reply.record.errors.len(), 2);
     assert!(reply.record.errors.iter().all(|e| e.contains("HTTP 401")), "{:?}", reply.record.errors);
     assert!(reply.record.fallback.as_deref().is_some_and(|f| f.contains("HTTP 401")));
