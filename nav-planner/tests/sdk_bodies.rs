@@ -9,8 +9,13 @@
 //! the test skips, unless `NAVKIT_REQUIRE_SDKS=1` (CI sets it).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use std::path::{Path, PathBuf};
+#[path = "support/vlm_venv.rs"]
+mod vlm_venv;
+
+use std::path::PathBuf;
+
 use std::process::Command;
+use vlm_venv::workspace_root;
 
 use serde_json::json;
 
@@ -20,22 +25,9 @@ use nav_planner::protocol::ProtocolKind;
 use nav_planner::protocol::explore::ACTION_TOOLS;
 use nav_planner::vlm::{BackendConfig, Provider, RawToolCall, ToolChoice, Turn, VlmRequest, wire};
 
-fn workspace_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
-}
-
 /// The SDK venv's Python, or `None` (skip) when it is absent and not required.
 fn sdk_python() -> Option<PathBuf> {
-    let python = std::env::var_os("NAVKIT_VLM_PYTHON")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| workspace_root().join(".venv-vlm/bin/python"));
-    let required = std::env::var("NAVKIT_REQUIRE_SDKS").is_ok_and(|v| v == "1");
-    if python.exists() {
-        return Some(python);
-    }
-    assert!(!required, "NAVKIT_REQUIRE_SDKS=1 but {} does not exist (run ci/setup-vlm.sh)", python.display());
-    eprintln!("skipping: no SDK venv at {} (run ci/setup-vlm.sh)", python.display());
-    None
+    vlm_venv::python(None, "the SDK venv")
 }
 
 async fn start_request(protocol: ProtocolKind, text_only: bool) -> VlmRequest {

@@ -6,10 +6,12 @@ use clap::Args;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use nav_hal::arena::Arena;
 use nav_planner::navigator::StepLog;
-use nav_planner::navigator::episode::{EpisodeSpec, PlannerChoice, RunSummary, run_episode};
+use nav_planner::navigator::episode::{COST_LIMIT_END, EpisodeSpec, PlannerChoice, RunSummary, run_episode};
+use nav_planner::navigator::estimate::{EpisodeEstimate, SuiteEstimate, TokenCounter, estimate_episode};
 use nav_planner::navigator::eval::{EpisodeKey, EvalConfig, EvalReport, default_suite, shard};
 use nav_planner::offline::VlmNoise;
 use nav_planner::protocol::ProtocolKind;
+use nav_planner::vlm::CostBudget;
 use std::collections::VecDeque;
 use std::io::IsTerminal;
 use std::path::PathBuf;
@@ -27,6 +29,12 @@ use std::time::Instant;
 ///
 /// On a cluster: `--shard K/N --jsonl shard-K.jsonl` in each array task,
 /// then `nav eval merge shard-*.jsonl` (docs/EVALUATION.md).
+///
+/// With a model: `--planner vlm --vlm PROVIDER [--model ID]` runs every
+/// configuration of the suite with the model (one job unless --jobs says
+/// otherwise); `--estimate` first prints the expected calls, tokens and
+/// dollars without calling it; `--max-cost-usd X` stops the suite cleanly
+/// when the measured cost reaches X (finished episodes are kept; exit 4).
 #[derive(Args, Debug)]
 #[command(args_conflicts_with_subcommands = true)]
 pub struct EvalArgs {
@@ -74,10 +82,21 @@ pub struct EvalArgs {
     /// Configuration file (TOML).
     #[arg(long, value_name = "FILE")]
     config: Option<PathBuf>,
-    /// Deadline of each model call in seconds and the loops' inference
-    /// timeouts (the candidates loop's 5 s default).
-    #[arg(long, value_name = "SECONDS", value_parser = super::parse_timeout)]
-    timeout: Option<f64>,
+    /// Run every configuration of the suite with this planner instead of
+    /// its own: offline, frontier or vlm (a model: needs --vlm or a [vlm]
+    /// section).
+    #[arg(long)]
+    planner: Option<PlannerChoice>,
+    /// Send no images to the model.
+    #[arg(long)]
+    text_only: bool,
+    /// Print the expected model calls, input/output tokens and dollars of
+    /// the suite's model episodes (an offline rehearsal of each episode and
+    /// its real request sizes) without calling the model.
+    #[arg(long)]
+    estimate: bool,
+    #[command(flatten)]
+    backend: super::VlmArgs,
     /// Noise of the offline VLM stand-in in every objectnav episode:
     /// missed targets, false sightings, angle error (degrees, std), e.g.
     /// miss=0.1,false=0.05,angle=15,seed=7.
@@ -214,9 +233,6 @@ fn parse_config(s: &str) -> Result<(ProtocolKind, PlannerChoice, bool), Exit> {
         "off" => false,
         _ => return Err(bad()),
     };
-    if planner == PlannerChoice::Vlm {
-        return Err(usage("nav eval runs offline planners only (no API keys in batch runs)"));
-    }
     Ok((protocol, planner, memory))
 }
 
@@ -228,10 +244,30 @@ fn specs(args: &EvalArgs, config: &NavConfig) -> Result<Vec<EpisodeSpec>, Exit> 
         ));
     }
     let mut out = suite(args, config)?;
+    if let Some(p) = args.planner {
+        // one episode per configuration left once the planners are the same
+        let mut seen = std::collections::HashSet::new();
+        out.retain_mut(|s| {
+            s.planner = p;
+            seen.insert(EpisodeKey::of_spec(s))
+        });
+    }
+    let uses_model = out.iter().any(|s| s.planner == PlannerChoice::Vlm);
+    if !uses_model && (args.estimate || args.backend.vlm.is_some() || args.backend.max_cost_usd.is_some()) {
+        return Err(usage("--estimate, --vlm and --max-cost-usd need --planner vlm (or PROTOCOL:vlm configurations)"));
+    }
+    // --estimate calls nothing, so it needs no credentials
+    let model = if uses_model && !args.estimate { Some(args.backend.build(config)?) } else { None };
+    let budget = if uses_model { args.backend.budget(config)? } else { None };
     for s in &mut out {
         s.max_steps = config.budget(s.protocol);
-        s.call_timeout_s = args.timeout;
+        s.call_timeout_s = args.backend.timeout;
         s.vlm_noise = args.vlm_noise.unwrap_or_default();
+        if s.planner == PlannerChoice::Vlm {
+            s.vlm.clone_from(&model);
+            s.budget.clone_from(&budget);
+            s.text_only = args.text_only;
+        }
     }
     Ok(out)
 }
@@ -259,54 +295,34 @@ fn suite(args: &EvalArgs, config: &NavConfig) -> Result<Vec<EpisodeSpec>, Exit> 
     Ok(out)
 }
 
-/// Runs episodes from the queue until it is empty, sending each result.
-fn worker(
-    q: &Mutex<VecDeque<(usize, EpisodeSpec)>>,
-    tx: &mpsc::Sender<(usize, Result<RunSummary, Exit>)>,
-    record: Option<&(PathBuf, u32)>,
-) {
-    let rt = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
-        Ok(rt) => rt,
-        Err(e) => {
-            let _ = tx.send((usize::MAX, Err(internal(e))));
-            return;
-        }
-    };
-    loop {
-        let next = q.lock().ok().and_then(|mut q| q.pop_front());
-        let Some((i, spec)) = next else { break };
-        let r = run_one(&rt, spec, record);
-        if tx.send((i, r)).is_err() {
-            break;
-        }
-    }
-}
-
-/// Runs one episode, recorded into `record`'s folder when given.
+/// Runs one episode, recorded into `record`'s folder when given, and
+/// labels its error with the episode.
 fn run_one(
     rt: &tokio::runtime::Runtime,
-    mut spec: EpisodeSpec,
+    spec: &EpisodeSpec,
     record: Option<&(PathBuf, u32)>,
 ) -> Result<RunSummary, Exit> {
-    let label = format!("{} {} {} seed {}", spec.arena_source, spec.protocol, spec.planner.as_str(), spec.seed);
     let recording = match record {
-        Some((dir, every)) => Some(crate::record::Recording::create(&dir.join(recording_name(&spec)), *every)?),
+        Some((dir, every)) => Some(crate::record::Recording::create(&dir.join(recording_name(spec)), *every)?),
         None => None,
     };
     let mut log = StepLog::null();
-    if let Some(r) = &recording {
-        r.attach(&mut spec);
-        log = log.with_tap(r.step_tap());
-    }
-    let summary = rt.block_on(run_episode(&spec, &mut log, &mut |_| {}));
+    let recorded_spec;
+    let run_spec = match &recording {
+        Some(r) => {
+            let mut s = spec.clone();
+            r.attach(&mut s);
+            log = log.with_tap(r.step_tap());
+            recorded_spec = s;
+            &recorded_spec
+        }
+        None => spec,
+    };
+    let summary = rt.block_on(run_episode(run_spec, &mut log, &mut |_| {}));
     if let Some(r) = &recording {
         super::finish_recording(r)?;
     }
-    summary.map_err(|e| match crate::exit::episode_error(e) {
-        Exit::Usage(m) => usage(format!("{label}: {m}")),
-        Exit::Internal(m) => internal(format!("{label}: {m}")),
-        other => other,
-    })
+    summary.map_err(|e| label_error(spec, crate::exit::episode_error(e)))
 }
 
 /// The file an episode's recording goes to: arena source, protocol,
@@ -319,6 +335,88 @@ fn recording_name(spec: &EpisodeSpec) -> String {
     let safe: String =
         name.chars().map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' { c } else { '_' }).collect();
     format!("{safe}.mcap")
+}
+
+/// Estimates one episode (nothing is called).
+fn estimate_one(rt: &tokio::runtime::Runtime, spec: &EpisodeSpec, est: &Estimator) -> Result<EpisodeEstimate, Exit> {
+    rt.block_on(estimate_episode(spec, &est.backend, &est.counter))
+        .map_err(|e| label_error(spec, crate::exit::episode_error(e)))
+}
+
+fn label_error(spec: &EpisodeSpec, e: Exit) -> Exit {
+    let label = format!("{} {} {} seed {}", spec.arena_source, spec.protocol, spec.planner.as_str(), spec.seed);
+    match e {
+        Exit::Usage(m) => usage(format!("{label}: {m}")),
+        Exit::Internal(m) => internal(format!("{label}: {m}")),
+        other => other,
+    }
+}
+
+/// The queue of a pool: episodes with their index; `stop` ends the taking
+/// of new ones (a reached --max-cost-usd).
+struct Queue {
+    episodes: Mutex<VecDeque<(usize, EpisodeSpec)>>,
+    stop: Option<Arc<CostBudget>>,
+}
+
+impl Queue {
+    fn next(&self) -> Option<(usize, EpisodeSpec)> {
+        if self.stop.as_ref().is_some_and(|b| b.reached()) {
+            return None;
+        }
+        self.episodes.lock().ok().and_then(|mut q| q.pop_front())
+    }
+
+    fn left(&self) -> usize {
+        self.episodes.lock().map_or(0, |q| q.len())
+    }
+}
+
+/// Runs `job` on the queue's episodes in `jobs` threads (one current-thread
+/// runtime each) and hands every result to `each` as it finishes.
+fn pool<T: Send + 'static>(
+    queue: &Arc<Queue>,
+    jobs: usize,
+    job: impl Fn(&tokio::runtime::Runtime, &EpisodeSpec) -> Result<T, Exit> + Send + Sync + 'static,
+    mut each: impl FnMut(usize, Result<T, Exit>) -> Result<(), Exit>,
+) -> Result<(), Exit> {
+    let job = Arc::new(job);
+    let (tx, rx) = mpsc::channel::<(usize, Result<T, Exit>)>();
+    let mut handles = Vec::new();
+    for _ in 0..jobs.max(1) {
+        let (q, tx, job) = (Arc::clone(queue), tx.clone(), Arc::clone(&job));
+        handles.push(std::thread::spawn(move || {
+            let rt = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+                Ok(rt) => rt,
+                Err(e) => {
+                    let _ = tx.send((usize::MAX, Err(internal(e))));
+                    return;
+                }
+            };
+            while let Some((i, spec)) = q.next() {
+                if tx.send((i, job(&rt, &spec))).is_err() {
+                    break;
+                }
+            }
+        }));
+    }
+    drop(tx);
+    let mut outcome = Ok(());
+    for (i, r) in rx {
+        if outcome.is_ok() {
+            outcome = each(i, r);
+        }
+    }
+    for h in handles {
+        let _ = h.join();
+    }
+    outcome
+}
+
+/// What `--estimate` needs: the backend it prices for and the tokenizer.
+struct Estimator {
+    backend: nav_planner::vlm::BackendConfig,
+    counter: TokenCounter,
 }
 
 /// The episodes that could not run as one failure: bad input (exit 2) when
@@ -380,6 +478,58 @@ impl EpisodeLines {
     }
 }
 
+/// The progress bar (hidden with --json or off a terminal).
+fn progress_bar(n: usize, hidden: bool, what: &str) -> Result<ProgressBar, Exit> {
+    if hidden || !std::io::stderr().is_terminal() {
+        return Ok(ProgressBar::with_draw_target(Some(n as u64), ProgressDrawTarget::hidden()));
+    }
+    let b = ProgressBar::new(n as u64);
+    b.set_style(
+        ProgressStyle::with_template(&format!(
+            "{{spinner}} {what} [{{bar:30}}] {{pos}}/{{len}} episodes ({{elapsed}}, eta {{eta}})"
+        ))
+        .map_err(internal)?
+        .progress_chars("=> "),
+    );
+    Ok(b)
+}
+
+/// `--estimate`: the expected cost of the suite's model episodes.
+fn estimate(args: &EvalArgs, config: &NavConfig, all: Vec<EpisodeSpec>, jobs: usize) -> CmdResult {
+    let all: Vec<EpisodeSpec> = all.into_iter().filter(|s| s.planner == PlannerChoice::Vlm).collect();
+    let backend = args.backend.backend_config(config)?;
+    let est = Arc::new(Estimator { backend: backend.clone(), counter: TokenCounter::o200k().map_err(internal)? });
+    let n = all.len();
+    let bar = progress_bar(n, args.json, "estimate")?;
+    let queue = Arc::new(Queue { episodes: Mutex::new(all.into_iter().enumerate().collect()), stop: None });
+    let mut results: Vec<Option<EpisodeEstimate>> = vec![None; n];
+    let mut errors = Vec::new();
+    pool(
+        &queue,
+        jobs.min(n.max(1)),
+        move |rt, spec| estimate_one(rt, spec, &est),
+        |i, r| {
+            bar.inc(1);
+            match r {
+                Ok(e) if i < n => results[i] = Some(e),
+                Ok(_) => {}
+                Err(e) => errors.push(e),
+            }
+            Ok(())
+        },
+    )?;
+    if let Some(e) = failed(errors) {
+        return Err(e);
+    }
+    let suite = SuiteEstimate::new(&backend, results.into_iter().flatten().collect());
+    if args.json {
+        print(&serde_json::to_string(&suite).map_err(internal)?)?;
+    } else {
+        print(&suite.markdown())?;
+    }
+    Ok(0)
+}
+
 /// Runs the command.
 pub fn run(args: EvalArgs) -> CmdResult {
     if let Some(EvalCommand::Merge(m)) = &args.command {
@@ -390,6 +540,18 @@ pub fn run(args: EvalArgs) -> CmdResult {
     if let Some(s) = args.shard {
         all = shard(all, s.index, s.count);
     }
+    let uses_model = all.iter().any(|s| s.planner == PlannerChoice::Vlm);
+    // a model suite runs one episode at a time unless told otherwise (rate limits, a readable bill)
+    let default_jobs = if uses_model { 1 } else { std::thread::available_parallelism().map_or(2, |n| n.get()) };
+    let jobs = args.jobs.unwrap_or(default_jobs).max(1);
+    if args.estimate {
+        return estimate(
+            &args,
+            &config,
+            all,
+            args.jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get())),
+        );
+    }
     // --resume: the episodes the --jsonl file already holds are done
     let done = match (&args.jsonl, args.resume) {
         (Some(p), true) => read_summaries(p, true)?,
@@ -397,40 +559,25 @@ pub fn run(args: EvalArgs) -> CmdResult {
     };
     let finished: std::collections::HashSet<EpisodeKey> = done.iter().map(EpisodeKey::of_summary).collect();
     all.retain(|s| !finished.contains(&EpisodeKey::of_spec(s)));
+    let budget = all.iter().find_map(|s| s.budget.clone());
     let n = all.len();
-    let jobs = args.jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get())).max(1);
-    let bar = if args.json || !std::io::stderr().is_terminal() {
-        ProgressBar::with_draw_target(Some(n as u64), ProgressDrawTarget::hidden())
-    } else {
-        let b = ProgressBar::new(n as u64);
-        b.set_style(
-            ProgressStyle::with_template("{spinner} eval [{bar:30}] {pos}/{len} episodes ({elapsed}, eta {eta})")
-                .map_err(internal)?
-                .progress_chars("=> "),
-        );
-        b
-    };
+    let bar = progress_bar(n, args.json, "eval")?;
     let started = Instant::now();
-    let queue: Arc<Mutex<VecDeque<(usize, EpisodeSpec)>>> = Arc::new(Mutex::new(all.into_iter().enumerate().collect()));
-    let (tx, rx) = mpsc::channel::<(usize, Result<RunSummary, Exit>)>();
-    let mut handles = Vec::new();
-    let record = args.record_dir.clone().map(|d| (d, args.record_every));
-    for _ in 0..jobs.min(n.max(1)) {
-        let q = Arc::clone(&queue);
-        let tx = tx.clone();
-        let record = record.clone();
-        handles.push(std::thread::spawn(move || worker(&q, &tx, record.as_ref())));
-    }
-    drop(tx);
+    let queue = Arc::new(Queue { episodes: Mutex::new(all.into_iter().enumerate().collect()), stop: budget.clone() });
     let mut lines = match &args.jsonl {
         Some(p) => Some(EpisodeLines::open(p, args.resume)?),
         None => None,
     };
     let mut results: Vec<Option<RunSummary>> = vec![None; n];
     let mut errors = Vec::new();
-    for (i, r) in rx {
+    let mut cut_short = 0usize;
+    let record = args.record_dir.clone().map(|d| (d, args.record_every));
+    let job = move |rt: &tokio::runtime::Runtime, spec: &EpisodeSpec| run_one(rt, spec, record.as_ref());
+    pool(&queue, jobs.min(n.max(1)), job, |i, r| {
         bar.inc(1);
         match r {
+            // an episode the spending limit ended is not a result (a --resume runs it again)
+            Ok(s) if s.end == COST_LIMIT_END => cut_short += 1,
             Ok(s) if i < n => {
                 if let Some(l) = lines.as_mut() {
                     l.write(&s)?;
@@ -440,15 +587,26 @@ pub fn run(args: EvalArgs) -> CmdResult {
             Ok(_) => {}
             Err(e) => errors.push(e),
         }
-    }
-    for h in handles {
-        let _ = h.join();
-    }
+        Ok(())
+    })?;
     bar.finish_and_clear();
     if let Some(e) = failed(errors) {
         return Err(e);
     }
     let mut summaries = done;
+    let resumed = summaries.len();
     summaries.extend(results.into_iter().flatten());
-    report(EvalReport::new(summaries, started.elapsed().as_secs_f64(), jobs), args.json, args.markdown.as_deref())
+    let finished_now = summaries.len() - resumed;
+    report(EvalReport::new(summaries, started.elapsed().as_secs_f64(), jobs), args.json, args.markdown.as_deref())?;
+    match budget.filter(|b| b.reached()) {
+        Some(b) => {
+            eprintln!(
+                "{}: {finished_now} episode(s) finished (in the table), {cut_short} cut short, {} not started",
+                super::cost_limit_message(&b),
+                queue.left()
+            );
+            Ok(super::EXIT_COST_LIMIT)
+        }
+        None => Ok(0),
+    }
 }

@@ -126,17 +126,21 @@ pub fn run(args: HabitatArgs) -> CmdResult {
         .with_call_timeout(args.backend.timeout);
     let recording = args.record.open()?;
     runner = runner.with_sensor_tap(recording.as_ref().map(|r| r.sensor_tap()));
-    if run_cfg.planner == PlannerChoice::Vlm {
+    let budget = if run_cfg.planner == PlannerChoice::Vlm {
+        let budget = args.backend.budget(&config)?;
         let model = args.backend.build(&config)?;
         let scene = args.backend.build_scene(&config)?;
         let (model, scene) = match &recording {
             Some(r) => (r.wrap_vlm(model), scene.map(|s| r.wrap_vlm(s))),
             None => (model, scene),
         };
-        runner = runner.with_vlm(model).with_scene_vlm(scene);
-    } else if args.backend.vlm.is_some() {
-        return Err(usage("--vlm needs --planner vlm"));
-    }
+        runner = runner.with_vlm(model).with_scene_vlm(scene).with_budget(budget.clone());
+        budget
+    } else if args.backend.vlm.is_some() || args.backend.max_cost_usd.is_some() {
+        return Err(usage("--vlm and --max-cost-usd need --planner vlm"));
+    } else {
+        None
+    };
     let endpoint = match BridgeEndpoint::parse(&args.bridge).map_err(|e| usage(format!("--bridge: {e}")))? {
         BridgeEndpoint::Command(c) => BridgeEndpoint::Command(with_package_path(c)),
         tcp => tcp,
@@ -218,6 +222,10 @@ pub fn run(args: HabitatArgs) -> CmdResult {
             text.push_str(&format!("  recording: {}\n", r.line()));
         }
         crate::exit::print(text.trim_end_matches('\n'))?;
+    }
+    if let Some(b) = budget.as_ref().filter(|b| b.reached()) {
+        eprintln!("{}", super::cost_limit_message(b));
+        return Ok(super::EXIT_COST_LIMIT);
     }
     match &report.aborted {
         Some(why) => Err(Exit::Internal(format!("the run was aborted: {why}"))),

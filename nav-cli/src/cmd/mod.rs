@@ -17,7 +17,7 @@ use crate::exit::{Exit, usage};
 use clap::Args;
 use nav_hal::arena::Arena;
 use nav_planner::protocol::ProtocolKind;
-use nav_planner::vlm::{VisionLanguageModel, build_backend};
+use nav_planner::vlm::{BackendConfig, CostBudget, VisionLanguageModel, build_backend};
 use std::path::Path;
 use std::sync::Arc;
 
@@ -40,6 +40,21 @@ pub struct VlmArgs {
     /// candidates loop's 5 s). Raise it for local models on a CPU.
     #[arg(long, value_name = "SECONDS", value_parser = parse_timeout)]
     pub timeout: Option<f64>,
+    /// Stop cleanly once the answered model calls cost this many US dollars
+    /// (measured usage × the price table; the model needs a price). The
+    /// summary so far is printed and nav exits with 4.
+    #[arg(long, value_name = "USD", value_parser = parse_usd)]
+    pub max_cost_usd: Option<f64>,
+}
+
+/// Exit code of a run or suite that `--max-cost-usd` stopped.
+pub const EXIT_COST_LIMIT: i32 = 4;
+
+/// `--max-cost-usd X`: a positive, finite number of US dollars.
+pub(crate) fn parse_usd(s: &str) -> Result<f64, String> {
+    let x: f64 =
+        s.trim().trim_start_matches('$').parse().map_err(|_| format!("{s:?} is not a number of US dollars"))?;
+    if x.is_finite() && x > 0.0 { Ok(x) } else { Err(format!("{s} must be a positive number of US dollars")) }
 }
 
 /// `--timeout SECONDS`: a positive, finite number of seconds up to an hour.
@@ -56,11 +71,17 @@ impl VlmArgs {
     /// Builds the backend these options (over `config`'s `[vlm]`) name;
     /// exit 2 naming the problem (unknown provider, missing key, …).
     pub fn build(&self, config: &NavConfig) -> Result<Arc<dyn VisionLanguageModel>, Exit> {
+        let backend = self.backend_config(config)?;
+        build_backend(&backend).map(Arc::from).map_err(|e| usage(e.to_string()))
+    }
+
+    /// The backend configuration these options name (over `config`'s `[vlm]`).
+    pub fn backend_config(&self, config: &NavConfig) -> Result<BackendConfig, Exit> {
         let mut backend = config.backend(self.vlm.as_deref(), self.model.as_deref(), self.base_url.as_deref())?;
         if let Some(t) = self.timeout {
             backend.timeout_s = t;
         }
-        build_backend(&backend).map(Arc::from).map_err(|e| usage(e.to_string()))
+        Ok(backend)
     }
 
     /// The scene analyzer's own backend from the config's `[scene]`
@@ -72,6 +93,30 @@ impl VlmArgs {
         }
         build_backend(&backend).map(|b| Some(Arc::from(b))).map_err(|e| usage(format!("[scene]: {e}")))
     }
+
+    /// The `--max-cost-usd` budget, or `None`. Exit 2 when the model has no
+    /// price (its cost could never reach the limit).
+    pub fn budget(&self, config: &NavConfig) -> Result<Option<Arc<CostBudget>>, Exit> {
+        let Some(limit) = self.max_cost_usd else { return Ok(None) };
+        let backend = self.backend_config(config)?;
+        let model = backend.model_id();
+        if backend.price_table().get(model).is_none() {
+            return Err(usage(format!(
+                "--max-cost-usd: no price for model {model:?}; add [vlm.prices.\"{model}\"] input_per_mtok and \
+                 output_per_mtok to --config"
+            )));
+        }
+        CostBudget::new(limit).map(|b| Some(Arc::new(b))).map_err(usage)
+    }
+}
+
+/// The message for a run or suite that `--max-cost-usd` stopped.
+pub fn cost_limit_message(budget: &CostBudget) -> String {
+    format!(
+        "nav: stopped: --max-cost-usd {} reached (${:.4} spent by answered model calls)",
+        budget.limit_usd(),
+        budget.spent_usd()
+    )
 }
 
 /// The built-in arena a protocol runs on when none is given.

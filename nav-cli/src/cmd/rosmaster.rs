@@ -29,11 +29,12 @@ use nav_hal::HalError;
 use nav_hal::hal::Sensors;
 use nav_hal::rosbridge::{RosbridgeConfig, RosbridgeHal, StopHandle};
 use nav_hal::tap::Tapped;
+use nav_planner::navigator::billing::{BackendSummary, backend_line};
 use nav_planner::navigator::explore_loop::{ExploreLoop, ExploreLoopConfig, ExploreOutcome, ExploreSignals, Pacing};
 use nav_planner::navigator::{NavError, Observer, RunContext, StepLog};
 use nav_planner::offline::OfflineExplorePlanner;
 use nav_planner::protocol::explore::{ExplorePlanner, ExplorePromptConfig, VlmExplorePlanner};
-use nav_planner::vlm::VisionLanguageModel;
+use nav_planner::vlm::{CostBudget, LedgerVlm, VisionLanguageModel};
 use progress::Progress;
 use serde_json::json;
 use std::path::PathBuf;
@@ -111,12 +112,15 @@ pub struct RosmasterArgs {
 struct Setup {
     robot: RosbridgeConfig,
     explore: ExploreLoopConfig,
-    vlm: Option<Arc<dyn VisionLanguageModel>>,
+    /// The model behind its ledger (the run's bill), with `--max-cost-usd`'s budget.
+    vlm: Option<Arc<LedgerVlm>>,
+    budget: Option<Arc<CostBudget>>,
     prompt: ExplorePromptConfig,
 }
 
 impl Setup {
-    fn new(args: &RosmasterArgs, config: &NavConfig) -> Result<Self, Exit> {
+    /// `recording` (`--record`) sees every model call, under the ledger.
+    fn new(args: &RosmasterArgs, config: &NavConfig, recording: Option<&Recording>) -> Result<Self, Exit> {
         let mut robot = config.rosbridge.clone();
         if let Some(url) = &args.url {
             robot.url = url.clone();
@@ -138,14 +142,26 @@ impl Setup {
             }
             explore.max_time_s = t;
         }
-        let vlm = match args.planner {
-            RobotPlanner::Vlm => Some(args.backend.build(config)?),
+        let (vlm, budget) = match args.planner {
+            RobotPlanner::Vlm => {
+                let budget = args.backend.budget(config)?;
+                let model = args.backend.build(config)?;
+                let ledger = LedgerVlm::shared(match recording {
+                    Some(r) => r.wrap_vlm(model),
+                    None => model,
+                });
+                let ledger = match &budget {
+                    Some(b) => ledger.with_budget(Arc::clone(b)),
+                    None => ledger,
+                };
+                (Some(Arc::new(ledger)), budget)
+            }
             RobotPlanner::Offline => {
                 let b = &args.backend;
-                if b.vlm.is_some() || b.model.is_some() || b.base_url.is_some() {
-                    return Err(usage("--vlm, --model and --base-url need --planner vlm"));
+                if b.vlm.is_some() || b.model.is_some() || b.base_url.is_some() || b.max_cost_usd.is_some() {
+                    return Err(usage("--vlm, --model, --base-url and --max-cost-usd need --planner vlm"));
                 }
-                None
+                (None, None)
             }
         };
         let prompt = ExplorePromptConfig {
@@ -153,14 +169,16 @@ impl Setup {
             timeout_s: args.backend.timeout.unwrap_or(ExplorePromptConfig::default().timeout_s),
             ..ExplorePromptConfig::default()
         };
-        Ok(Self { robot, explore, vlm, prompt })
+        Ok(Self { robot, explore, vlm, budget, prompt })
     }
 
     fn planner(&self) -> Box<dyn ExplorePlanner> {
         match &self.vlm {
-            Some(vlm) => {
-                Box::new(VlmExplorePlanner::new(Arc::clone(vlm), self.prompt.clone(), self.explore.safety.clone()))
-            }
+            Some(vlm) => Box::new(VlmExplorePlanner::new(
+                Arc::clone(vlm) as Arc<dyn VisionLanguageModel>,
+                self.prompt.clone(),
+                self.explore.safety.clone(),
+            )),
             None => Box::new(OfflineExplorePlanner::new()),
         }
     }
@@ -177,12 +195,9 @@ fn config_error(e: HalError) -> Exit {
 /// Runs the command.
 pub fn run(args: RosmasterArgs) -> CmdResult {
     let config = NavConfig::load_opt(args.config.as_deref())?;
-    let mut setup = Setup::new(&args, &config)?;
-    let task = objectnav_task(&args, &setup)?;
     let recording = args.record.open()?;
-    if let Some(r) = &recording {
-        setup.vlm = setup.vlm.take().map(|v| r.wrap_vlm(v));
-    }
+    let setup = Setup::new(&args, &config, recording.as_ref())?;
+    let task = objectnav_task(&args, &setup)?;
     let log = match &args.log {
         Some(p) => StepLog::create(p).map_err(|e| usage(e.to_string()))?,
         None => StepLog::null(),
@@ -235,6 +250,16 @@ async fn session(
     let (interrupted_tx, mut interrupted) = watch::channel(false);
     let watcher = SignalWatcher::install()?;
     tokio::spawn(watcher.run(stop, Arc::clone(&signals.shutdown), interrupted_tx));
+    if let Some(b) = setup.budget.clone() {
+        // --max-cost-usd ends the session the way Ctrl-C does (the robot is stopped)
+        let shutdown = Arc::clone(&signals.shutdown);
+        tokio::spawn(async move {
+            while !b.reached() {
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+            shutdown.store(true, Ordering::SeqCst);
+        });
+    }
 
     let connected = tokio::select! {
         r = hal.wait_connected(connect_timeout) => r,
@@ -308,11 +333,21 @@ async fn session(
     let recorded = recording.map(super::finish_recording).transpose();
     let outcome = outcome.map_err(nav_error)?;
     let mut text = summary(&outcome, lp.planner_name(), &robot, &progress, args);
+    if let Some(ledger) = &setup.vlm {
+        // calls still in flight are not waited for (the robot has stopped; a hung call may never end)
+        text.push_str(&format!("\n  {}", backend_line(&BackendSummary::from_ledger(ledger, ledger.in_flight()))));
+    }
     if let Some(r) = recorded? {
         text.push_str(&format!("\n  recording: {}", r.line()));
     }
     crate::exit::print(&text)?;
-    Ok(0)
+    match setup.budget.as_ref().filter(|b| b.reached()) {
+        Some(b) => {
+            eprintln!("{}", super::cost_limit_message(b));
+            Ok(super::EXIT_COST_LIMIT)
+        }
+        None => Ok(0),
+    }
 }
 
 /// The lines printed once the robot is ready.

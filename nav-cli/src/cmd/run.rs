@@ -7,7 +7,7 @@ use clap::{Args, ValueEnum};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use nav_memory::grounding::{EpisodeGrounding, GroundingStore};
 use nav_planner::navigator::candidates_loop::WorldModelMode;
-use nav_planner::navigator::episode::{EpisodeSpec, PerceptionChoice, PlannerChoice, run_episode};
+use nav_planner::navigator::episode::{COST_LIMIT_END, EpisodeSpec, PerceptionChoice, PlannerChoice, run_episode};
 use nav_planner::navigator::{StepLog, read_log};
 use nav_planner::offline::VlmNoise;
 use nav_planner::protocol::ProtocolKind;
@@ -148,8 +148,11 @@ pub fn build_spec(args: &RunArgs, config: &NavConfig) -> Result<EpisodeSpec, Exi
     if args.planner == PlannerChoice::Vlm {
         spec.vlm = Some(args.backend.build(config)?);
         spec.scene_vlm = args.backend.build_scene(config)?;
+        spec.budget = args.backend.budget(config)?;
     } else if args.backend.vlm.is_some() {
         return Err(usage("--vlm needs --planner vlm"));
+    } else if args.backend.max_cost_usd.is_some() {
+        return Err(usage("--max-cost-usd needs --planner vlm"));
     }
     if let Some(p) = &args.plot {
         crate::plot::check_extension(p)?;
@@ -248,6 +251,10 @@ pub fn run(args: RunArgs) -> CmdResult {
             text.push_str(&format!("\n  grounding: {}", p.display()));
         }
         print(&text)?;
+    }
+    if let Some(b) = spec.budget.as_ref().filter(|_| summary.end == COST_LIMIT_END) {
+        eprintln!("{}", super::cost_limit_message(b));
+        return Ok(super::EXIT_COST_LIMIT);
     }
     Ok(if summary.passed { 0 } else { 1 })
 }

@@ -173,6 +173,7 @@ impl Recording {
     pub fn attach(&self, spec: &mut nav_planner::navigator::episode::EpisodeSpec) {
         spec.sensor_tap = Some(self.sensor_tap());
         spec.vlm = spec.vlm.take().map(|v| self.wrap_vlm(v));
+        spec.scene_vlm = spec.scene_vlm.take().map(|v| self.wrap_vlm(v));
     }
 
     /// The step-log-side hook: give it to `StepLog::with_tap`.

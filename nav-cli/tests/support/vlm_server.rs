@@ -1,7 +1,8 @@
 //! An OpenAI-compatible chat-completions server on 127.0.0.1:0 that
-//! answers the first `answered` requests with a scripted tool call and then
-//! goes silent: later requests are read and recorded but never answered
-//! (the connection stays open), like a model API that hangs.
+//! answers the first `answered` requests with a scripted tool call (or a
+//! scripted text reply) and then goes silent: later requests are read and
+//! recorded but never answered (the connection stays open), like a model API
+//! that hangs.
 
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
@@ -22,10 +23,8 @@ impl Drop for SilentVlm {
 
 impl SilentVlm {
     /// Answers the first `answered` requests with `tool(arguments)`.
+    #[allow(dead_code)]
     pub async fn start(answered: usize, tool: &str, arguments: serde_json::Value) -> Self {
-        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind loopback");
-        let addr = listener.local_addr().expect("local addr");
-        let arrivals = Arc::new(Mutex::new(Vec::new()));
         let body = serde_json::json!({
             "id": "chatcmpl-test",
             "object": "chat.completion",
@@ -35,8 +34,31 @@ impl SilentVlm {
                 "tool_calls": [{"id": "call_1", "type": "function",
                                 "function": {"name": tool, "arguments": arguments.to_string()}}]}}],
             "usage": {"prompt_tokens": 900, "completion_tokens": 30, "total_tokens": 930},
-        })
-        .to_string();
+        });
+        Self::start_with_body(answered, body).await
+    }
+
+    /// Answers the first `answered` requests with the assistant text
+    /// `content`, reporting 900 prompt and 30 completion tokens each.
+    #[allow(dead_code)]
+    pub async fn start_text(answered: usize, content: &str) -> Self {
+        let body = serde_json::json!({
+            "id": "chatcmpl-test",
+            "object": "chat.completion",
+            "model": "test-model",
+            "choices": [{"index": 0, "finish_reason": "stop",
+                         "message": {"role": "assistant", "content": content}}],
+            "usage": {"prompt_tokens": 900, "completion_tokens": 30, "total_tokens": 930},
+        });
+        Self::start_with_body(answered, body).await
+    }
+
+    /// Answers the first `answered` requests with the chat-completions `body`.
+    pub async fn start_with_body(answered: usize, body: serde_json::Value) -> Self {
+        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind loopback");
+        let addr = listener.local_addr().expect("local addr");
+        let arrivals = Arc::new(Mutex::new(Vec::new()));
+        let body = body.to_string();
         let shared = Arc::clone(&arrivals);
         let task = tokio::spawn(async move {
             while let Ok((stream, _)) = listener.accept().await {

@@ -46,6 +46,22 @@ impl BackendSummary {
     }
 }
 
+/// One backend's line in a report: `backend openai/gpt-4o-mini: 12 ok, 1
+/// failed, mean latency 850 ms, tokens 9000+400, $0.0016`.
+pub fn backend_line(b: &BackendSummary) -> String {
+    format!(
+        "backend {}: {} ok, {} failed, mean latency {:.0} ms, tokens {}+{}, ${:.4}{}",
+        b.backend,
+        b.successes,
+        b.failures,
+        b.mean_latency_ms,
+        b.prompt_tokens,
+        b.completion_tokens,
+        b.cost_usd,
+        if b.unsettled > 0 { format!(", {} unanswered at the end", b.unsettled) } else { String::new() }
+    )
+}
+
 /// How long an episode waits, after its loop ended, for model calls its
 /// loop stopped waiting for, so their replies are on the bill.
 pub const LEDGER_SETTLE: Duration = Duration::from_secs(30);

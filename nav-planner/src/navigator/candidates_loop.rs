@@ -145,6 +145,9 @@ pub enum CandidatesEnd {
     Stopped,
     /// The cycle budget ran out.
     CycleLimit,
+    /// The caller asked the run to end ([`super::Observer::with_halt`]:
+    /// a spending limit was reached).
+    Halted,
 }
 
 impl CandidatesEnd {
@@ -154,6 +157,7 @@ impl CandidatesEnd {
             CandidatesEnd::GoalReached => "goal_reached",
             CandidatesEnd::Stopped => "stopped",
             CandidatesEnd::CycleLimit => "cycle_limit",
+            CandidatesEnd::Halted => "halted",
         }
     }
 }
@@ -409,6 +413,10 @@ impl CandidatesLoop {
         let end = loop {
             if cycle >= self.config.max_cycles {
                 break CandidatesEnd::CycleLimit;
+            }
+            if ctx.observer.halted() {
+                robot.stop().await.ok();
+                break CandidatesEnd::Halted;
             }
             cycle += 1;
             if let Some(end) = self.cycle(robot, ctx, &mut st, cycle).await? {
@@ -766,15 +774,8 @@ impl CandidatesLoop {
         done: CycleDone<'_>,
     ) -> Result<(), NavError> {
         let CycleDone { reply, exec, action_text, after } = done;
-        let planner_rec = PlannerRecord {
-            raw: reply.record.raw.clone(),
-            parsed: serde_json::to_value(&reply.decision).unwrap_or(Value::Null),
-            fallback: reply.record.fallback.clone(),
-            vlm_calls: reply.record.vlm_calls,
-            prompt_tokens: reply.record.usage.prompt_tokens,
-            completion_tokens: reply.record.usage.completion_tokens,
-            latency_ms: reply.record.latency_ms,
-        };
+        let planner_rec =
+            PlannerRecord::of(&reply.record, serde_json::to_value(&reply.decision).unwrap_or(Value::Null));
         let mut info = serde_json::Map::new();
         info.insert("candidates".into(), json!(view.cands.iter().map(|c| c.to_prompt_line()).collect::<Vec<_>>()));
         info.insert("confidence".into(), json!(st.confidence));

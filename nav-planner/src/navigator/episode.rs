@@ -23,7 +23,7 @@ use crate::protocol::explore::{ExplorePlanner, ExplorePromptConfig, VlmExplorePl
 use crate::protocol::objectnav::{ObjectNavPlanner, ObjectNavPromptConfig, VlmObjectNavPlanner};
 use crate::protocol::perception::{GoalPerception, VlmGoalPerception, VlmPerceptionConfig};
 use crate::protocol::scene::{SceneAnalyzer, VlmSceneAnalyzer};
-use crate::vlm::{LedgerVlm, VisionLanguageModel};
+use crate::vlm::{CostBudget, LedgerVlm, VisionLanguageModel};
 use nav_core::geometry::Point2;
 use nav_core::grid::OccupancyGrid;
 use nav_hal::HalError;
@@ -106,6 +106,10 @@ pub struct EpisodeSpec {
     /// the protocols' request timeouts (8 s; candidates 15 s), the scene
     /// analyzer's, and the candidates loop's inference timeout (5 s).
     pub call_timeout_s: Option<f64>,
+    /// A spending limit (`--max-cost-usd`): answered calls are billed to
+    /// it; once reached, further calls are refused and the loop ends at its
+    /// next step with the end `cost_limit`. Share one across a suite.
+    pub budget: Option<Arc<CostBudget>>,
     /// Grounding knowledge (seed 004, merged and rendered) for the system
     /// prompt of every protocol.
     pub grounding: Option<String>,
@@ -177,6 +181,7 @@ impl EpisodeSpec {
             vlm: None,
             scene_vlm: None,
             call_timeout_s: None,
+            budget: None,
             grounding: None,
             verbalized_entropy: false,
             sim: SimConfig::default(),
@@ -336,18 +341,7 @@ impl RunSummary {
             self.fallbacks
         );
         for b in &self.backends {
-            let _ = writeln!(
-                s,
-                "  backend {}: {} ok, {} failed, mean latency {:.0} ms, tokens {}+{}, ${:.4}{}",
-                b.backend,
-                b.successes,
-                b.failures,
-                b.mean_latency_ms,
-                b.prompt_tokens,
-                b.completion_tokens,
-                b.cost_usd,
-                if b.unsettled > 0 { format!(", {} unanswered at the end", b.unsettled) } else { String::new() }
-            );
+            let _ = writeln!(s, "  {}", crate::navigator::billing::backend_line(b));
         }
         let _ = write!(s, "  ended: {} | {:.0} ms", self.end, self.wall_ms);
         s
@@ -453,7 +447,13 @@ pub async fn run_episode(
     // The run's bill: every model call goes through one ledger, which also
     // counts replies the loop stopped waiting for.
     let ledger = match (spec.planner, &spec.vlm) {
-        (PlannerChoice::Vlm, Some(v)) => Some(Arc::new(LedgerVlm::shared(Arc::clone(v)))),
+        (PlannerChoice::Vlm, Some(v)) => {
+            let ledger = LedgerVlm::shared(Arc::clone(v));
+            Some(Arc::new(match &spec.budget {
+                Some(b) => ledger.with_budget(Arc::clone(b)),
+                None => ledger,
+            }))
+        }
         _ => None,
     };
     let metered_spec;
@@ -491,6 +491,10 @@ pub async fn run_episode(
         Some(g) => observer.with_info("grounding", serde_json::json!(g)),
         None => observer,
     };
+    let observer = match &spec.budget {
+        Some(b) => observer.with_halt(b.flag()),
+        None => observer,
+    };
     let mut ctx = RunContext::new(clock.as_ref(), log).with_observer(observer);
     let run = match spec.protocol {
         ProtocolKind::Objectnav => objectnav_episode(spec, &arena, max_steps, &mut hal, &mut ctx).await?,
@@ -499,6 +503,9 @@ pub async fn run_episode(
     };
     let judged = Judged { spec, arena: &arena, max_steps, planner_name, wall_ms: 0.0 };
     let mut summary = judge(judged, &hal, run);
+    if spec.budget.as_ref().is_some_and(|b| b.reached()) && matches!(summary.end.as_str(), "halted" | "shutdown") {
+        summary.end = COST_LIMIT_END.to_string();
+    }
     if let Some(ledger) = &ledger {
         let unsettled = ledger.settle(LEDGER_SETTLE).await;
         if unsettled > 0 {
@@ -513,6 +520,10 @@ pub async fn run_episode(
     summary.wall_ms = wall.elapsed().as_secs_f64() * 1000.0;
     Ok(summary)
 }
+
+/// The run summary's `end` when a spending limit ([`EpisodeSpec::budget`])
+/// stopped the episode.
+pub const COST_LIMIT_END: &str = "cost_limit";
 
 /// Replaces the loop's own call counts with the ledger's: answered calls,
 /// their tokens and cost (late and superseded ones included), failures, and
@@ -709,7 +720,12 @@ async fn explore_episode(
         )),
     };
     let cfg = ExploreLoopConfig { max_decisions: max_steps, ..spec.explore.clone() };
-    let mut lp = ExploreLoop::new(cfg, planner, ExploreSignals::default())?;
+    // a spending limit ends the loop the way a shutdown does
+    let signals = match &spec.budget {
+        Some(b) => ExploreSignals { shutdown: b.flag(), ..ExploreSignals::default() },
+        None => ExploreSignals::default(),
+    };
+    let mut lp = ExploreLoop::new(cfg, planner, signals)?;
     let out = lp.run(hal, ctx).await?;
     Ok(LoopResult {
         stats: out.stats,
@@ -864,7 +880,7 @@ fn judge(j: Judged<'_>, hal: &SimHal, run: LoopResult) -> RunSummary {
         passed_count,
         total_count,
         criteria,
-        vlm_failures: 0,
+        vlm_failures: stats.vlm_failures,
         backends: Vec::new(),
     }
 }

@@ -122,12 +122,20 @@ pub struct EpisodeKey {
 }
 
 impl EpisodeKey {
-    /// The key of an episode about to run.
+    /// The key of an episode about to run (a model's planner is named
+    /// `vlm:PROVIDER/MODEL`, as its summary names it).
     pub fn of_spec(s: &EpisodeSpec) -> Self {
+        let planner = match (s.planner, &s.vlm) {
+            (PlannerChoice::Vlm, Some(v)) => {
+                let i = v.describe();
+                format!("vlm:{}/{}", i.provider, i.model)
+            }
+            (p, _) => p.as_str().to_string(),
+        };
         Self {
             arena: s.arena.name.clone(),
             protocol: s.protocol.as_str().to_string(),
-            planner: s.planner.as_str().to_string(),
+            planner,
             memory: s.memory,
             seed: s.seed,
         }

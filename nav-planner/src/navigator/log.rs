@@ -48,14 +48,38 @@ pub struct PlannerRecord {
     /// The fallback reason, if the fallback was used.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fallback: Option<String>,
-    /// Model calls made.
+    /// Model calls answered (failed ones are in `vlm_failures`).
     pub vlm_calls: u32,
+    /// Model calls that failed (errors, timeouts).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub vlm_failures: u32,
     /// Prompt tokens.
     pub prompt_tokens: u64,
     /// Completion tokens.
     pub completion_tokens: u64,
     /// Model latency, ms.
     pub latency_ms: f64,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
+}
+
+impl PlannerRecord {
+    /// The record of one decision: its calls (`record`) and the decision
+    /// as logged (`parsed`).
+    pub fn of(record: &crate::protocol::CallRecord, parsed: Value) -> Self {
+        Self {
+            raw: record.raw.clone(),
+            parsed,
+            fallback: record.fallback.clone(),
+            vlm_calls: record.vlm_calls,
+            vlm_failures: record.vlm_failures,
+            prompt_tokens: record.usage.prompt_tokens,
+            completion_tokens: record.usage.completion_tokens,
+            latency_ms: record.latency_ms,
+        }
+    }
 }
 
 /// One line of the step log.

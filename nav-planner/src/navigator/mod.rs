@@ -27,6 +27,8 @@ pub mod candidates_loop;
 pub mod candidates_vision;
 pub mod config_check;
 pub mod episode;
+#[cfg(feature = "estimate")]
+pub mod estimate;
 pub mod eval;
 pub mod explore_loop;
 pub mod log;
@@ -73,8 +75,11 @@ pub struct EpisodeStats {
     pub steps: u32,
     /// Planner invocations (VLM or offline).
     pub planner_calls: u32,
-    /// Model calls (0 offline).
+    /// Model calls answered (0 offline).
     pub vlm_calls: u32,
+    /// Model calls that failed.
+    #[serde(default)]
+    pub vlm_failures: u32,
     /// Token usage over all model calls.
     pub usage: Usage,
     /// Estimated cost, US dollars.
@@ -107,6 +112,7 @@ impl EpisodeStats {
     /// Adds a model call that is not a planner decision (scene analysis).
     pub fn add_scene_call(&mut self, r: &CallRecord) {
         self.vlm_calls += r.vlm_calls;
+        self.vlm_failures += r.vlm_failures;
         self.usage += r.usage;
         self.cost_usd += r.cost_usd.unwrap_or(0.0);
     }
@@ -163,13 +169,14 @@ impl<'a, R: ?Sized> RunContext<'a, R> {
 pub struct Observer<'a, R: ?Sized> {
     gt: Option<&'a dyn Fn(&R) -> Pose2>,
     progress: Option<&'a mut dyn FnMut(u64)>,
+    halt: Option<std::sync::Arc<std::sync::atomic::AtomicBool>>,
     /// Run identity written into step 0's `info`.
     pub info: serde_json::Map<String, serde_json::Value>,
 }
 
 impl<'a, R: ?Sized> Default for Observer<'a, R> {
     fn default() -> Self {
-        Self { gt: None, progress: None, info: serde_json::Map::new() }
+        Self { gt: None, progress: None, halt: None, info: serde_json::Map::new() }
     }
 }
 
@@ -189,6 +196,19 @@ impl<'a, R: ?Sized> Observer<'a, R> {
     pub fn with_progress(mut self, f: &'a mut dyn FnMut(u64)) -> Self {
         self.progress = Some(f);
         self
+    }
+
+    /// Ends the run cleanly at the next step once `flag` is true (the
+    /// objectnav and candidates loops end `halted`; a spending limit,
+    /// [`crate::vlm::CostBudget::flag`], sets it).
+    pub fn with_halt(mut self, flag: std::sync::Arc<std::sync::atomic::AtomicBool>) -> Self {
+        self.halt = Some(flag);
+        self
+    }
+
+    /// Whether the run was asked to end (see [`Observer::with_halt`]).
+    pub fn halted(&self) -> bool {
+        self.halt.as_ref().is_some_and(|f| f.load(std::sync::atomic::Ordering::SeqCst))
     }
 
     /// Adds a run-identity field to step 0.

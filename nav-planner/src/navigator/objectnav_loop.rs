@@ -83,6 +83,9 @@ pub enum ObjectNavEnd {
     Stopped,
     /// The step budget ran out.
     StepLimit,
+    /// The caller asked the run to end ([`super::Observer::with_halt`]:
+    /// a spending limit was reached).
+    Halted,
 }
 
 impl ObjectNavEnd {
@@ -91,6 +94,7 @@ impl ObjectNavEnd {
         match self {
             ObjectNavEnd::Stopped => "stopped",
             ObjectNavEnd::StepLimit => "step_limit",
+            ObjectNavEnd::Halted => "halted",
         }
     }
 }
@@ -218,6 +222,10 @@ impl ObjectNavLoop {
             if st.step >= u64::from(self.config.max_steps) {
                 break ObjectNavEnd::StepLimit;
             }
+            if ctx.observer.halted() {
+                robot.stop().await.ok();
+                break ObjectNavEnd::Halted;
+            }
             let cycle_start = Instant::now();
             st.vlm_time_ms = 0.0;
             if st.need_plan && st.forced.is_empty() {
@@ -302,15 +310,7 @@ impl ObjectNavLoop {
             let prev = serde_json::to_value(prev).unwrap_or(Value::Null);
             st.pending_events.push(json!({"event": "replanned", "planner": prev}));
         }
-        st.pending_planner = Some(PlannerRecord {
-            raw: reply.record.raw.clone(),
-            parsed: serde_json::to_value(d).unwrap_or(Value::Null),
-            fallback: reply.record.fallback.clone(),
-            vlm_calls: reply.record.vlm_calls,
-            prompt_tokens: reply.record.usage.prompt_tokens,
-            completion_tokens: reply.record.usage.completion_tokens,
-            latency_ms: reply.record.latency_ms,
-        });
+        st.pending_planner = Some(PlannerRecord::of(&reply.record, serde_json::to_value(d).unwrap_or(Value::Null)));
         let goal = PolicyGoal {
             goal_flag: d.goal_flag,
             angle_rad: d.angle.to_radians(),

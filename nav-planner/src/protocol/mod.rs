@@ -146,8 +146,12 @@ pub struct CallRecord {
     /// Raw replies, one per model call (empty for offline planners).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub raw: Vec<String>,
-    /// Model calls made (0 for offline planners).
+    /// Model calls answered (0 for offline planners); failed calls are in
+    /// `vlm_failures`.
     pub vlm_calls: u32,
+    /// Model calls that failed (errors, timeouts, HTTP errors).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub vlm_failures: u32,
     /// Token usage summed over the calls.
     pub usage: Usage,
     /// Estimated cost in US dollars, when prices are known.
@@ -184,9 +188,13 @@ impl CallRecord {
 
     /// Adds a failed model call.
     pub fn add_failure(&mut self, error: &str) {
-        self.vlm_calls += 1;
+        self.vlm_failures += 1;
         self.errors.push(error.to_string());
     }
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 /// The most characters of one raw reply kept in a [`CallRecord`] (and so
@@ -252,6 +260,20 @@ pub(crate) fn get_f64(obj: &Map<String, Value>, key: &str, path: &str) -> Result
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn failed_calls_are_counted_apart_from_answered_ones() {
+        let mut record = CallRecord::default();
+        record.add_failure("VLM call timed out after 8000 ms");
+        record.add_response(&crate::vlm::VlmResponse::from_text("{}"));
+        record.add_failure("HTTP 500");
+        assert_eq!((record.vlm_calls, record.vlm_failures), (1, 2));
+        let logged = crate::navigator::PlannerRecord::of(&record, serde_json::Value::Null);
+        assert_eq!((logged.vlm_calls, logged.vlm_failures), (1, 2));
+        let mut stats = crate::navigator::EpisodeStats::default();
+        stats.add_call(&record);
+        assert_eq!((stats.vlm_calls, stats.vlm_failures), (1, 2));
+    }
 
     #[test]
     fn raw_replies_are_capped_per_record() {

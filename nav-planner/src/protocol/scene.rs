@@ -11,6 +11,7 @@ use crate::protocol::prompts::SCENE_SYSTEM;
 use crate::vlm::{ImageDetail, Part, VisionLanguageModel, VlmRequest};
 use async_trait::async_trait;
 use nav_core::lidar::LaserScan;
+use nav_core::raster::RgbFrame;
 use nav_hal::hal::{CameraFrame, DepthFrame, LabelFrame};
 use nav_memory::SceneObservation;
 use serde_json::Value;
@@ -70,6 +71,21 @@ impl<M: VisionLanguageModel> VlmSceneAnalyzer<M> {
     }
 }
 
+/// The scene analyzer's request for one camera frame (`None` when the
+/// frame cannot be encoded as JPEG).
+pub fn scene_request(frame: &RgbFrame, timeout_s: f64) -> Option<VlmRequest> {
+    let jpeg = encode_jpeg(frame, 80).ok()?;
+    Some(
+        VlmRequest::new(SCENE_SYSTEM)
+            .cache_system(true)
+            .image(Part::jpeg(jpeg, ImageDetail::Low))
+            .text("What kind of place is this?")
+            .max_tokens(150)
+            .temperature(0.0)
+            .timeout(Duration::from_secs_f64(timeout_s.max(0.1))),
+    )
+}
+
 #[async_trait]
 impl<M: VisionLanguageModel> SceneAnalyzer for VlmSceneAnalyzer<M> {
     fn name(&self) -> String {
@@ -79,16 +95,9 @@ impl<M: VisionLanguageModel> SceneAnalyzer for VlmSceneAnalyzer<M> {
 
     async fn analyze(&mut self, input: &SceneInput<'_>) -> (Option<SceneObservation>, CallRecord) {
         let mut record = CallRecord::default();
-        let Some(jpeg) = input.frame.and_then(|f| encode_jpeg(&f.frame, 80).ok()) else {
+        let Some(req) = input.frame.and_then(|f| scene_request(&f.frame, self.timeout_s)) else {
             return (None, record);
         };
-        let req = VlmRequest::new(SCENE_SYSTEM)
-            .cache_system(true)
-            .image(Part::jpeg(jpeg, ImageDetail::Low))
-            .text("What kind of place is this?")
-            .max_tokens(150)
-            .temperature(0.0)
-            .timeout(Duration::from_secs_f64(self.timeout_s.max(0.1)));
         match self.vlm.complete(req).await {
             Ok(r) => {
                 record.add_response(&r);

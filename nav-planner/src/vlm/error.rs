@@ -72,6 +72,17 @@ pub enum VlmError {
         /// What went wrong (exit status, stderr excerpt; redacted).
         message: String,
     },
+    /// The run's spending limit (`--max-cost-usd`, a [`CostBudget`]) is
+    /// reached: the call was not sent.
+    ///
+    /// [`CostBudget`]: super::CostBudget
+    #[error("cost limit reached: ${spent_usd:.4} spent of ${limit_usd:.4}; no further model calls")]
+    CostLimit {
+        /// The limit, US dollars.
+        limit_usd: f64,
+        /// What was spent when the call was refused, US dollars.
+        spent_usd: f64,
+    },
     /// The provider's backend was not compiled into this build.
     #[error("VLM provider `{provider}` needs nav-planner built with the `{feature}` cargo feature")]
     FeatureDisabled {
@@ -93,7 +104,7 @@ impl VlmError {
     /// A short stable name of the variant, for statistics and logs:
     /// `timeout`, `rate_limited`, `http`, `connection`, `invalid_response`,
     /// `refused`, `missing_credentials`, `config`, `token_command`,
-    /// `feature_disabled`.
+    /// `cost_limit`, `feature_disabled`.
     pub fn kind(&self) -> &'static str {
         match self {
             VlmError::Timeout { .. } => "timeout",
@@ -105,6 +116,7 @@ impl VlmError {
             VlmError::MissingCredentials { .. } => "missing_credentials",
             VlmError::Config { .. } => "config",
             VlmError::TokenCommand { .. } => "token_command",
+            VlmError::CostLimit { .. } => "cost_limit",
             VlmError::FeatureDisabled { .. } => "feature_disabled",
         }
     }

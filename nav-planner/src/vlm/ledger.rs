@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use async_trait::async_trait;
 use tokio::sync::Notify;
 
-use super::{BackendInfo, VisionLanguageModel, VlmError, VlmRequest, VlmResponse, VlmStats};
+use super::{BackendInfo, CostBudget, VisionLanguageModel, VlmError, VlmRequest, VlmResponse, VlmStats};
 
 #[derive(Debug, Default)]
 struct Shared {
@@ -55,6 +55,7 @@ impl Shared {
 pub struct LedgerVlm {
     inner: Arc<dyn VisionLanguageModel>,
     shared: Arc<Shared>,
+    budget: Option<Arc<CostBudget>>,
 }
 
 impl std::fmt::Debug for LedgerVlm {
@@ -71,7 +72,15 @@ impl LedgerVlm {
 
     /// Wraps a shared model with an empty ledger.
     pub fn shared(inner: Arc<dyn VisionLanguageModel>) -> Self {
-        Self { inner, shared: Arc::new(Shared::default()) }
+        Self { inner, shared: Arc::new(Shared::default()), budget: None }
+    }
+
+    /// Bills every answered call to `budget` too, and refuses calls once it
+    /// is reached ([`VlmError::CostLimit`], nothing sent, not counted as a
+    /// failure: no request was made).
+    pub fn with_budget(mut self, budget: Arc<CostBudget>) -> Self {
+        self.budget = Some(budget);
+        self
     }
 
     /// Wraps another model on the **same** bill: a second backend of the
@@ -79,7 +88,7 @@ impl LedgerVlm {
     /// tokens and cost belong in the run's totals. [`settle`](Self::settle)
     /// on either waits for both.
     pub fn sibling(&self, inner: Arc<dyn VisionLanguageModel>) -> Self {
-        Self { inner, shared: Arc::clone(&self.shared) }
+        Self { inner, shared: Arc::clone(&self.shared), budget: self.budget.clone() }
     }
 
     /// The totals so far (calls still in flight are not in them yet).
@@ -112,8 +121,12 @@ impl LedgerVlm {
 #[async_trait]
 impl VisionLanguageModel for LedgerVlm {
     async fn complete(&self, req: VlmRequest) -> Result<VlmResponse, VlmError> {
+        if let Some(b) = self.budget.as_ref().filter(|b| b.reached()) {
+            return Err(VlmError::CostLimit { limit_usd: b.limit_usd(), spent_usd: b.spent_usd() });
+        }
         let inner = Arc::clone(&self.inner);
         let shared = Arc::clone(&self.shared);
+        let budget = self.budget.clone();
         shared.in_flight.fetch_add(1, Ordering::SeqCst);
         let task = tokio::spawn(async move {
             let start = Instant::now();
@@ -121,7 +134,12 @@ impl VisionLanguageModel for LedgerVlm {
             {
                 let mut stats = shared.lock();
                 match &result {
-                    Ok(reply) => stats.record_success(reply),
+                    Ok(reply) => {
+                        stats.record_success(reply);
+                        if let Some(b) = &budget {
+                            b.add(reply.cost_usd.unwrap_or(0.0));
+                        }
+                    }
                     Err(e) => stats.record_failure(e, start.elapsed().as_secs_f64() * 1e3),
                 }
             }
@@ -181,5 +199,23 @@ mod tests {
         assert_eq!((stats.calls, stats.successes, stats.failures), (4, 3, 1), "{stats:?}");
         assert_eq!(stats.usage.prompt_tokens, 100);
         assert_eq!(stats.failures_by_kind["http"], 1);
+    }
+
+    #[tokio::test]
+    async fn a_reached_budget_refuses_calls_without_counting_them() {
+        let priced = |cost| VlmResponse { cost_usd: Some(cost), ..VlmResponse::from_text("ok") };
+        let scripted = ScriptedVlm::new().then_reply(priced(0.004)).then_reply(priced(0.007)).then_reply(priced(0.1));
+        let budget = Arc::new(CostBudget::new(0.01).expect("a valid limit"));
+        let ledger = LedgerVlm::new(scripted).with_budget(Arc::clone(&budget));
+        let req = || VlmRequest::new("s").text("u");
+        assert!(ledger.complete(req()).await.is_ok());
+        assert!(!budget.reached());
+        assert!(ledger.complete(req()).await.is_ok());
+        assert!(budget.reached());
+        let refused = ledger.complete(req()).await;
+        assert!(matches!(refused, Err(VlmError::CostLimit { .. })), "{refused:?}");
+        let stats = ledger.stats();
+        assert_eq!((stats.calls, stats.successes, stats.failures), (2, 2, 0));
+        assert!((budget.spent_usd() - 0.011).abs() < 1e-12);
     }
 }

@@ -21,6 +21,7 @@
 //!
 //! [`complete`]: VisionLanguageModel::complete
 
+mod budget;
 mod config;
 mod error;
 mod ledger;
@@ -51,6 +52,7 @@ use serde::{Deserialize, Serialize};
 
 #[cfg(feature = "anthropic")]
 pub use anthropic::AnthropicBackend;
+pub use budget::CostBudget;
 pub use config::{
     ANTHROPIC_VERSION, AnthropicConfig, BackendConfig, CommandLine, DEFAULT_MAX_REPLY_BYTES, Provider, RetryPolicy,
     VertexConfig, build_backend, build_backend_with_env, is_local_url,

@@ -4,6 +4,7 @@
 
 pub mod faults;
 pub mod logs;
+pub mod responder;
 pub mod server;
 
 use std::time::Duration;

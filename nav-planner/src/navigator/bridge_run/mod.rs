@@ -41,6 +41,7 @@ mod report;
 
 pub use report::{BridgeAggregate, BridgeEpisodeSummary, BridgeRunReport};
 
+use crate::navigator::billing::{BackendSummary, LEDGER_SETTLE};
 use crate::navigator::episode::{EpisodeError, PerceptionChoice, PlannerChoice};
 use crate::navigator::objectnav_loop::{ObjectNavEnd, ObjectNavLoop, ObjectNavLoopConfig, ObjectNavParts};
 use crate::navigator::pixel_policy::{PixelGoalConfig, PixelGoalPolicy};
@@ -51,7 +52,7 @@ use crate::offline::{LabelBufferPerception, OfflineSceneAnalyzer, VlmNoise};
 use crate::protocol::objectnav::{ObjectNavPlanner, ObjectNavPromptConfig, VlmObjectNavPlanner};
 use crate::protocol::perception::{GoalPerception, VlmGoalPerception, VlmPerceptionConfig};
 use crate::protocol::scene::{SceneAnalyzer, VlmSceneAnalyzer};
-use crate::vlm::VisionLanguageModel;
+use crate::vlm::{CostBudget, LedgerVlm, VisionLanguageModel};
 use metered::MeteredBridge;
 use nav_core::action::StepConfig;
 use nav_core::local_map::LocalMapConfig;
@@ -198,6 +199,11 @@ pub enum BridgeProgress<'a> {
     },
 }
 
+/// Why a run stopped at its spending limit.
+fn cost_limit_reason(b: &CostBudget) -> String {
+    format!("--max-cost-usd {} reached (${:.4} spent)", b.limit_usd(), b.spent_usd())
+}
+
 /// Runs ObjectNav episodes through a [`BridgeHal`]. See the
 /// [module docs](self).
 pub struct BridgeRunner<'a> {
@@ -209,6 +215,7 @@ pub struct BridgeRunner<'a> {
     policy: Option<(String, PolicyFactory<'a>)>,
     call_timeout_s: Option<f64>,
     sensor_tap: Option<SharedTap>,
+    budget: Option<Arc<CostBudget>>,
 }
 
 impl std::fmt::Debug for BridgeRunner<'_> {
@@ -230,6 +237,7 @@ impl<'a> BridgeRunner<'a> {
             objectnav: ObjectNavLoopConfig::default(),
             vlm: None,
             scene_vlm: None,
+            budget: None,
             grounding: None,
             policy: None,
             call_timeout_s: None,
@@ -268,6 +276,14 @@ impl<'a> BridgeRunner<'a> {
     /// the protocol's and scene analyzer's 8 s.
     pub fn with_call_timeout(mut self, seconds: Option<f64>) -> Self {
         self.call_timeout_s = seconds;
+        self
+    }
+
+    /// A spending limit (`--max-cost-usd`): once the answered calls cost
+    /// it, the episode in progress ends (`cost_limit`) and no further one
+    /// starts; the report says so in [`BridgeRunReport::aborted`].
+    pub fn with_budget(mut self, budget: Option<Arc<CostBudget>>) -> Self {
+        self.budget = budget;
         self
     }
 
@@ -327,8 +343,28 @@ impl<'a> BridgeRunner<'a> {
             episodes: Vec::new(),
             aggregate: BridgeAggregate::default(),
             aborted: None,
+            backends: Vec::new(),
         };
+        // the run's bill: every model call goes through one ledger
+        let ledger = match (self.config.planner, &self.vlm) {
+            (PlannerChoice::Vlm, Some(v)) => {
+                let ledger = LedgerVlm::shared(Arc::clone(v));
+                Some(Arc::new(match &self.budget {
+                    Some(b) => ledger.with_budget(Arc::clone(b)),
+                    None => ledger,
+                }))
+            }
+            _ => None,
+        };
+        let model = self.vlm.clone();
+        if let Some(l) = &ledger {
+            self.vlm = Some(Arc::clone(l) as Arc<dyn VisionLanguageModel>);
+        }
         for k in 0..self.config.episodes {
+            if let Some(b) = self.budget.as_ref().filter(|b| b.reached()) {
+                report.aborted = Some(cost_limit_reason(b));
+                break;
+            }
             let spec = self.config.episode_spec(k);
             match self.run_episode(hal, k, &spec, log, progress).await {
                 Ok(summary) => {
@@ -340,6 +376,14 @@ impl<'a> BridgeRunner<'a> {
                     break;
                 }
             }
+        }
+        self.vlm = model;
+        if let Some(ledger) = &ledger {
+            let unsettled = ledger.settle(LEDGER_SETTLE).await;
+            report.backends = vec![BackendSummary::from_ledger(ledger, unsettled)];
+        }
+        if let Some(b) = self.budget.as_ref().filter(|b| b.reached()) {
+            report.aborted.get_or_insert_with(|| cost_limit_reason(b));
         }
         report.aggregate = BridgeAggregate::of(&report.episodes);
         Ok(report)
@@ -467,7 +511,7 @@ impl<'a> BridgeRunner<'a> {
         let mut objectnav = ObjectNavLoop::new(loop_config, info.target_object.clone(), parts)?;
         let clock = MonotonicClock::new();
         let mut on_step = |step: u64| progress(BridgeProgress::Step { run_index, step });
-        let observer: Observer<'_, Tapped<MeteredBridge<'_>>> = Observer::new()
+        let mut observer: Observer<'_, Tapped<MeteredBridge<'_>>> = Observer::new()
             .with_progress(&mut on_step)
             .with_info("backend", json!(backend.name))
             .with_info("simulator", json!(format!("{} {}", backend.simulator, backend.simulator_version)))
@@ -476,12 +520,22 @@ impl<'a> BridgeRunner<'a> {
             .with_info("planner", json!(self.planner_name()))
             .with_info("policy", json!(self.policy_name()))
             .with_info("robot_radius_m", json!(radius));
+        if let Some(b) = &self.budget {
+            observer = observer.with_halt(b.flag());
+        }
         let mut robot = Tapped::new(MeteredBridge::new(hal), self.sensor_tap.clone());
         let mut ctx = RunContext::new(&clock, log).with_observer(observer);
         let outcome = objectnav.run(&mut robot, &mut ctx).await;
         let meter = robot.into_inner().finish();
         let (stats, end) = match outcome {
-            Ok(out) => (out.stats, if out.end == ObjectNavEnd::Stopped { "stopped" } else { "step_limit" }),
+            Ok(out) => (
+                out.stats,
+                match out.end {
+                    ObjectNavEnd::Stopped => "stopped",
+                    ObjectNavEnd::Halted => crate::navigator::episode::COST_LIMIT_END,
+                    _ => "step_limit",
+                },
+            ),
             // the simulator ended the episode on its own step limit before the loop's budget ran out
             Err(NavError::Hal(HalError::InvalidCommand { .. })) if hal.episode_done() => {
                 (crate::navigator::EpisodeStats { steps: hal.steps(), ..Default::default() }, "step_limit")

@@ -212,6 +212,10 @@ pub struct BridgeRunReport {
     /// Why the run stopped before all requested episodes ran (the bridge
     /// died, a request failed), naming the episode.
     pub aborted: Option<String>,
+    /// Per-backend call statistics of the run (seed 002 adapter
+    /// statistics): answered and failed calls, mean latency, tokens, cost.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub backends: Vec<crate::navigator::billing::BackendSummary>,
 }
 
 impl BridgeRunReport {
@@ -256,6 +260,9 @@ impl BridgeRunReport {
             a.fallbacks,
             a.median_step_overhead_ms.map_or("n/a".to_string(), |m| format!("{m:.2} ms")),
         );
+        for b in &self.backends {
+            let _ = writeln!(s, "{}", crate::navigator::billing::backend_line(b));
+        }
         if let Some(why) = &self.aborted {
             let _ = writeln!(s, "\naborted after {} of {} episodes: {why}", a.episodes, self.requested);
         }
@@ -319,9 +326,23 @@ mod tests {
             episodes: eps,
             aggregate: a,
             aborted: Some("episode 4: the bridge died".into()),
+            backends: vec![crate::navigator::billing::BackendSummary {
+                backend: "openai/gpt-4o-mini".into(),
+                successes: 12,
+                failures: 1,
+                mean_latency_ms: 850.4,
+                prompt_tokens: 9000,
+                completion_tokens: 400,
+                cost_usd: 0.0016,
+                unsettled: 0,
+            }],
         };
         let t = report.table();
         assert!(t.contains("| 4 | 0.75 (3/4) | 0.550 |"), "{t}");
+        assert!(
+            t.contains("backend openai/gpt-4o-mini: 12 ok, 1 failed, mean latency 850 ms, tokens 9000+400, $0.0016"),
+            "{t}"
+        );
         assert!(t.contains("aborted after 4 of 5 episodes: episode 4: the bridge died"), "{t}");
     }
 }

@@ -73,15 +73,7 @@ impl LoopState {
         self.network.record_call(now, latency_s, ok);
         self.scheduler.record_latency(now, latency_s);
         out.tool = Some(reply.decision.action.name());
-        out.planner = Some(PlannerRecord {
-            raw: r.raw.clone(),
-            parsed: decision_json(&reply.decision.action),
-            fallback: r.fallback.clone(),
-            vlm_calls: r.vlm_calls,
-            prompt_tokens: r.usage.prompt_tokens,
-            completion_tokens: r.usage.completion_tokens,
-            latency_ms: r.latency_ms,
-        });
+        out.planner = Some(PlannerRecord::of(r, decision_json(&reply.decision.action)));
         if let Some(reason) = &r.fallback {
             out.events.push(json!({"event": "fallback", "reason": reason}));
         }

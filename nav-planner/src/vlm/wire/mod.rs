@@ -12,6 +12,7 @@ pub mod anthropic;
 pub mod gemini;
 pub mod gemini_schema;
 pub mod openai;
+pub mod tool_text;
 
 use base64::Engine as _;
 use serde_json::Value;

@@ -17,7 +17,7 @@
 
 use serde_json::{Map, Value, json};
 
-use super::{arguments_from_text, base64, count, embedded_error, f32_json, json_instruction, parse_body};
+use super::{arguments_from_text, base64, count, embedded_error, f32_json, json_instruction, parse_body, tool_text};
 use crate::vlm::{BackendConfig, Part, RawToolCall, ToolChoice, Turn, Usage, VlmError, VlmRequest, VlmResponse};
 
 /// Body options that are not part of the request itself.
@@ -36,6 +36,11 @@ pub struct OpenAiOptions {
     /// How a request's JSON schema is sent (the capability fallback of
     /// compatible servers steps down through these).
     pub json_mode: JsonMode,
+    /// Describe the tools in the system prompt instead of sending native
+    /// `tools` (servers that reject or ignore them): the reply's call is
+    /// parsed from its text ([`super::tool_text`]); tool turns go as plain
+    /// assistant and user messages.
+    pub tools_in_prompt: bool,
 }
 
 /// How a JSON schema reaches an OpenAI-compatible server, most capable
@@ -87,6 +92,7 @@ impl OpenAiOptions {
             max_completion_tokens_field: reasoning,
             sampling: !reasoning,
             json_mode: JsonMode::JsonSchema,
+            tools_in_prompt: false,
         }
     }
 
@@ -131,11 +137,20 @@ fn part_json(part: &Part) -> Value {
 pub fn encode(req: &VlmRequest, opts: &OpenAiOptions) -> Value {
     let mut messages = Vec::new();
     let mut system = req.system.clone();
+    let tools = req.callable_tools();
+    let prompt_tools = opts.tools_in_prompt && !tools.is_empty() && req.tool_choice != ToolChoice::None;
+    let mut extra = Vec::new();
     if let (Some(spec), JsonMode::JsonObject | JsonMode::PromptOnly) = (&req.json_schema, opts.json_mode) {
+        extra.push(json_instruction(spec));
+    }
+    if prompt_tools {
+        extra.push(tool_text::tools_instruction(&tools));
+    }
+    for e in extra {
         if !system.is_empty() {
             system.push_str("\n\n");
         }
-        system.push_str(&json_instruction(spec));
+        system.push_str(&e);
     }
     if !system.is_empty() {
         messages.push(json!({"role": "system", "content": system}));
@@ -147,7 +162,10 @@ pub fn encode(req: &VlmRequest, opts: &OpenAiOptions) -> Value {
         parts => Value::Array(parts.iter().map(part_json).collect()),
     };
     messages.push(json!({"role": "user", "content": content}));
-    for turn in &req.turns {
+    if opts.tools_in_prompt {
+        messages.extend(req.turns.iter().map(text_turn));
+    }
+    for turn in req.turns.iter().filter(|_| !opts.tools_in_prompt) {
         match turn {
             Turn::Assistant { text, tool_calls } => {
                 let mut m = Map::new();
@@ -177,8 +195,7 @@ pub fn encode(req: &VlmRequest, opts: &OpenAiOptions) -> Value {
     let mut body = Map::new();
     body.insert("model".into(), json!(opts.model));
     body.insert("messages".into(), Value::Array(messages));
-    let tools = req.callable_tools();
-    if !tools.is_empty() {
+    if !tools.is_empty() && !opts.tools_in_prompt {
         let tools: Vec<Value> = tools
             .iter()
             .map(|t| {
@@ -196,11 +213,17 @@ pub fn encode(req: &VlmRequest, opts: &OpenAiOptions) -> Value {
         body.insert("tool_choice".into(), json!(choice));
         body.insert("parallel_tool_calls".into(), json!(false));
     }
-    if let Some(spec) = &req.json_schema {
+    // the reply format: the request's schema, or one call of the prompt's tools
+    let schema = match (&req.json_schema, prompt_tools) {
+        (Some(spec), _) => Some((spec.name.as_str(), spec.schema.clone(), spec.strict)),
+        (None, true) => Some(("tool_call", tool_text::call_schema(&tools), false)),
+        (None, false) => None,
+    };
+    if let Some((name, schema, strict)) = schema {
         let format = match opts.json_mode {
             JsonMode::JsonSchema => Some(json!({"type": "json_schema", "json_schema":
-                {"name": spec.name, "schema": spec.schema, "strict": spec.strict}})),
-            JsonMode::JsonObject => Some(json!({"type": "json_object", "schema": spec.schema})),
+                {"name": name, "schema": schema, "strict": strict}})),
+            JsonMode::JsonObject => Some(json!({"type": "json_object", "schema": schema})),
             JsonMode::PromptOnly => None,
         };
         if let Some(format) = format {
@@ -215,6 +238,27 @@ pub fn encode(req: &VlmRequest, opts: &OpenAiOptions) -> Value {
         body.insert(field.into(), json!(n));
     }
     Value::Object(body)
+}
+
+/// A tool turn as plain text, for servers without native tools: the
+/// assistant's call as the JSON it was asked to write, a result as a user
+/// message naming the tool.
+fn text_turn(turn: &Turn) -> Value {
+    match turn {
+        Turn::Assistant { text, tool_calls } => {
+            let mut content = text.clone().unwrap_or_default();
+            for c in tool_calls {
+                if !content.is_empty() {
+                    content.push('\n');
+                }
+                content.push_str(&json!({"name": c.name, "arguments": c.arguments}).to_string());
+            }
+            json!({"role": "assistant", "content": content})
+        }
+        Turn::ToolResult { name, content, .. } => {
+            json!({"role": "user", "content": format!("Result of {name}: {content}")})
+        }
+    }
 }
 
 fn content_text(content: Option<&Value>) -> String {
