@@ -29,6 +29,8 @@ pub mod config_check;
 pub mod episode;
 pub mod eval;
 pub mod explore_loop;
+#[cfg(feature = "sim-bridge")]
+pub mod external;
 pub mod log;
 pub mod objectnav_loop;
 pub mod pixel_policy;

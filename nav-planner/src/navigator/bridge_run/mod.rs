@@ -42,6 +42,7 @@ mod report;
 pub use report::{BridgeAggregate, BridgeEpisodeSummary, BridgeRunReport};
 
 use crate::navigator::episode::{EpisodeError, PerceptionChoice, PlannerChoice};
+use crate::navigator::external::{ExternalGoalPerception, SharedWorker};
 use crate::navigator::objectnav_loop::{ObjectNavEnd, ObjectNavLoop, ObjectNavLoopConfig, ObjectNavParts};
 use crate::navigator::pixel_policy::{PixelGoalConfig, PixelGoalPolicy};
 use crate::navigator::policy::LowLevelPolicy;
@@ -206,6 +207,7 @@ pub struct BridgeRunner<'a> {
     grounding: Option<String>,
     policy: Option<(String, PolicyFactory<'a>)>,
     call_timeout_s: Option<f64>,
+    detector: Option<SharedWorker>,
 }
 
 impl std::fmt::Debug for BridgeRunner<'_> {
@@ -229,6 +231,7 @@ impl<'a> BridgeRunner<'a> {
             grounding: None,
             policy: None,
             call_timeout_s: None,
+            detector: None,
         })
     }
 
@@ -262,6 +265,13 @@ impl<'a> BridgeRunner<'a> {
     /// in reports, instead of the default [`PixelGoalPolicy`].
     pub fn with_policy(mut self, name: impl Into<String>, factory: PolicyFactory<'a>) -> Self {
         self.policy = Some((name.into(), factory));
+        self
+    }
+
+    /// The detector worker `PerceptionChoice::External` asks (op `detect`,
+    /// see [`ExternalGoalPerception`]).
+    pub fn with_detector(mut self, detector: SharedWorker) -> Self {
+        self.detector = Some(detector);
         self
     }
 
@@ -331,6 +341,9 @@ impl<'a> BridgeRunner<'a> {
         use nav_hal::hal::Sensors as _;
         if self.config.planner == PlannerChoice::Vlm && self.vlm.is_none() {
             return Err(EpisodeError::Spec("--planner vlm needs a model (--vlm PROVIDER)".into()));
+        }
+        if self.config.perception == Some(PerceptionChoice::External) && self.detector.is_none() {
+            return Err(EpisodeError::Spec("--perception external needs a detector worker (--detector CMD)".into()));
         }
         if self.policy.is_none() && !hal.capabilities().lidar {
             return Err(EpisodeError::Spec(
@@ -403,6 +416,12 @@ impl<'a> BridgeRunner<'a> {
             (Some(PerceptionChoice::Vlm), _) | (None, PlannerChoice::Vlm) => Box::new(VlmGoalPerception::new(
                 self.vlm.clone().ok_or_else(|| EpisodeError::Spec("--perception vlm needs a model".into()))?,
                 VlmPerceptionConfig::default(),
+            )),
+            (Some(PerceptionChoice::External), _) => Box::new(ExternalGoalPerception::new(
+                self.detector
+                    .clone()
+                    .ok_or_else(|| EpisodeError::Spec("--perception external needs --detector CMD".into()))?,
+                0.0,
             )),
             _ => Box::new(LabelBufferPerception::default()),
         })
