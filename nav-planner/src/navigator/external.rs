@@ -322,3 +322,65 @@ impl LowLevelPolicy for ExternalPolicy {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn obj(v: Value) -> Map<String, Value> {
+        match v {
+            Value::Object(m) => m,
+            _ => Map::new(),
+        }
+    }
+
+    #[test]
+    fn detect_replies_are_validated_like_the_models() {
+        let ok = obj(json!({"seen": true, "bbox": [1, 2, 3, 4], "score": 0.7}));
+        assert_eq!(ExternalGoalPerception::parse_reply(&ok, 10, 10, 0.0), Ok(Some([1, 2, 3, 4])));
+        assert_eq!(ExternalGoalPerception::parse_reply(&ok, 10, 10, 0.8), Ok(None), "below min_score");
+        let unseen = obj(json!({"seen": false, "bbox": null}));
+        assert_eq!(ExternalGoalPerception::parse_reply(&unseen, 10, 10, 0.0), Ok(None));
+        for (bad, field) in [
+            (json!({"seen": true, "bbox": [1, 2, 30, 4]}), "bbox[2]"),
+            (json!({"seen": true}), "bbox"),
+            (json!({"seen": "yes", "bbox": null}), "seen"),
+            (json!({"seen": true, "bbox": [1, 2, 3, 4], "score": 1.5}), "score"),
+            (json!({"seen": true, "bbox": [1, 2, 3, 4], "score": "high"}), "score"),
+        ] {
+            let err = ExternalGoalPerception::parse_reply(&obj(bad.clone()), 10, 10, 0.0).unwrap_err();
+            assert!(err.contains(field), "{bad}: {err}");
+        }
+    }
+
+    #[test]
+    fn act_replies_name_one_of_the_four_actions() {
+        assert_eq!(parse_act_reply(&obj(json!({"action": "turn_left", "why": "x"}))), Ok(Action::TurnLeft));
+        assert_eq!(parse_act_reply(&obj(json!({"action": "stop"}))), Ok(Action::Stop));
+        assert!(parse_act_reply(&obj(json!({"action": "jump"}))).unwrap_err().contains("jump"));
+        assert!(parse_act_reply(&obj(json!({"action": 3}))).unwrap_err().contains("string"));
+        assert!(parse_act_reply(&obj(json!({}))).unwrap_err().contains("missing"));
+    }
+
+    proptest! {
+        #[test]
+        fn parsing_never_panics_and_boxes_stay_inside(
+            seen in any::<bool>(),
+            b in proptest::collection::vec(-5i64..80, 0..6),
+            score in proptest::option::of(-1.0f64..2.0),
+            action in "[a-z_]{0,12}",
+        ) {
+            let mut m = Map::new();
+            m.insert("seen".into(), json!(seen));
+            m.insert("bbox".into(), json!(b));
+            if let Some(s) = score {
+                m.insert("score".into(), json!(s));
+            }
+            if let Ok(Some(bx)) = ExternalGoalPerception::parse_reply(&m, 64, 48, 0.0) {
+                prop_assert!(bx[0] <= bx[2] && bx[2] < 64 && bx[1] <= bx[3] && bx[3] < 48);
+            }
+            let _ = parse_act_reply(&obj(json!({"action": action})));
+        }
+    }
+}
