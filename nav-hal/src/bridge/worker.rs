@@ -119,7 +119,10 @@ struct WorkerHelloName {
     version: String,
 }
 
-/// A connection to a worker process. See the [module docs](self).
+/// A connection to a worker process (a detector or a policy serving the
+/// `detect` / `act` ops of docs/BRIDGE.md, "Workers"): the handshake,
+/// requests with timeouts (a late reply is skipped by its id), and a dead
+/// worker reported with its exit status and last stderr lines.
 pub struct BridgeWorker {
     transport: Transport,
     config: WorkerConfig,
