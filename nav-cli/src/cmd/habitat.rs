@@ -69,6 +69,8 @@ pub struct HabitatArgs {
     /// [objectnav] loop settings, [vlm].
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
+    #[command(flatten)]
+    pub workers: super::workers::WorkerArgs,
 }
 
 /// The `navkit_bridge` package's source root in this checkout, if there is
@@ -86,7 +88,7 @@ fn bridge_package_dir() -> Option<PathBuf> {
 /// Adds the checkout's `navkit_bridge` to the child's PYTHONPATH when the
 /// command runs that module.
 fn with_package_path(mut cmd: BridgeCommand) -> BridgeCommand {
-    if !cmd.args.iter().any(|a| a == "navkit_bridge") {
+    if !cmd.args.iter().any(|a| a == "navkit_bridge" || a.starts_with("navkit_bridge.")) {
         return cmd;
     }
     if let Some(dir) = bridge_package_dir() {
@@ -119,6 +121,7 @@ pub fn run(args: HabitatArgs) -> CmdResult {
         run_cfg.seed = args.seed;
     }
     run_cfg.text_only |= args.text_only;
+    args.workers.apply(&mut run_cfg)?;
     let mut runner = BridgeRunner::new(run_cfg.clone())
         .map_err(|e| usage(e.to_string()))?
         .with_loop_config(config.objectnav.clone())
@@ -167,6 +170,8 @@ pub fn run(args: HabitatArgs) -> CmdResult {
             }
         ))
     })?;
+    let workers = rt.block_on(args.workers.start(with_package_path))?;
+    let mut runner = workers.install(runner);
     let interactive = !args.json && std::io::stderr().is_terminal();
     let bar = if interactive {
         let b = ProgressBar::new(0);
@@ -206,6 +211,7 @@ pub fn run(args: HabitatArgs) -> CmdResult {
     let result = rt.block_on(runner.run(&mut hal, &mut log, &mut on_progress));
     bar.finish_and_clear();
     let _ = rt.block_on(hal.close());
+    rt.block_on(workers.close());
     let recorded = recording.as_ref().map(super::finish_recording).transpose()?;
     let report = result.map_err(|e| match e {
         EpisodeError::Spec(m) => usage(m),

@@ -11,6 +11,8 @@ pub mod replay;
 #[cfg(feature = "rosmaster")]
 pub mod rosmaster;
 pub mod run;
+#[cfg(feature = "habitat")]
+pub mod workers;
 
 use crate::config::NavConfig;
 use crate::exit::{Exit, usage};

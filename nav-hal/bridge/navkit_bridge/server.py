@@ -204,18 +204,21 @@ class Session:
         return out
 
 
-def serve_stream(session: Session, reader: BinaryIO, write: Callable[[bytes], None]) -> None:
-    """Serves requests from ``reader`` until ``close`` or end of input."""
+def serve_stream(session: Any, reader: BinaryIO, write: Callable[[bytes], None],
+                 max_bytes: int = MAX_REQUEST_BYTES) -> None:
+    """Serves requests from ``reader`` until ``close`` or end of input.
+    ``session`` has ``handle_line(bytes) -> bytes`` and ``closed`` (a
+    :class:`Session`, or a worker's)."""
     while not session.closed:
-        line = reader.readline(MAX_REQUEST_BYTES + 1)
+        line = reader.readline(max_bytes + 1)
         if not line:
             return
-        if len(line) > MAX_REQUEST_BYTES and not line.endswith(b"\n"):
+        if len(line) > max_bytes and not line.endswith(b"\n"):
             while True:  # skip the rest of the oversized line
-                rest = reader.readline(MAX_REQUEST_BYTES)
+                rest = reader.readline(max_bytes)
                 if not rest or rest.endswith(b"\n"):
                     break
-            write(encode_reply(None, error=BridgeError("parse", f"request line longer than {MAX_REQUEST_BYTES} bytes")))
+            write(encode_reply(None, error=BridgeError("parse", f"request line longer than {max_bytes} bytes")))
             continue
         if not line.strip():
             continue

@@ -46,11 +46,13 @@ mod config;
 mod hal_impl;
 mod transport;
 mod wire;
+mod worker;
 
 pub use config::{BridgeCommand, BridgeConfig, BridgeEndpoint, RgbEncoding, split_command_line};
 pub use wire::{
     BackendInfo, EpisodeInfo, EpisodeSpec, ObservationOptions, PROTOCOL, SimMetrics, VERSION, WireCapabilities,
 };
+pub use worker::{BridgeWorker, WorkerConfig, WorkerInfo, view_json};
 
 use crate::HalError;
 use crate::depth_scan::ScanBuilder;

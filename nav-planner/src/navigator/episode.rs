@@ -141,6 +141,9 @@ pub enum PerceptionChoice {
     Sim,
     /// The planner's model asked for the target's box, with the stop check.
     Vlm,
+    /// A detector worker process (op `detect`, docs/BRIDGE.md "Workers"),
+    /// e.g. GroundingDINO + SAM; `nav habitat --detector CMD`.
+    External,
 }
 
 impl std::str::FromStr for PerceptionChoice {
@@ -149,7 +152,8 @@ impl std::str::FromStr for PerceptionChoice {
         match s {
             "sim" => Ok(PerceptionChoice::Sim),
             "vlm" => Ok(PerceptionChoice::Vlm),
-            other => Err(format!("unknown perception {other:?}: expected sim or vlm")),
+            "external" => Ok(PerceptionChoice::External),
+            other => Err(format!("unknown perception {other:?}: expected sim, vlm or external")),
         }
     }
 }
@@ -607,6 +611,11 @@ async fn objectnav_episode(
     let perception: Box<dyn GoalPerception> = match (spec.perception, spec.planner) {
         (Some(PerceptionChoice::Vlm), _) | (None, PlannerChoice::Vlm) => {
             Box::new(VlmGoalPerception::new(the_model(spec)?, VlmPerceptionConfig::default()))
+        }
+        (Some(PerceptionChoice::External), _) => {
+            return Err(EpisodeError::Spec(
+                "--perception external needs a detector worker; it runs with `nav habitat --detector CMD`".into(),
+            ));
         }
         _ => Box::new(LabelBufferPerception::default()),
     };

@@ -31,6 +31,8 @@ pub mod episode;
 pub mod estimate;
 pub mod eval;
 pub mod explore_loop;
+#[cfg(feature = "sim-bridge")]
+pub mod external;
 pub mod log;
 pub mod motion_guard;
 pub mod objectnav_loop;

@@ -344,7 +344,15 @@ impl ObjectNavLoop {
         if st.need_plan {
             return Ok(None);
         }
-        let obs = PolicyObservation { pose: st.pose, scan: scan.as_ref(), forward_clearance_m: None };
+        let needs = self.parts.policy.needs_view();
+        let policy_view = if needs.rgb || needs.depth { view_data(robot, needs).await } else { ViewData::default() };
+        let obs = PolicyObservation {
+            pose: st.pose,
+            scan: scan.as_ref(),
+            forward_clearance_m: None,
+            frame: policy_view.frame.as_ref(),
+            depth: policy_view.depth.as_ref(),
+        };
         // a policy may ask to perceive a few times before it acts (never forever)
         let mut decision = PolicyAction::Done(PolicyStop::NoProgress);
         for _ in 0..4 {

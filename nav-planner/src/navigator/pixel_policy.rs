@@ -432,7 +432,8 @@ mod tests {
         let cfg = StepConfig::default();
         let mut actions = Vec::new();
         for _ in 0..max {
-            let obs = PolicyObservation { pose, scan: Some(&scan), forward_clearance_m: None };
+            let obs =
+                PolicyObservation { pose, scan: Some(&scan), forward_clearance_m: None, frame: None, depth: None };
             match block_on(p.act(&obs)) {
                 PolicyAction::Step(a) => {
                     actions.push(a);
@@ -523,7 +524,13 @@ mod tests {
         scan.ranges[180] = 0.5;
         let mut p = PixelGoalPolicy::default();
         p.reset(&goal(true, 0.0, None), Pose2::origin());
-        let obs = PolicyObservation { pose: Pose2::origin(), scan: Some(&scan), forward_clearance_m: None };
+        let obs = PolicyObservation {
+            pose: Pose2::origin(),
+            scan: Some(&scan),
+            forward_clearance_m: None,
+            frame: None,
+            depth: None,
+        };
         assert_eq!(block_on(p.act(&obs)), PolicyAction::Perceive);
         let s = GoalSighting {
             pixel: [160, 239],
@@ -559,7 +566,13 @@ mod tests {
         // no scan, 0.1 m free ahead (a depth-only robot facing a wall)
         let mut p = PixelGoalPolicy::default();
         p.reset(&goal(false, 0.0, Some(2.0)), Pose2::origin());
-        let obs = PolicyObservation { pose: Pose2::origin(), scan: None, forward_clearance_m: Some(0.1) };
+        let obs = PolicyObservation {
+            pose: Pose2::origin(),
+            scan: None,
+            forward_clearance_m: Some(0.1),
+            frame: None,
+            depth: None,
+        };
         assert_eq!(block_on(p.act(&obs)), PolicyAction::Done(PolicyStop::Blocked));
     }
 }

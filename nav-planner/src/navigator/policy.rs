@@ -8,11 +8,12 @@
 //! the range sensors and what the perception stage reports when it asks
 //! for it ([`PolicyAction::Perceive`]).
 
-use crate::protocol::perception::GoalSighting;
+use crate::protocol::perception::{GoalSighting, PerceptionNeeds};
 use async_trait::async_trait;
 use nav_core::action::Action;
 use nav_core::geometry::Pose2;
 use nav_core::lidar::LaserScan;
+use nav_hal::hal::{CameraFrame, DepthFrame};
 use serde::{Deserialize, Serialize};
 
 /// What the planner asked for.
@@ -40,6 +41,11 @@ pub struct PolicyObservation<'a> {
     /// Free distance straight ahead (e.g. from depth) when there is no
     /// scan, metres.
     pub forward_clearance_m: Option<f64>,
+    /// The current RGB image, when the policy asked for it
+    /// ([`LowLevelPolicy::needs_view`]).
+    pub frame: Option<&'a CameraFrame>,
+    /// The aligned depth image, when the policy asked for it.
+    pub depth: Option<&'a DepthFrame>,
 }
 
 /// Why the policy handed control back.
@@ -80,6 +86,12 @@ pub enum PolicyAction {
 pub trait LowLevelPolicy: Send {
     /// Short name for logs.
     fn name(&self) -> &str;
+    /// The images [`LowLevelPolicy::act`] reads in its observation (a
+    /// learned policy such as PixelNav looks at the view); the default
+    /// reads none, so the loop fetches none.
+    fn needs_view(&self) -> PerceptionNeeds {
+        PerceptionNeeds::default()
+    }
     /// Starts following a new planner decision.
     fn reset(&mut self, goal: &PolicyGoal, pose: Pose2);
     /// What the perception stage found after a [`PolicyAction::Perceive`]

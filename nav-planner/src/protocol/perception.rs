@@ -49,6 +49,17 @@ impl GoalSighting {
     pub fn reaches_bottom(bbox: [u32; 4], height: usize) -> bool {
         height > 0 && bbox[3] as usize + 1 >= height
     }
+
+    /// The sighting of a target whose box in `frame` is `bbox` (inclusive,
+    /// inside the image): its centre as the goal pixel, that column's
+    /// bearing, and the range from `depth` inside the box.
+    pub fn from_box(bbox: [u32; 4], frame: &CameraFrame, depth: Option<&DepthFrame>) -> Self {
+        let pixel = [(bbox[0] + bbox[2]) / 2, (bbox[1] + bbox[3]) / 2];
+        let bearing_rad = column_bearing(frame.frame.width(), frame.hfov_rad, f64::from(pixel[0]) + 0.5);
+        let range_m = depth.and_then(|d| range_in_box(d, bbox, frame.hfov_rad));
+        let below_view = Self::reaches_bottom(bbox, frame.frame.height());
+        Self { pixel, bbox: Some(bbox), bearing_rad, range_m, below_view }
+    }
 }
 
 /// What the perception stage is given.
@@ -387,12 +398,7 @@ impl<M: VisionLanguageModel> GoalPerception for VlmGoalPerception<M> {
         let req = build_perception_request(input.target, frame, &self.config);
         match self.ask(req, &mut record, |t| PerceptionAnswer::parse(t, w, h)).await {
             Ok(PerceptionAnswer { bbox: Some(b), .. }) => {
-                let pixel = [(b[0] + b[2]) / 2, (b[1] + b[3]) / 2];
-                let bearing_rad = column_bearing(w, frame.hfov_rad, f64::from(pixel[0]) + 0.5);
-                let range_m = input.depth.and_then(|d| range_in_box(d, b, frame.hfov_rad));
-                let below_view = GoalSighting::reaches_bottom(b, h);
-                let sighting = GoalSighting { pixel, bbox: Some(b), bearing_rad, range_m, below_view };
-                PerceptionReply { sighting: Some(sighting), record }
+                PerceptionReply { sighting: Some(GoalSighting::from_box(b, frame, input.depth)), record }
             }
             Ok(_) => PerceptionReply { sighting: None, record },
             Err(reason) => {

@@ -43,6 +43,7 @@ pub use report::{BridgeAggregate, BridgeEpisodeSummary, BridgeRunReport};
 
 use crate::navigator::billing::{BackendSummary, LEDGER_SETTLE};
 use crate::navigator::episode::{EpisodeError, PerceptionChoice, PlannerChoice};
+use crate::navigator::external::{ExternalGoalPerception, SharedWorker};
 use crate::navigator::objectnav_loop::{ObjectNavEnd, ObjectNavLoop, ObjectNavLoopConfig, ObjectNavParts};
 use crate::navigator::pixel_policy::{PixelGoalConfig, PixelGoalPolicy};
 use crate::navigator::policy::LowLevelPolicy;
@@ -216,6 +217,7 @@ pub struct BridgeRunner<'a> {
     call_timeout_s: Option<f64>,
     sensor_tap: Option<SharedTap>,
     budget: Option<Arc<CostBudget>>,
+    detector: Option<SharedWorker>,
 }
 
 impl std::fmt::Debug for BridgeRunner<'_> {
@@ -242,6 +244,7 @@ impl<'a> BridgeRunner<'a> {
             policy: None,
             call_timeout_s: None,
             sensor_tap: None,
+            detector: None,
         })
     }
 
@@ -297,6 +300,13 @@ impl<'a> BridgeRunner<'a> {
     /// in reports, instead of the default [`PixelGoalPolicy`].
     pub fn with_policy(mut self, name: impl Into<String>, factory: PolicyFactory<'a>) -> Self {
         self.policy = Some((name.into(), factory));
+        self
+    }
+
+    /// The detector worker `PerceptionChoice::External` asks (op `detect`,
+    /// see [`ExternalGoalPerception`]).
+    pub fn with_detector(mut self, detector: SharedWorker) -> Self {
+        self.detector = Some(detector);
         self
     }
 
@@ -395,6 +405,9 @@ impl<'a> BridgeRunner<'a> {
         if self.config.planner == PlannerChoice::Vlm && self.vlm.is_none() {
             return Err(EpisodeError::Spec("--planner vlm needs a model (--vlm PROVIDER)".into()));
         }
+        if self.config.perception == Some(PerceptionChoice::External) && self.detector.is_none() {
+            return Err(EpisodeError::Spec("--perception external needs a detector worker (--detector CMD)".into()));
+        }
         if self.policy.is_none() && !hal.capabilities().lidar {
             return Err(EpisodeError::Spec(
                 "the default policy needs depth from the bridge (BridgeConfig::depth, and a backend with a depth \
@@ -468,6 +481,12 @@ impl<'a> BridgeRunner<'a> {
             (Some(PerceptionChoice::Vlm), _) | (None, PlannerChoice::Vlm) => Box::new(VlmGoalPerception::new(
                 self.vlm.clone().ok_or_else(|| EpisodeError::Spec("--perception vlm needs a model".into()))?,
                 VlmPerceptionConfig::default(),
+            )),
+            (Some(PerceptionChoice::External), _) => Box::new(ExternalGoalPerception::new(
+                self.detector
+                    .clone()
+                    .ok_or_else(|| EpisodeError::Spec("--perception external needs --detector CMD".into()))?,
+                0.0,
             )),
             _ => Box::new(LabelBufferPerception::default()),
         })
