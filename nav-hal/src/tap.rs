@@ -30,8 +30,8 @@
 
 use crate::HalError;
 use crate::hal::{
-    Actuators, CameraFrame, Capabilities, DepthFrame, Detection, MotionOutcome, Odometry, Panorama, Sensors,
-    StampedScan, StepOutcome, VelocityCommand,
+    Actuators, CameraFrame, Capabilities, DepthFrame, Detection, LabelFrame, MotionOutcome, Odometry, Panorama,
+    Sensors, StampedScan, StepOutcome, VelocityCommand,
 };
 use async_trait::async_trait;
 use nav_core::action::Action;
@@ -145,6 +145,10 @@ impl<R: Sensors> Sensors for Tapped<R> {
         r
     }
 
+    async fn labels(&mut self) -> Result<LabelFrame, HalError> {
+        self.inner.labels().await
+    }
+
     async fn detections(&mut self) -> Result<Vec<Detection>, HalError> {
         self.inner.detections().await
     }
@@ -216,6 +220,8 @@ mod tests {
         assert_eq!(tapped.depth().await.unwrap(), plain.depth().await.unwrap());
         assert_eq!(tapped.panorama(4).await.unwrap(), plain.panorama(4).await.unwrap());
         assert_eq!(tapped.detections().await.unwrap(), plain.detections().await.unwrap());
+        // every Sensors method is forwarded, the label buffer too (not a trait default's "unsupported")
+        assert_eq!(tapped.labels().await.unwrap(), plain.labels().await.unwrap());
         assert_eq!(tapped.act(Action::Forward).await.unwrap(), plain.act(Action::Forward).await.unwrap());
         assert_eq!(tapped.world().ground_truth_pose(), plain.world().ground_truth_pose(), "derefs to the robot");
         assert_eq!(seen.lock().unwrap().0, ["scan", "odometry", "rgb", "depth", "panorama"]);

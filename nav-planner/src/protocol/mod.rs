@@ -257,6 +257,46 @@ pub(crate) fn get_f64(obj: &Map<String, Value>, key: &str, path: &str) -> Result
     }
 }
 
+/// Calls `vlm` at most twice — the retry carries the first reply's error —
+/// and returns the first reply `parse` accepts, or the last error (a parse
+/// error or a failed call). Every answer and failure goes into `record`.
+/// The one-retry rule of the JSON protocols (objectnav, the perception
+/// stage).
+pub(crate) async fn ask_with_retry<T, M: crate::vlm::VisionLanguageModel + ?Sized>(
+    vlm: &M,
+    request: crate::vlm::VlmRequest,
+    record: &mut CallRecord,
+    parse: impl Fn(&str) -> Result<T, DecisionError>,
+) -> Result<T, String> {
+    let mut last_error = String::new();
+    for attempt in 0..2 {
+        let req = if attempt == 0 {
+            request.clone()
+        } else {
+            request
+                .clone()
+                .text(format!("Your previous reply was invalid ({last_error}). Reply with the JSON object only."))
+        };
+        match vlm.complete(req).await {
+            Ok(resp) => {
+                record.add_response(&resp);
+                match parse(&resp.text) {
+                    Ok(v) => return Ok(v),
+                    Err(e) => {
+                        last_error = e.to_string();
+                        record.errors.push(last_error.clone());
+                    }
+                }
+            }
+            Err(e) => {
+                last_error = e.to_string();
+                record.add_failure(&last_error);
+            }
+        }
+    }
+    Err(last_error)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

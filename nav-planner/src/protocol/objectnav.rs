@@ -354,32 +354,10 @@ impl<M: VisionLanguageModel> ObjectNavPlanner for VlmObjectNavPlanner<M> {
     async fn plan(&mut self, obs: &ObjectNavObservation<'_>) -> PlannerReply<ObjectNavDecision> {
         let request = build_request(obs, &self.config);
         let mut record = CallRecord::default();
-        let mut last_error = String::new();
-        for attempt in 0..2 {
-            let req = if attempt == 0 {
-                request.clone()
-            } else {
-                request
-                    .clone()
-                    .text(format!("Your previous reply was invalid ({last_error}). Reply with the JSON object only."))
-            };
-            match self.vlm.complete(req).await {
-                Ok(resp) => {
-                    record.add_response(&resp);
-                    match ObjectNavDecision::parse(&resp.text) {
-                        Ok(d) => return PlannerReply { decision: d, distance_hint_m: None, record },
-                        Err(e) => {
-                            last_error = e.to_string();
-                            record.errors.push(last_error.clone());
-                        }
-                    }
-                }
-                Err(e) => {
-                    last_error = e.to_string();
-                    record.add_failure(&last_error);
-                }
-            }
-        }
+        let last_error = match super::ask_with_retry(&self.vlm, request, &mut record, ObjectNavDecision::parse).await {
+            Ok(d) => return PlannerReply { decision: d, distance_hint_m: None, record },
+            Err(e) => e,
+        };
         tracing::warn!(reason = %last_error, "objectnav: invalid reply after one retry, using the fallback");
         record.fallback = Some(last_error);
         PlannerReply { decision: ObjectNavDecision::fallback(), distance_hint_m: None, record }

@@ -344,33 +344,7 @@ impl<M: VisionLanguageModel> VlmGoalPerception<M> {
         record: &mut CallRecord,
         parse: impl Fn(&str) -> Result<T, DecisionError>,
     ) -> Result<T, String> {
-        let mut last_error = String::new();
-        for attempt in 0..2 {
-            let req = if attempt == 0 {
-                request.clone()
-            } else {
-                request
-                    .clone()
-                    .text(format!("Your previous reply was invalid ({last_error}). Reply with the JSON object only."))
-            };
-            match self.vlm.complete(req).await {
-                Ok(resp) => {
-                    record.add_response(&resp);
-                    match parse(&resp.text) {
-                        Ok(v) => return Ok(v),
-                        Err(e) => {
-                            last_error = e.to_string();
-                            record.errors.push(last_error.clone());
-                        }
-                    }
-                }
-                Err(e) => {
-                    last_error = e.to_string();
-                    record.add_failure(&last_error);
-                }
-            }
-        }
-        Err(last_error)
+        super::ask_with_retry(&self.vlm, request, record, parse).await
     }
 }
 
