@@ -270,12 +270,6 @@ impl NavConfig {
         path.map_or_else(|| Ok(Self::default()), Self::load)
     }
 
-    /// The scene analyzer's backend config, when the file has a `[scene]`
-    /// section (`--timeout` applies to it too).
-    pub fn scene_backend(&self) -> Option<BackendConfig> {
-        self.scene.clone()
-    }
-
     /// The backend config for `--vlm/--model/--base-url`, falling back to the
     /// file's `[vlm]` section.
     pub fn backend(

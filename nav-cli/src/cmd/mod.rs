@@ -89,7 +89,7 @@ impl VlmArgs {
     /// The scene analyzer's own backend from the config's `[scene]`
     /// section (`--timeout` applies), or `None`: the planner's model.
     pub fn build_scene(&self, config: &NavConfig) -> Result<Option<Arc<dyn VisionLanguageModel>>, Exit> {
-        let Some(mut backend) = config.scene_backend() else { return Ok(None) };
+        let Some(mut backend) = config.scene.clone() else { return Ok(None) };
         if let Some(t) = self.timeout {
             backend.timeout_s = t;
         }
