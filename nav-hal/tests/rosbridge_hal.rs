@@ -13,7 +13,7 @@ use nav_core::time::Clock;
 use nav_hal::HalError;
 use nav_hal::hal::{Actuators, Sensors, VelocityCommand};
 use nav_hal::rosbridge::testing::PeerConfig;
-use nav_hal::rosbridge::{RosbridgeConfig, RosbridgeHal};
+use nav_hal::rosbridge::{ImageTransport, RosbridgeConfig, RosbridgeHal};
 use serde_json::json;
 use std::time::Duration;
 use support::{eventually, fast_config, peer, peer_with, sleep};
@@ -240,7 +240,11 @@ async fn an_unreachable_robot_is_disconnected_not_an_error_storm() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn camera_images_decode_raw_and_compressed() {
     let peer = peer().await;
-    let raw_cfg = RosbridgeConfig { compressed: false, ..fast_config(&peer.url()) };
+    let raw_cfg = RosbridgeConfig {
+        rgb_transport: ImageTransport::Raw,
+        depth_transport: ImageTransport::Raw,
+        ..fast_config(&peer.url())
+    };
     let mut raw = connected(&peer.url(), raw_cfg).await;
     let frame = eventually(4.0, async || raw.rgb().await.ok()).await.expect("raw rgb8 arrives");
     let truth = peer.with_world(|w| w.rgb());

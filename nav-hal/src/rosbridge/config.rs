@@ -1,6 +1,7 @@
 //! [`RosbridgeConfig`]: where the robot is, which topics to use, and the
 //! safety-relevant limits (staleness, speed caps, reconnect backoff).
 
+use super::images::ImageTransport;
 use super::steps::StepMotionConfig;
 use crate::HalError;
 use nav_core::drive::DriveKind;
@@ -17,8 +18,9 @@ pub struct TopicsConfig {
     /// `nav_msgs/Odometry`.
     pub odom: String,
     /// The colour camera, `sensor_msgs/Image` (`rgb8`/`bgr8`); with
-    /// [`RosbridgeConfig::compressed`] the HAL subscribes to
-    /// `<rgb>/compressed` (`sensor_msgs/CompressedImage`) instead.
+    /// [`RosbridgeConfig::rgb_transport`] `compressed` (or `auto` when
+    /// rosapi lists it) the HAL subscribes to `<rgb>/compressed`
+    /// (`sensor_msgs/CompressedImage`) instead.
     pub rgb: String,
     /// The depth camera, `sensor_msgs/Image` `16UC1` millimetres (or
     /// `32FC1` metres).
@@ -86,18 +88,25 @@ pub struct RosbridgeConfig {
     pub dry_run: bool,
     /// Topic names.
     pub topics: TopicsConfig,
-    /// Take the colour camera from `<rgb>/compressed` (JPEG/PNG, ~20× less
-    /// bandwidth than raw `rgb8` over WiFi).
-    pub compressed: bool,
+    /// How colour images travel: `auto` (`<rgb>/compressed` JPEG when
+    /// rosapi lists it, else the raw topic as CBOR), `compressed`, `cbor`,
+    /// `png` (rosbridge's PNG-compressed JSON) or `raw` (JSON, base64: the
+    /// largest). Figures per frame in docs/BENCHMARKS.md.
+    pub rgb_transport: ImageTransport,
     /// Subscribe to the colour camera.
     pub rgb_enabled: bool,
-    /// Subscribe to the depth camera (raw `16UC1` is ~0.5 MB per frame:
-    /// lower the camera's frame rate, use `depth_compressed` or disable on a
-    /// weak link).
+    /// Subscribe to the depth camera.
     pub depth_enabled: bool,
-    /// Take depth from `<depth>/compressedDepth` (image_transport's 16-bit
-    /// PNG, `sensor_msgs/CompressedImage`) instead of the raw topic.
-    pub depth_compressed: bool,
+    /// How depth images travel: `auto` (`<depth>/compressedDepth`,
+    /// image_transport's lossless 16-bit PNG, when rosapi lists it, else
+    /// the raw topic as CBOR), `compressed`, `cbor`, `png` or `raw`.
+    pub depth_transport: ImageTransport,
+    /// At most this many images per second per camera: rosbridge's
+    /// `throttle_rate` (with `queue_length` 1, so a slow link gets the
+    /// newest image, never a backlog). Decisions read a camera a few times
+    /// a second at most; a 30 fps camera over WiFi only costs bandwidth.
+    /// Needs rosbridge's WebSocket ([`Connect::websocket_url`](super::Connect::websocket_url)).
+    pub image_rate_hz: f64,
     /// Horizontal field of view of the colour camera, degrees (OAK-D Pro
     /// colour: 69°).
     pub rgb_hfov_deg: f64,
@@ -166,10 +175,11 @@ impl Default for RosbridgeConfig {
             url: "ws://localhost:9090".into(),
             dry_run: false,
             topics: TopicsConfig::default(),
-            compressed: true,
+            rgb_transport: ImageTransport::Auto,
             rgb_enabled: true,
             depth_enabled: true,
-            depth_compressed: false,
+            depth_transport: ImageTransport::Auto,
+            image_rate_hz: 2.0,
             rgb_hfov_deg: 69.0,
             scan_yaw_offset_deg: 0.0,
             drive: DriveKind::Ackermann { min_turn_radius_m: 0.3 },
@@ -263,6 +273,9 @@ impl RosbridgeConfig {
                 "scan_min_valid_fraction",
                 format!("must be within 0..=1, got {}", self.scan_min_valid_fraction),
             );
+        }
+        if !(self.image_rate_hz.is_finite() && self.image_rate_hz > 0.0 && self.image_rate_hz <= 100.0) {
+            return bad("image_rate_hz", format!("must be within (0, 100] Hz, got {}", self.image_rate_hz));
         }
         if self.rgb_hfov_deg >= 179.0 {
             return bad("rgb_hfov_deg", "must be below 179".into());

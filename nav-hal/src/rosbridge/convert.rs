@@ -290,6 +290,28 @@ pub fn depth_from_compressed(img: &CompressedImage, stamp_s: f64) -> Result<Dept
     DepthFrame::from_millimetres(w, h, luma.as_raw(), stamp_s).ok_or_else(|| protocol("depth buffer size mismatch"))
 }
 
+/// image_transport's `compressedDepth` of a depth frame: the 12-byte
+/// header (format 1 = PNG, two unused depth parameters), then a 16-bit
+/// grey PNG of millimetres (0 = no measurement).
+pub fn compressed_depth_from_depth(
+    depth: &DepthFrame,
+    stamp_s: f64,
+    frame_id: &str,
+) -> Result<CompressedImage, HalError> {
+    let mm = depth.to_millimetres();
+    let img = image::ImageBuffer::<image::Luma<u16>, _>::from_raw(depth.width as u32, depth.height as u32, mm)
+        .ok_or_else(|| HalError::Image { message: "depth buffer size mismatch".into() })?;
+    let mut png = Vec::new();
+    image::DynamicImage::ImageLuma16(img)
+        .write_to(&mut std::io::Cursor::new(&mut png), image::ImageFormat::Png)
+        .map_err(|e| HalError::Image { message: e.to_string() })?;
+    let mut data = Vec::with_capacity(COMPRESSED_DEPTH_HEADER + png.len());
+    data.extend_from_slice(&1i32.to_le_bytes());
+    data.extend_from_slice(&[0u8; 8]);
+    data.extend_from_slice(&png);
+    Ok(CompressedImage { header: Header::new(stamp_s, frame_id), format: "16UC1; compressedDepth png".into(), data })
+}
+
 /// Seconds of a header stamp.
 pub fn stamp_s(header: &Header) -> f64 {
     header.stamp.as_secs_f64()
@@ -391,6 +413,19 @@ mod tests {
             .unwrap();
         let msg = CompressedImage { format: "png".into(), data: png, ..Default::default() };
         assert_eq!(rgb_from_compressed(&msg).unwrap(), frame);
+    }
+
+    #[test]
+    fn depth_round_trips_through_compressed_depth() {
+        let d = DepthFrame { width: 3, height: 2, depth_m: vec![0.5, f32::NAN, 2.0, 1.234, 0.0, 9.0], stamp_s: 0.0 };
+        let msg = compressed_depth_from_depth(&d, 1.0, "cam").unwrap();
+        let back = depth_from_compressed(&msg, 1.0).unwrap();
+        assert_eq!(back.depth_m.len(), 6);
+        assert_eq!(
+            (back.at(0, 0), back.at(2, 0), back.at(0, 1), back.at(2, 1)),
+            (Some(0.5), Some(2.0), Some(1.234), Some(9.0))
+        );
+        assert!(back.at(1, 0).unwrap().is_nan() && back.at(1, 1).unwrap().is_nan());
     }
 
     #[test]

@@ -469,7 +469,7 @@ impl Sensors for RosbridgeHal {
         if !c.rgb_enabled {
             return Err(HalError::unsupported("rgb camera (rgb_enabled = false)"));
         }
-        let topic = c.topics.rgb_topic(c.compressed);
+        let topic = self.commands.shared.data().rgb_topic.clone().unwrap_or_else(|| c.topics.rgb.clone());
         let sample = self.fresh(&topic, c.camera_stale_s, |d| d.rgb.clone())?;
         if let Some((at, frame)) = &self.rgb_cache {
             if *at == sample.received_s {
@@ -526,7 +526,7 @@ impl Sensors for RosbridgeHal {
         if !c.depth_enabled {
             return Err(HalError::unsupported("depth camera (depth_enabled = false)"));
         }
-        let topic = c.topics.depth_topic(c.depth_compressed);
+        let topic = self.commands.shared.data().depth_topic.clone().unwrap_or_else(|| c.topics.depth.clone());
         let sample = self.fresh(&topic, c.camera_stale_s, |d| d.depth.clone())?;
         let decoded = match sample.value.as_ref() {
             RawImage::Raw(img) => convert::depth_from_image(img, sample.received_s),

@@ -9,10 +9,11 @@
 
 use super::config::{RosbridgeConfig, TopicsConfig};
 use super::convert;
+use super::images::{self, Camera, ImageRoute, ImageTransport};
 use super::msg::action_msgs::{CancelGoal, CancelGoalRequest};
 use super::msg::geometry_msgs::{PoseStamped, Twist};
 use super::msg::nav_msgs::Odometry as OdometryMsg;
-use super::msg::rosapi::{GetTime, GetTimeRequest};
+use super::msg::rosapi::{GetTime, GetTimeRequest, Topics, TopicsRequest};
 use super::msg::sensor_msgs::{CompressedImage, Image, LaserScan};
 use super::msg::std_msgs::{Bool, String as StringMsg};
 use super::state::{RawImage, Sample, Shared};
@@ -44,6 +45,15 @@ pub trait Connect: Send + Sync + 'static {
 
     /// One connection attempt.
     fn connect(&self) -> impl Future<Output = Result<Self::Link, roslibrust::Error>> + Send;
+
+    /// The rosbridge WebSocket URL, when the backend is rosbridge: the
+    /// cameras then get a socket of their own ([`images`](super::images))
+    /// with server-side throttling and CBOR/PNG compression. `None` (the
+    /// default) subscribes to the cameras through [`TopicProvider`], JSON
+    /// and unthrottled.
+    fn websocket_url(&self) -> Option<String> {
+        None
+    }
 
     /// Calls a service (the link probe, Nav2's cancel service). The default
     /// goes through [`ServiceProvider`], which only accepts names whose
@@ -79,6 +89,10 @@ impl Connect for RosbridgeConnector {
 
     fn endpoint(&self) -> String {
         self.url.clone()
+    }
+
+    fn websocket_url(&self) -> Option<String> {
+        Some(self.url.clone())
     }
 
     async fn connect(&self) -> Result<Self::Link, roslibrust::Error> {
@@ -172,7 +186,7 @@ pub(crate) async fn run<C: Connect>(
         let attempt = {
             let connect = tokio::time::timeout(RosbridgeConfig::secs(config.connect_timeout_s), async {
                 let link = connector.connect().await.map_err(|e| format!("connect failed: {}", describe(&e)))?;
-                Session::<C>::open(link, &config, &shared).await
+                Session::<C>::open(link, connector.websocket_url(), &config, &shared).await
             });
             tokio::pin!(connect);
             loop {
@@ -292,7 +306,12 @@ pub(crate) fn describe(e: &roslibrust::Error) -> String {
 impl<C: Connect> Session<C> {
     /// Subscribes to every sensor topic and advertises the publishers
     /// (`cmd_vel` and the goal topic only outside a dry run).
-    async fn open(link: C::Link, config: &RosbridgeConfig, shared: &Arc<Shared>) -> Result<Self, String> {
+    async fn open(
+        link: C::Link,
+        websocket_url: Option<String>,
+        config: &RosbridgeConfig,
+        shared: &Arc<Shared>,
+    ) -> Result<Self, String> {
         let t: &TopicsConfig = &config.topics;
         let mut readers = JoinSet::new();
         let yaw_offset = config.scan_yaw_offset_deg.to_radians();
@@ -321,58 +340,7 @@ impl<C: Connect> Session<C> {
             ))
         })
         .await?;
-        if config.rgb_enabled {
-            let topic = t.rgb_topic(config.compressed);
-            if config.compressed {
-                spawn_reader::<C::Link, CompressedImage, _>(&link, &topic, shared, &mut readers, |msg, now| {
-                    let header_s = convert::stamp_s(&msg.header);
-                    Ok((
-                        header_s,
-                        Box::new(move |d: &mut super::state::Data| {
-                            d.rgb = Some(Sample { value: Arc::new(RawImage::Compressed(msg)), received_s: now });
-                        }),
-                    ))
-                })
-                .await?;
-            } else {
-                spawn_reader::<C::Link, Image, _>(&link, &topic, shared, &mut readers, |msg, now| {
-                    let header_s = convert::stamp_s(&msg.header);
-                    Ok((
-                        header_s,
-                        Box::new(move |d: &mut super::state::Data| {
-                            d.rgb = Some(Sample { value: Arc::new(RawImage::Raw(msg)), received_s: now });
-                        }),
-                    ))
-                })
-                .await?;
-            }
-        }
-        if config.depth_enabled {
-            let topic = t.depth_topic(config.depth_compressed);
-            if config.depth_compressed {
-                spawn_reader::<C::Link, CompressedImage, _>(&link, &topic, shared, &mut readers, |msg, now| {
-                    let header_s = convert::stamp_s(&msg.header);
-                    Ok((
-                        header_s,
-                        Box::new(move |d: &mut super::state::Data| {
-                            d.depth = Some(Sample { value: Arc::new(RawImage::Compressed(msg)), received_s: now });
-                        }),
-                    ))
-                })
-                .await?;
-            } else {
-                spawn_reader::<C::Link, Image, _>(&link, &topic, shared, &mut readers, |msg, now| {
-                    let header_s = convert::stamp_s(&msg.header);
-                    Ok((
-                        header_s,
-                        Box::new(move |d: &mut super::state::Data| {
-                            d.depth = Some(Sample { value: Arc::new(RawImage::Raw(msg)), received_s: now });
-                        }),
-                    ))
-                })
-                .await?;
-            }
-        }
+        open_cameras::<C>(&link, websocket_url, config, shared, &mut readers).await?;
         spawn_reader::<C::Link, Bool, _>(&link, &t.pause, shared, &mut readers, |msg, _now| {
             Ok((f64::NAN, Box::new(move |d: &mut super::state::Data| d.paused = msg.data)))
         })
@@ -517,6 +485,91 @@ async fn probe_link<C: Connect>(link: C::Link, service: String, timeout: Duratio
         Ok(Err(e)) => Err(link_error("link probe", e)),
         Err(_) => Err(format!("link probe: no reply from {service} within {:.1} s", timeout.as_secs_f64())),
     }
+}
+
+/// Decides each enabled camera's transport (asking rosapi which topics
+/// exist when a transport is `auto`) and subscribes: on a camera socket of
+/// its own when the backend is rosbridge, else through [`TopicProvider`].
+async fn open_cameras<C: Connect>(
+    link: &C::Link,
+    websocket_url: Option<String>,
+    config: &RosbridgeConfig,
+    shared: &Arc<Shared>,
+    readers: &mut JoinSet<String>,
+) -> Result<(), String> {
+    let t = &config.topics;
+    let mut wanted = Vec::new();
+    if config.rgb_enabled {
+        wanted.push((Camera::Rgb, t.rgb.as_str(), config.rgb_transport));
+    }
+    if config.depth_enabled {
+        wanted.push((Camera::Depth, t.depth.as_str(), config.depth_transport));
+    }
+    let available = if wanted.iter().any(|(_, _, tr)| *tr == ImageTransport::Auto) {
+        list_topics::<C>(link, RosbridgeConfig::secs(config.probe_timeout_s.max(1.0)), shared).await
+    } else {
+        None
+    };
+    let routes: Vec<ImageRoute> =
+        wanted.into_iter().map(|(cam, base, tr)| ImageRoute::resolve(cam, base, tr, available.as_ref())).collect();
+    {
+        let mut d = shared.data();
+        let topic_of = |cam| routes.iter().find(|r| r.camera == cam).map(|r| r.topic.clone());
+        d.rgb_topic = topic_of(Camera::Rgb);
+        d.depth_topic = topic_of(Camera::Depth);
+    }
+    if routes.is_empty() {
+        return Ok(());
+    }
+    if let Some(url) = websocket_url {
+        let timeout = RosbridgeConfig::secs(config.connect_timeout_s);
+        return images::open(&url, timeout, routes, config.image_rate_hz, shared, readers).await;
+    }
+    for route in routes {
+        info!(target: LOG, "camera: {} (unthrottled: the backend has no rosbridge WebSocket)", route.describe());
+        let slot = route.camera;
+        let store = move |d: &mut super::state::Data, image: RawImage, now: f64| {
+            let sample = Some(Sample { value: Arc::new(image), received_s: now });
+            match slot {
+                Camera::Rgb => d.rgb = sample,
+                Camera::Depth => d.depth = sample,
+            }
+        };
+        if route.compressed_msg {
+            spawn_reader::<C::Link, CompressedImage, _>(link, &route.topic, shared, readers, move |msg, now| {
+                let header_s = convert::stamp_s(&msg.header);
+                Ok((header_s, Box::new(move |d: &mut super::state::Data| store(d, RawImage::Compressed(msg), now))))
+            })
+            .await?;
+        } else {
+            spawn_reader::<C::Link, Image, _>(link, &route.topic, shared, readers, move |msg, now| {
+                let header_s = convert::stamp_s(&msg.header);
+                Ok((header_s, Box::new(move |d: &mut super::state::Data| store(d, RawImage::Raw(msg), now))))
+            })
+            .await?;
+        }
+    }
+    Ok(())
+}
+
+/// rosapi's topic list (name → type), or `None` (logged) when rosapi does
+/// not answer within `timeout`.
+async fn list_topics<C: Connect>(
+    link: &C::Link,
+    timeout: Duration,
+    shared: &Shared,
+) -> Option<std::collections::BTreeMap<String, String>> {
+    let call = C::call::<Topics>(link, images::ROSAPI_TOPICS, TopicsRequest {});
+    let why = match tokio::time::timeout(timeout, call).await {
+        Ok(Ok(r)) => return Some(r.topics.into_iter().zip(r.types).collect()),
+        Ok(Err(e)) => describe(&e),
+        Err(_) => format!("no reply within {:.1} s", timeout.as_secs_f64()),
+    };
+    shared.warn_limited(
+        "rosapi topics",
+        &format!("{}: {why}; cameras with transport auto use the raw topic as CBOR", images::ROSAPI_TOPICS),
+    );
+    None
 }
 
 /// Stores a converted message in the shared data.

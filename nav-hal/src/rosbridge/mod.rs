@@ -12,8 +12,8 @@
 //! | --- | --- | --- |
 //! | `/scan` | `sensor_msgs/LaserScan` | in |
 //! | `/odom` | `nav_msgs/Odometry` | in |
-//! | `/oak/rgb/image_raw[/compressed]` | `sensor_msgs/Image` (`rgb8`, `bgr8`) or `CompressedImage` (JPEG/PNG) | in |
-//! | `/oak/stereo/image_raw` | `sensor_msgs/Image` `16UC1` mm (or `32FC1`; `compressedDepth`) | in |
+//! | `/oak/rgb/image_raw[/compressed]` | `sensor_msgs/Image` (`rgb8`, `bgr8`) or `CompressedImage` (JPEG/PNG) | in ([`images`]) |
+//! | `/oak/stereo/image_raw[/compressedDepth]` | `sensor_msgs/Image` `16UC1` mm (or `32FC1`) or `compressedDepth` | in ([`images`]) |
 //! | `/navkit/pause` | `std_msgs/Bool` | in ([`RosbridgeHal::paused`]) |
 //! | `/cmd_vel` | `geometry_msgs/Twist` | out |
 //! | `/speech_output` | `std_msgs/String` | out ([`RosbridgeHal::say`]) |
@@ -25,6 +25,10 @@
 //! action support differs between ROS distributions and which roslibrust
 //! does not offer). Goals are cancelled through the action's
 //! `_action/cancel_goal` service, a plain service call.
+//!
+//! The cameras travel on a WebSocket of their own, throttled to
+//! `image_rate_hz` and as `CompressedImage` or CBOR by default: see
+//! [`images`] and [`ImageTransport`].
 //!
 //! # Time and staleness
 //!
@@ -108,6 +112,7 @@
 mod config;
 pub mod convert;
 mod hal;
+pub mod images;
 mod link;
 pub mod msg;
 mod state;
@@ -118,6 +123,7 @@ pub mod wire;
 
 pub use config::{RosbridgeConfig, TopicsConfig};
 pub use hal::{RosbridgeHal, SpeechHandle, StopHandle};
+pub use images::ImageTransport;
 pub use link::{Connect, RosbridgeConnector};
 pub use state::{LastCommand, LinkStatus, TopicStatus};
 pub use steps::StepMotionConfig;

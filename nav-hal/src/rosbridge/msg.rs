@@ -386,6 +386,35 @@ pub mod rosapi {
         type Response = GetTimeResponse;
     }
 
+    /// Request of `rosapi/Topics` (empty).
+    #[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
+    pub struct TopicsRequest {}
+
+    /// Response of `rosapi/Topics`: every topic and its type, in the same
+    /// order.
+    #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+    #[serde(default)]
+    pub struct TopicsResponse {
+        /// Topic names.
+        pub topics: Vec<std::string::String>,
+        /// Their types (`sensor_msgs/msg/Image` on ROS 2).
+        pub types: Vec<std::string::String>,
+    }
+
+    /// `rosapi/Topics` (`/rosapi/topics`): the topic list, used to find
+    /// `<camera>/compressed`.
+    #[derive(Debug, Clone, Copy)]
+    pub struct Topics;
+
+    impl RosServiceType for Topics {
+        const ROS_SERVICE_NAME: &'static str = "rosapi/Topics";
+        const ROS2_TYPE_NAME: &'static str = "rosapi_msgs::srv::dds_::Topics_";
+        type Request = TopicsRequest;
+        type Response = TopicsResponse;
+    }
+
+    ros_message!(TopicsRequest, "rosapi/TopicsRequest", "rosapi_msgs::srv::dds_::Topics_Request_");
+    ros_message!(TopicsResponse, "rosapi/TopicsResponse", "rosapi_msgs::srv::dds_::Topics_Response_");
     ros_message!(GetTimeRequest, "rosapi/GetTimeRequest", "rosapi_msgs::srv::dds_::GetTime_Request_");
     ros_message!(GetTimeResponse, "rosapi/GetTimeResponse", "rosapi_msgs::srv::dds_::GetTime_Response_");
 }

@@ -78,6 +78,9 @@ pub struct TopicStatus {
     pub age_s: Option<f64>,
     /// Header stamp of the newest accepted message (the robot's clock), s.
     pub header_stamp_s: Option<f64>,
+    /// Bytes received on the wire, counted for the camera topics (which
+    /// travel on navkit's own camera socket; 0 for the others).
+    pub bytes: u64,
 }
 
 /// The state of the connection to the robot.
@@ -136,6 +139,10 @@ pub(crate) struct Data {
     pub withholding: bool,
     /// Rate limits of the warnings.
     pub warnings: WarnLimiter,
+    /// The colour topic this session subscribed to (transport decided).
+    pub rgb_topic: Option<String>,
+    /// The depth topic this session subscribed to.
+    pub depth_topic: Option<String>,
     topics: BTreeMap<String, (TopicStatus, Option<f64>)>,
 }
 
@@ -225,6 +232,12 @@ impl Shared {
         st.header_stamp_s = header_stamp_s.is_finite().then_some(header_stamp_s);
         *at = Some(now_s);
         d.last_inbound_s = Some(now_s);
+    }
+
+    /// Counts `bytes` received on `topic`.
+    pub fn add_bytes(d: &mut Data, topic: &str, bytes: usize) {
+        let (st, _) = d.topics.entry(topic.to_string()).or_default();
+        st.bytes = st.bytes.saturating_add(bytes as u64);
     }
 
     /// Logs a warning of `kind`, rate-limited ([`WarnLimiter`]).

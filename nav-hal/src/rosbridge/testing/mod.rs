@@ -13,13 +13,21 @@
 //! for one tick (the simulated base holds a Twist until the next one, or
 //! until [`PeerConfig::cmd_vel_timeout_s`]), and publishes `/odom` every
 //! tick, `/scan` at 10 Hz (non-finite ranges as `null`, exactly as
-//! rosbridge sends them) and the camera topics at 2 Hz while subscribed
-//! (raw `rgb8`, JPEG on `<rgb>/compressed`, `16UC1` depth). Header stamps
-//! are the simulator's clock.
+//! rosbridge sends them) and the camera topics at [`PeerConfig::camera_hz`]
+//! while subscribed (raw `rgb8`, JPEG on `<rgb>/compressed`, `16UC1` depth,
+//! image_transport's 16-bit PNG on `<depth>/compressedDepth`). Header
+//! stamps are the simulator's clock.
+//!
+//! Subscriptions honour rosbridge's options: `throttle_rate` (at most one
+//! message per period per connection) and `compression` — `png` sends the
+//! JSON text PNG-encoded in `{"op":"png","data":BASE64}`, `cbor` a binary
+//! frame with `uint8[]` as bytes, both as rosbridge_server does.
+//! `/rosapi/topics` lists what the peer serves.
 //!
 //! Every client message is recorded with its arrival time
 //! ([`RosbridgePeer::received`], [`RosbridgePeer::twists`]), and test
-//! controls pause the scan or odometry stream, inject `null` ranges, drop or refuse
+//! controls pause the scan or odometry stream, inject `null` ranges, corrupt
+//! the camera images, drop or refuse
 //! connections, go silent (a half-open link), freeze the link both ways
 //! (messages queue in the socket and are replayed on the thaw), place an
 //! obstacle ahead and publish the pause flag.
@@ -77,11 +85,24 @@ pub struct PeerConfig {
     /// The simulated base zeroes a Twist older than this; `None` (the
     /// default) holds it forever, the worst case a client must handle.
     pub cmd_vel_timeout_s: Option<f64>,
+    /// Serve `<rgb>/compressed` and `<depth>/compressedDepth` (a robot
+    /// with image_transport's plugins); `false` serves raw images only.
+    pub serve_compressed: bool,
+    /// Answer `/rosapi/topics`; `false` acts as a server without rosapi.
+    pub rosapi_topics: bool,
 }
 
 impl Default for PeerConfig {
     fn default() -> Self {
-        Self { topics: TopicsConfig::default(), tick_hz: 50.0, scan_hz: 10.0, camera_hz: 2.0, cmd_vel_timeout_s: None }
+        Self {
+            topics: TopicsConfig::default(),
+            tick_hz: 50.0,
+            scan_hz: 10.0,
+            camera_hz: 2.0,
+            cmd_vel_timeout_s: None,
+            serve_compressed: true,
+            rosapi_topics: true,
+        }
     }
 }
 
@@ -108,6 +129,7 @@ pub(crate) struct PeerState {
     pub scan_paused: bool,
     pub odom_paused: bool,
     pub null_arc: Option<(f64, f64)>,
+    pub corrupt_images: bool,
 }
 
 /// Shared by the peer's tasks.
@@ -200,7 +222,13 @@ impl RosbridgePeer {
             frozen: tokio::sync::watch::Sender::new(false),
             conns: Connections::default(),
             sim_clock: world.clock(),
-            state: Mutex::new(PeerState { world, scan_paused: false, odom_paused: false, null_arc: None }),
+            state: Mutex::new(PeerState {
+                world,
+                scan_paused: false,
+                odom_paused: false,
+                null_arc: None,
+                corrupt_images: false,
+            }),
             command: Mutex::new((Twist::default(), 0.0)),
             log: Mutex::new(Vec::new()),
         });
@@ -275,6 +303,14 @@ impl RosbridgePeer {
     /// the front) read `null` on the wire; `None` stops it.
     pub fn set_null_arc(&self, arc: Option<(f64, f64)>) {
         self.shared.state().null_arc = arc;
+    }
+
+    /// While `true`, every camera message is broken: image data without
+    /// its first half (a raw image too short for its size, a JPEG or PNG
+    /// without its signature), `png` frames that hold no PNG, truncated
+    /// CBOR frames.
+    pub fn set_corrupt_images(&self, corrupt: bool) {
+        self.shared.state().corrupt_images = corrupt;
     }
 
     /// Closes every connection at once, without a close handshake (the

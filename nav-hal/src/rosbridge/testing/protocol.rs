@@ -2,11 +2,12 @@
 //! operations, `service_response` and `status` replies.
 
 use super::{PeerShared, ReceivedMessage};
+use crate::rosbridge::images;
 use crate::rosbridge::msg::builtin_interfaces::Time;
 use crate::rosbridge::msg::geometry_msgs::Twist;
 use futures_util::{SinkExt, StreamExt};
 use serde_json::{Value, json};
-use std::collections::HashSet;
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use tokio::net::{TcpListener, TcpStream};
@@ -17,11 +18,40 @@ use tokio_tungstenite::tungstenite::Message;
 /// as with rosbridge's `queue_length`.
 const QUEUE: usize = 512;
 
+/// rosbridge's `compression` of a subscription.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Compression {
+    None,
+    Png,
+    Cbor,
+}
+
+/// How a connection subscribed to a topic.
+#[derive(Debug, Clone)]
+struct SubOpts {
+    compression: Compression,
+    /// `throttle_rate`, s: at most one message per period.
+    throttle_s: f64,
+    last_sent_s: Option<f64>,
+}
+
 #[derive(Debug)]
 struct Conn {
     id: u64,
-    subs: HashSet<String>,
-    tx: mpsc::Sender<String>,
+    subs: HashMap<String, SubOpts>,
+    tx: mpsc::Sender<Message>,
+}
+
+/// One message to publish: its JSON body, and for images the CBOR frame
+/// (the typed message, `uint8[]` as bytes, as rosbridge encodes it).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Outgoing {
+    pub topic: String,
+    pub msg: Value,
+    pub cbor: Option<Vec<u8>>,
+    /// Send broken frames (`set_corrupt_images`): a PNG that is no PNG, a
+    /// truncated CBOR frame.
+    pub corrupt: bool,
 }
 
 /// The open connections.
@@ -53,23 +83,47 @@ impl Connections {
     }
 
     pub fn has_subscriber(&self, topic: &str) -> bool {
-        self.list().iter().any(|c| c.subs.contains(topic))
+        self.list().iter().any(|c| c.subs.contains_key(topic))
+    }
+
+    /// True when a connection subscribed to `topic` with CBOR compression.
+    pub fn wants_cbor(&self, topic: &str) -> bool {
+        self.list().iter().any(|c| c.subs.get(topic).is_some_and(|o| o.compression == Compression::Cbor))
     }
 
     /// Sends `msg` on `topic` to every subscribed connection (nothing while
     /// the peer is silent).
     pub fn publish(&self, shared: &PeerShared, topic: &str, msg: &Value) {
+        let out = Outgoing { topic: topic.to_string(), msg: msg.clone(), ..Outgoing::default() };
+        self.publish_outgoing(shared, &out);
+    }
+
+    /// Sends `out` to every subscriber, as each asked (`compression`,
+    /// `throttle_rate`), encoding each form once.
+    pub fn publish_outgoing(&self, shared: &PeerShared, out: &Outgoing) {
         if shared.silent.load(Ordering::SeqCst) {
             return;
         }
-        let list = self.list();
-        if !list.iter().any(|c| c.subs.contains(topic)) {
-            return;
-        }
-        let text = json!({ "op": "publish", "topic": topic, "msg": msg }).to_string();
-        for c in list.iter().filter(|c| c.subs.contains(topic)) {
+        let now = shared.now_s();
+        let mut list = self.list();
+        let mut forms: HashMap<&str, Option<Message>> = HashMap::new();
+        for c in list.iter_mut() {
+            let Some(opts) = c.subs.get_mut(&out.topic) else { continue };
+            if opts.last_sent_s.is_some_and(|last| now - last < opts.throttle_s) {
+                continue;
+            }
+            let key = match opts.compression {
+                Compression::None => "none",
+                Compression::Png => "png",
+                Compression::Cbor => "cbor",
+            };
+            let form = forms.entry(key).or_insert_with(|| encode(out, opts.compression));
             // A full queue drops the message, like a slow rosbridge client.
-            let _ = c.tx.try_send(text.clone());
+            if let Some(m) = form {
+                if c.tx.try_send(m.clone()).is_ok() {
+                    opts.last_sent_s = Some(now);
+                }
+            }
         }
     }
 
@@ -78,7 +132,7 @@ impl Connections {
             return;
         }
         if let Some(c) = self.list().iter().find(|c| c.id == id) {
-            let _ = c.tx.try_send(value.to_string());
+            let _ = c.tx.try_send(Message::text(value.to_string()));
         }
     }
 
@@ -90,6 +144,28 @@ impl Connections {
 
     fn remove(&self, id: u64) {
         self.list().retain(|c| c.id != id);
+    }
+}
+
+/// `out` as a subscriber with `compression` receives it.
+fn encode(out: &Outgoing, compression: Compression) -> Option<Message> {
+    let text = || json!({ "op": "publish", "topic": out.topic, "msg": out.msg }).to_string();
+    match compression {
+        Compression::None => Some(Message::text(text())),
+        Compression::Png if out.corrupt => {
+            Some(Message::text(json!({ "op": "png", "data": "bm90IGEgUE5H" }).to_string()))
+        }
+        Compression::Png => images::png_wrap(&text()).ok().map(Message::text),
+        Compression::Cbor => {
+            let mut bytes = match &out.cbor {
+                Some(b) => b.clone(),
+                None => images::cbor_publish(&out.topic, &out.msg).ok()?,
+            };
+            if out.corrupt {
+                bytes.truncate(bytes.len() / 2);
+            }
+            Some(Message::binary(bytes))
+        }
     }
 }
 
@@ -108,12 +184,12 @@ pub(crate) async fn accept_loop(listener: TcpListener, shared: Arc<PeerShared>) 
 async fn serve(stream: TcpStream, shared: Arc<PeerShared>) {
     let Ok(ws) = tokio_tungstenite::accept_async(stream).await else { return };
     let (mut sink, mut source) = ws.split();
-    let (tx, mut rx) = mpsc::channel::<String>(QUEUE);
+    let (tx, mut rx) = mpsc::channel::<Message>(QUEUE);
     let mut kill = shared.conns.kill.subscribe();
     kill.mark_unchanged();
     let mut frozen = shared.frozen.subscribe();
     let id = shared.conns.next_id.fetch_add(1, Ordering::SeqCst);
-    shared.conns.list().push(Conn { id, subs: HashSet::new(), tx });
+    shared.conns.list().push(Conn { id, subs: HashMap::new(), tx });
     loop {
         if *frozen.borrow_and_update() {
             // a frozen link: nothing is read or written; the client's
@@ -134,7 +210,7 @@ async fn serve(stream: TcpStream, shared: Arc<PeerShared>) {
                 Some(Ok(_)) => {}
             },
             out = rx.recv() => match out {
-                Some(text) => if sink.send(Message::text(text)).await.is_err() { break },
+                Some(message) => if sink.send(message).await.is_err() { break },
                 None => break,
             },
             _ = kill.changed() => break,
@@ -190,9 +266,7 @@ fn handle(shared: &PeerShared, id: u64, text: &str) {
         "advertise" | "unadvertise" | "unsubscribe" if topic.is_none() => need_topic("topic"),
         "advertise" | "unadvertise" | "set_level" | "status" => {}
         "subscribe" => match topic {
-            Some(t) => shared.conns.with_conn(id, |c| {
-                c.subs.insert(t);
-            }),
+            Some(t) => subscribe(shared, id, t, &value, op_id.as_ref()),
             None => need_topic("topic"),
         },
         "unsubscribe" => {
@@ -228,6 +302,52 @@ fn handle(shared: &PeerShared, id: u64, text: &str) {
     }
 }
 
+/// A `subscribe` with rosbridge's options: `compression` (`none`, `png`,
+/// `cbor`; `cbor-raw` needs ROS serialization and is refused) and
+/// `throttle_rate` (ms). `queue_length` is accepted: the peer never queues
+/// more than its per-connection bound.
+fn subscribe(shared: &PeerShared, id: u64, topic: String, value: &Value, op_id: Option<&Value>) {
+    let compression = match value.get("compression").and_then(Value::as_str).unwrap_or("none") {
+        "none" => Compression::None,
+        "png" => Compression::Png,
+        "cbor" => Compression::Cbor,
+        other => {
+            status(
+                shared,
+                id,
+                "warning",
+                &format!("subscribe {topic}: compression {other:?} is not supported; sending JSON"),
+                op_id,
+            );
+            Compression::None
+        }
+    };
+    let throttle_ms = value.get("throttle_rate").and_then(Value::as_u64).unwrap_or(0);
+    let opts = SubOpts { compression, throttle_s: throttle_ms as f64 / 1000.0, last_sent_s: None };
+    shared.conns.with_conn(id, |c| {
+        c.subs.insert(topic, opts);
+    });
+}
+
+/// `/rosapi/topics`: every topic the peer serves and its ROS 2 type.
+fn topic_list(shared: &PeerShared) -> Value {
+    let t = &shared.config.topics;
+    let mut list = vec![
+        (t.scan.clone(), "sensor_msgs/msg/LaserScan"),
+        (t.odom.clone(), "nav_msgs/msg/Odometry"),
+        (t.rgb.clone(), "sensor_msgs/msg/Image"),
+        (t.depth.clone(), "sensor_msgs/msg/Image"),
+        (t.pause.clone(), "std_msgs/msg/Bool"),
+        (t.cmd_vel.clone(), "geometry_msgs/msg/Twist"),
+    ];
+    if shared.config.serve_compressed {
+        list.push((t.rgb_topic(true), "sensor_msgs/msg/CompressedImage"));
+        list.push((t.depth_topic(true), "sensor_msgs/msg/CompressedImage"));
+    }
+    let (topics, types): (Vec<_>, Vec<_>) = list.into_iter().unzip();
+    json!({ "topics": topics, "types": types })
+}
+
 fn call_service(shared: &PeerShared, id: u64, service: Option<String>, op_id: Option<Value>) {
     let Some(service) = service else {
         return status(shared, id, "error", "call_service: missing string field \"service\"", op_id.as_ref());
@@ -236,6 +356,8 @@ fn call_service(shared: &PeerShared, id: u64, service: Option<String>, op_id: Op
     let (values, result) = if service == topics.probe_service || service == "/rosapi/get_time" {
         let t = Time::from_secs_f64(nav_core::time::Clock::now_s(&shared.sim_clock));
         (json!({ "time": t }), true)
+    } else if service == images::ROSAPI_TOPICS && shared.config.rosapi_topics {
+        (topic_list(shared), true)
     } else if service == topics.nav2_cancel_service {
         (json!({ "return_code": 0, "goals_canceling": [] }), true)
     } else {

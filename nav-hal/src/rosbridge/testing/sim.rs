@@ -2,20 +2,32 @@
 //! odometry, scans and camera images.
 
 use super::PeerShared;
+use super::protocol::Outgoing;
 use crate::HalError;
 use crate::hal::VelocityCommand;
 use crate::rosbridge::convert;
+use crate::rosbridge::images;
 use crate::rosbridge::msg::geometry_msgs::Twist;
+use crate::rosbridge::msg::sensor_msgs::{CompressedImage, Image};
 use crate::sim::SimWorld;
 use nav_core::geometry::{Pose2, normalize_angle};
 use nav_core::time::Clock;
 use std::sync::Arc;
 use std::time::Duration;
 
-/// Messages produced in one tick, sent after the lock is released.
-struct Outgoing {
-    topic: String,
-    msg: serde_json::Value,
+/// Which camera topics have subscribers, and which want CBOR frames.
+#[derive(Debug, Clone, Copy, Default)]
+struct Cameras {
+    rgb_raw: bool,
+    rgb_jpeg: bool,
+    depth_raw: bool,
+    depth_png: bool,
+}
+
+impl Cameras {
+    fn any(self) -> bool {
+        self.rgb_raw || self.rgb_jpeg || self.depth_raw || self.depth_png
+    }
 }
 
 /// Ticks the simulation until the peer is dropped (the task is aborted).
@@ -30,17 +42,21 @@ pub(crate) async fn tick_loop(shared: Arc<PeerShared>) {
     loop {
         interval.tick().await;
         tick += 1;
-        let rgb_raw = shared.conns.has_subscriber(&cfg.topics.rgb);
-        let rgb_jpeg = shared.conns.has_subscriber(&cfg.topics.rgb_topic(true));
-        let depth = shared.conns.has_subscriber(&cfg.topics.depth);
-        let out = step(&shared, dt, tick % scan_every == 0, tick % camera_every == 0, (rgb_raw, rgb_jpeg, depth));
+        let t = &cfg.topics;
+        let cams = Cameras {
+            rgb_raw: shared.conns.has_subscriber(&t.rgb),
+            rgb_jpeg: cfg.serve_compressed && shared.conns.has_subscriber(&t.rgb_topic(true)),
+            depth_raw: shared.conns.has_subscriber(&t.depth),
+            depth_png: cfg.serve_compressed && shared.conns.has_subscriber(&t.depth_topic(true)),
+        };
+        let out = step(&shared, dt, tick % scan_every == 0, tick % camera_every == 0, cams);
         for o in out {
-            shared.conns.publish(&shared, &o.topic, &o.msg);
+            shared.conns.publish_outgoing(&shared, &o);
         }
     }
 }
 
-fn step(shared: &PeerShared, dt: f64, scan_due: bool, camera_due: bool, cams: (bool, bool, bool)) -> Vec<Outgoing> {
+fn step(shared: &PeerShared, dt: f64, scan_due: bool, camera_due: bool, cams: Cameras) -> Vec<Outgoing> {
     let topics = &shared.config.topics;
     let now = shared.now_s();
     let (command, command_at_s) = shared.command();
@@ -69,7 +85,7 @@ fn step(shared: &PeerShared, dt: f64, scan_due: bool, camera_due: bool, cams: (b
     let mut out = Vec::new();
     let odom = convert::odometry_to_msg(after, v, w, stamp);
     if !st.odom_paused {
-        out.push(Outgoing { topic: topics.odom.clone(), msg: json(&odom) });
+        out.push(Outgoing { topic: topics.odom.clone(), msg: json(&odom), ..Outgoing::default() });
     }
     if scan_due && !st.scan_paused {
         let mut scan = st.world.scan().scan;
@@ -80,30 +96,66 @@ fn step(shared: &PeerShared, dt: f64, scan_due: bool, camera_due: bool, cams: (b
                 }
             }
         }
-        out.push(Outgoing { topic: topics.scan.clone(), msg: json(&convert::scan_to_msg(&scan, stamp, "laser")) });
+        let msg = json(&convert::scan_to_msg(&scan, stamp, "laser"));
+        out.push(Outgoing { topic: topics.scan.clone(), msg, ..Outgoing::default() });
     }
-    let (rgb_raw, rgb_jpeg, depth) = cams;
-    if camera_due && (rgb_raw || rgb_jpeg || depth) {
+    if camera_due && cams.any() {
         let (rgb, d) = st.world.rgbd();
-        if rgb_raw {
-            out.push(Outgoing {
-                topic: topics.rgb.clone(),
-                msg: json(&convert::image_from_rgb(&rgb.frame, stamp, "oak_rgb")),
-            });
+        let corrupt = st.corrupt_images;
+        drop(st);
+        let image = |topic: String, msg: Image| camera_message(shared, topic, msg, corrupt);
+        let compressed = |topic: String, msg: Result<CompressedImage, HalError>| {
+            msg.ok().map(|m| camera_message(shared, topic, m, corrupt))
+        };
+        if cams.rgb_raw {
+            out.push(image(topics.rgb.clone(), convert::image_from_rgb(&rgb.frame, stamp, "oak_rgb")));
         }
-        if rgb_jpeg {
-            if let Ok(jpeg) = convert::compressed_from_rgb(&rgb.frame, 80, stamp, "oak_rgb") {
-                out.push(Outgoing { topic: topics.rgb_topic(true), msg: json(&jpeg) });
-            }
+        if cams.rgb_jpeg {
+            out.extend(compressed(
+                topics.rgb_topic(true),
+                convert::compressed_from_rgb(&rgb.frame, 80, stamp, "oak_rgb"),
+            ));
         }
-        if depth {
-            out.push(Outgoing {
-                topic: topics.depth.clone(),
-                msg: json(&convert::image_from_depth(&d, stamp, "oak_rgb")),
-            });
+        if cams.depth_raw {
+            out.push(image(topics.depth.clone(), convert::image_from_depth(&d, stamp, "oak_rgb")));
+        }
+        if cams.depth_png {
+            out.extend(compressed(
+                topics.depth_topic(true),
+                convert::compressed_depth_from_depth(&d, stamp, "oak_rgb"),
+            ));
         }
     }
     out
+}
+
+/// Image data (`data` field) that may be cut in half (a corrupt image).
+trait ImageData: serde::Serialize {
+    fn data_mut(&mut self) -> &mut Vec<u8>;
+}
+
+impl ImageData for Image {
+    fn data_mut(&mut self) -> &mut Vec<u8> {
+        &mut self.data
+    }
+}
+
+impl ImageData for CompressedImage {
+    fn data_mut(&mut self) -> &mut Vec<u8> {
+        &mut self.data
+    }
+}
+
+/// A camera message with its CBOR frame when a subscriber wants one.
+fn camera_message<M: ImageData>(shared: &PeerShared, topic: String, mut msg: M, corrupt: bool) -> Outgoing {
+    if corrupt {
+        // Without its first half: too short for a raw image's size, no
+        // JPEG/PNG signature for a compressed one.
+        let data = msg.data_mut();
+        data.drain(..data.len() / 2);
+    }
+    let cbor = if shared.conns.wants_cbor(&topic) { images::cbor_publish(&topic, &msg).ok() } else { None };
+    Outgoing { msg: json(&msg), topic, cbor, corrupt }
 }
 
 fn json<T: serde::Serialize>(v: &T) -> serde_json::Value {
