@@ -10,7 +10,7 @@ mod support;
 
 use nav_hal::HalError;
 use nav_hal::hal::{CameraFrame, DepthFrame, Sensors};
-use nav_hal::rosbridge::testing::{PeerConfig, RosbridgePeer};
+use nav_hal::rosbridge::testing::{ImageCorruption, PeerConfig, RosbridgePeer};
 use nav_hal::rosbridge::{ImageTransport, RosbridgeConfig, RosbridgeHal};
 use nav_hal::sim::{SimConfig, SimWorld};
 use std::time::Duration;
@@ -85,7 +85,7 @@ async fn every_transport_delivers_the_simulators_frames() {
         (ImageTransport::Raw, t.rgb.clone(), t.depth.clone(), "none"),
         (ImageTransport::Png, t.rgb.clone(), t.depth.clone(), "png"),
         (ImageTransport::Cbor, t.rgb.clone(), t.depth.clone(), "cbor"),
-        (ImageTransport::Compressed, t.rgb_topic(true), t.depth_topic(true), "none"),
+        (ImageTransport::Compressed, t.rgb_topic(true), t.depth_topic(true), "cbor"),
     ] {
         peer.clear_received();
         let mut hal = connected(config(&peer.url(), transport)).await;
@@ -130,7 +130,7 @@ async fn every_transport_delivers_the_simulators_frames() {
 async fn auto_takes_compressed_when_listed_and_cbor_otherwise() {
     let t = RosbridgeConfig::default().topics;
     for (serve_compressed, rosapi, want_rgb, want_compression) in [
-        (true, true, t.rgb_topic(true), "none"),
+        (true, true, t.rgb_topic(true), "cbor"),
         (false, true, t.rgb.clone(), "cbor"),
         (true, false, t.rgb.clone(), "cbor"),
     ] {
@@ -143,7 +143,7 @@ async fn auto_takes_compressed_when_listed_and_cbor_otherwise() {
         assert_eq!(subs.len(), 1, "compressed listed {serve_compressed}, rosapi {rosapi}: subscribes {want_rgb}");
         assert_eq!(subs[0]["compression"], want_compression);
         let truth = peer.with_world(|w| w.rgb());
-        if want_compression == "cbor" {
+        if want_rgb == t.rgb {
             assert_eq!(rgb.frame, truth.frame, "the raw image arrives exact");
         }
     }
@@ -167,32 +167,40 @@ async fn throttle_rate_holds_the_image_rate() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn broken_images_are_clear_errors_and_the_link_stays_up() {
     let peer = peer_with(PeerConfig { camera_hz: 10.0, ..PeerConfig::default() }).await;
-    peer.set_corrupt_images(true);
-    for transport in [ImageTransport::Raw, ImageTransport::Png, ImageTransport::Cbor, ImageTransport::Compressed] {
-        let mut hal = connected(config(&peer.url(), transport)).await;
-        // Wait until broken images have arrived.
-        let rejected = eventually(3.0, async || {
-            let err = hal.rgb().await.err()?;
-            let status = hal.link_status();
-            let counted = status.topics.values().any(|t| t.rejected > 0);
-            counted.then_some((err, status))
-        })
-        .await;
-        let (err, status) = rejected.unwrap_or_else(|| panic!("{transport:?}: broken images are counted"));
-        let reason: Vec<String> = status.topics.values().filter_map(|t| t.last_error.clone()).collect();
-        match transport {
-            ImageTransport::Raw => assert!(matches!(&err, HalError::Protocol { .. }), "{err}"),
-            ImageTransport::Compressed => {
-                assert!(err.to_string().contains("cannot decode compressed image"), "{err}")
+    let transports = [ImageTransport::Raw, ImageTransport::Png, ImageTransport::Cbor, ImageTransport::Compressed];
+    for corruption in [ImageCorruption::Data, ImageCorruption::Frames] {
+        peer.set_image_corruption(corruption);
+        for transport in transports {
+            let mut hal = connected(config(&peer.url(), transport)).await;
+            let seen = eventually(3.0, async || {
+                let err = hal.rgb().await.err()?;
+                let status = hal.link_status();
+                status.topics.values().any(|t| t.rejected > 0).then_some((err, status))
+            })
+            .await;
+            let (err, status) =
+                seen.unwrap_or_else(|| panic!("{transport:?} {corruption:?}: broken images are counted"));
+            let reasons: Vec<String> = status.topics.values().filter_map(|t| t.last_error.clone()).collect();
+            let case = format!("{transport:?} {corruption:?}: {err} / {reasons:?}");
+            if corruption == ImageCorruption::Data {
+                assert!(matches!(&err, HalError::Protocol { .. }), "{case}");
+                let want =
+                    if transport == ImageTransport::Compressed { "cannot decode compressed image" } else { "rgb8" };
+                assert!(err.to_string().contains(want), "{case}");
+            } else {
+                let want = match transport {
+                    ImageTransport::Png => "png: cannot decode the PNG",
+                    ImageTransport::Raw => "invalid JSON",
+                    _ => "invalid CBOR frame",
+                };
+                assert!(reasons.iter().any(|r| r.contains(want)), "{case}");
             }
-            ImageTransport::Png => assert!(reason.iter().any(|r| r.contains("png")), "{reason:?}"),
-            _ => assert!(reason.iter().any(|r| r.contains("CBOR")), "{reason:?}"),
+            assert!(!case.contains("Elapsed") && !case.contains("Error {"), "no debug renderings: {case}");
+            assert!(hal.is_connected() && status.sessions == 1, "{case}: broken images do not drop the link");
+            assert!(hal.scan().await.is_ok(), "the LiDAR is unaffected");
         }
-        assert!(!err.to_string().contains("Elapsed") && !err.to_string().contains("Error {"), "{err}");
-        assert!(hal.is_connected() && status.sessions == 1, "{transport:?}: broken images do not drop the link");
-        assert!(hal.scan().await.is_ok(), "the LiDAR is unaffected");
     }
-    peer.set_corrupt_images(false);
+    peer.set_image_corruption(ImageCorruption::None);
     let mut hal = connected(config(&peer.url(), ImageTransport::Cbor)).await;
     let (rgb, _) = frames(&mut hal).await;
     assert_eq!(rgb.frame, peer.with_world(|w| w.rgb()).frame, "good images decode again");

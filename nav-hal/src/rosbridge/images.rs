@@ -32,6 +32,8 @@ use crate::HalError;
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD as BASE64;
 use futures_util::{SinkExt, StreamExt};
+use image::ImageEncoder as _;
+use image::codecs::png::{CompressionType, FilterType, PngEncoder};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
@@ -65,7 +67,7 @@ pub enum ImageTransport {
     Auto,
     /// `sensor_msgs/CompressedImage` on `<topic>/compressed` (colour: JPEG
     /// or PNG) or `<topic>/compressedDepth` (depth: image_transport's
-    /// 16-bit PNG).
+    /// 16-bit PNG), as CBOR frames (the compressed bytes without base64).
     Compressed,
     /// The raw `sensor_msgs/Image` topic as binary CBOR frames.
     Cbor,
@@ -136,8 +138,9 @@ impl ImageRoute {
         };
         let raw = |compression| Self { camera, topic: base.to_string(), compressed_msg: false, compression };
         match transport {
+            // CBOR spares the compressed bytes base64's third as well.
             ImageTransport::Compressed | ImageTransport::Auto => {
-                Self { camera, topic: compressed_topic, compressed_msg: true, compression: "none" }
+                Self { camera, topic: compressed_topic, compressed_msg: true, compression: "cbor" }
             }
             ImageTransport::Cbor => raw("cbor"),
             ImageTransport::Png => raw("png"),
@@ -166,7 +169,8 @@ impl ImageRoute {
     /// How it travels, for log lines.
     pub fn describe(&self) -> String {
         let how = match (self.compressed_msg, self.compression) {
-            (true, _) => "sensor_msgs/CompressedImage",
+            (true, "cbor") => "sensor_msgs/CompressedImage as CBOR",
+            (true, _) => "sensor_msgs/CompressedImage as JSON",
             (false, "cbor") => "sensor_msgs/Image as CBOR",
             (false, "png") => "sensor_msgs/Image as PNG-compressed JSON",
             _ => "sensor_msgs/Image as JSON",
@@ -194,7 +198,9 @@ impl Payload {
     pub fn into_message<M: DeserializeOwned>(self) -> Result<M, HalError> {
         match self {
             Payload::Json(v) => serde_json::from_value(v).map_err(|e| protocol(format!("message: {e}"))),
-            Payload::Cbor(v) => v.deserialized().map_err(|e| protocol(format!("CBOR message: {e}"))),
+            Payload::Cbor(v) => {
+                v.deserialized().map_err(|ciborium::value::Error::Custom(e)| protocol(format!("CBOR message: {e}")))
+            }
         }
     }
 }
@@ -290,7 +296,7 @@ fn envelope<T>(
 /// `compression: "cbor"`).
 pub fn decode_binary(bytes: &[u8]) -> Result<Inbound, HalError> {
     let value: ciborium::Value =
-        ciborium::from_reader(bytes).map_err(|e| protocol(format!("invalid CBOR frame: {e}")))?;
+        ciborium::from_reader(bytes).map_err(|e| protocol(format!("invalid CBOR frame: {}", cbor_error(&e))))?;
     let ciborium::Value::Map(entries) = value else {
         return Err(protocol("CBOR frame is not a map"));
     };
@@ -315,6 +321,19 @@ pub fn decode_binary(bytes: &[u8]) -> Result<Inbound, HalError> {
     }
 }
 
+/// A CBOR decoding error in words (ciborium's `Display` is its `Debug`).
+fn cbor_error(e: &ciborium::de::Error<std::io::Error>) -> String {
+    use ciborium::de::Error as E;
+    match e {
+        E::Io(io) if io.kind() == std::io::ErrorKind::UnexpectedEof => "the frame ends early".into(),
+        E::Io(io) => io.to_string(),
+        E::Syntax(at) => format!("syntax error at byte {at}"),
+        E::Semantic(Some(at), m) => format!("{m} at byte {at}"),
+        E::Semantic(None, m) => m.clone(),
+        E::RecursionLimitExceeded => "nested too deeply".into(),
+    }
+}
+
 /// The text inside rosbridge's `png` operation: base64 of an RGB PNG whose
 /// pixel bytes are the UTF-8 text padded with `\n`.
 pub fn png_unwrap(data_b64: &str) -> Result<String, HalError> {
@@ -333,17 +352,19 @@ pub fn png_unwrap(data_b64: &str) -> Result<String, HalError> {
 
 /// Wraps `text` (a JSON operation) the way rosbridge_server's
 /// `compression: "png"` does: `{"op":"png","data":BASE64_PNG}`, the PNG an
-/// RGB image of ⌊√(n/3)⌋ columns holding the text padded with `\n`.
+/// RGB image of ⌊√(n/3)⌋ columns holding the text padded with `\n`
+/// (compressed as Pillow does by default: zlib level 6, adaptive filter).
 pub fn png_wrap(text: &str) -> Result<String, HalError> {
     let mut bytes = text.as_bytes().to_vec();
     let pixels = bytes.len().div_ceil(3).max(1);
     let width = ((pixels as f64).sqrt().floor() as usize).max(1);
     let height = pixels.div_ceil(width);
     bytes.resize(width * height * 3, b'\n');
-    let img = image::RgbImage::from_raw(width as u32, height as u32, bytes)
-        .ok_or_else(|| HalError::Image { message: "png: buffer size mismatch".into() })?;
+    // zlib level 6 with adaptive filtering, as Pillow (rosbridge's encoder) writes PNGs.
     let mut png = Vec::new();
-    img.write_to(&mut std::io::Cursor::new(&mut png), image::ImageFormat::Png)
+    let encoder = PngEncoder::new_with_quality(&mut png, CompressionType::Level(6), FilterType::Adaptive);
+    encoder
+        .write_image(&bytes, width as u32, height as u32, image::ExtendedColorType::Rgb8)
         .map_err(|e| HalError::Image { message: format!("png: {e}") })?;
     Ok(json!({ "op": "png", "data": BASE64.encode(png) }).to_string())
 }
@@ -475,7 +496,7 @@ mod tests {
             ("/depth/compressedDepth", "sensor_msgs/CompressedImage"),
         ]);
         let r = ImageRoute::resolve(Camera::Rgb, "/cam/image_raw", ImageTransport::Auto, Some(&listed));
-        assert_eq!((r.topic.as_str(), r.compressed_msg, r.compression), ("/cam/image_raw/compressed", true, "none"));
+        assert_eq!((r.topic.as_str(), r.compressed_msg, r.compression), ("/cam/image_raw/compressed", true, "cbor"));
         let d = ImageRoute::resolve(Camera::Depth, "/depth", ImageTransport::Auto, Some(&listed));
         assert_eq!(d.topic, "/depth/compressedDepth");
         let none = ImageRoute::resolve(Camera::Rgb, "/other", ImageTransport::Auto, Some(&listed));
@@ -545,6 +566,9 @@ mod tests {
         assert!(err(decode_text(r#"{"op":"publish","msg":{}}"#)).contains("topic"));
         assert!(err(decode_binary(&[0xff, 0x00])).contains("CBOR"));
         assert!(err(decode_binary(&[0x01])).contains("not a map"));
+        let whole = cbor_publish("/t", &json!({"data": [1, 2, 3]})).unwrap();
+        let cut = err(decode_binary(&whole[..whole.len() / 2]));
+        assert_eq!(cut, "protocol error: invalid CBOR frame: the frame ends early");
         let status = decode_text(r#"{"op":"status","level":"error","msg":"no such topic"}"#).unwrap();
         assert_eq!(status, Inbound::Status { level: "error".into(), msg: "no such topic".into() });
         let wrong = Payload::Json(json!({"width": "wide"})).into_message::<Image>();

@@ -106,6 +106,20 @@ impl Default for PeerConfig {
     }
 }
 
+/// How [`RosbridgePeer::set_image_corruption`] breaks camera messages.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ImageCorruption {
+    /// Good images.
+    #[default]
+    None,
+    /// Image data without its first half, in well-formed messages: a raw
+    /// image too short for its size, a JPEG or PNG without its signature.
+    Data,
+    /// Broken frames: truncated JSON, `png` messages that hold no PNG,
+    /// truncated CBOR frames.
+    Frames,
+}
+
 /// One message a client sent, as recorded by the peer.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ReceivedMessage {
@@ -129,7 +143,7 @@ pub(crate) struct PeerState {
     pub scan_paused: bool,
     pub odom_paused: bool,
     pub null_arc: Option<(f64, f64)>,
-    pub corrupt_images: bool,
+    pub image_corruption: ImageCorruption,
 }
 
 /// Shared by the peer's tasks.
@@ -227,7 +241,7 @@ impl RosbridgePeer {
                 scan_paused: false,
                 odom_paused: false,
                 null_arc: None,
-                corrupt_images: false,
+                image_corruption: ImageCorruption::None,
             }),
             command: Mutex::new((Twist::default(), 0.0)),
             log: Mutex::new(Vec::new()),
@@ -305,12 +319,10 @@ impl RosbridgePeer {
         self.shared.state().null_arc = arc;
     }
 
-    /// While `true`, every camera message is broken: image data without
-    /// its first half (a raw image too short for its size, a JPEG or PNG
-    /// without its signature), `png` frames that hold no PNG, truncated
-    /// CBOR frames.
-    pub fn set_corrupt_images(&self, corrupt: bool) {
-        self.shared.state().corrupt_images = corrupt;
+    /// Breaks every camera message from now on (or stops, with
+    /// [`ImageCorruption::None`]).
+    pub fn set_image_corruption(&self, corruption: ImageCorruption) {
+        self.shared.state().image_corruption = corruption;
     }
 
     /// Closes every connection at once, without a close handshake (the

@@ -49,9 +49,9 @@ pub(crate) struct Outgoing {
     pub topic: String,
     pub msg: Value,
     pub cbor: Option<Vec<u8>>,
-    /// Send broken frames (`set_corrupt_images`): a PNG that is no PNG, a
-    /// truncated CBOR frame.
-    pub corrupt: bool,
+    /// Send broken frames ([`ImageCorruption::Frames`]): a `png` message
+    /// that holds no PNG, a truncated CBOR frame, truncated JSON.
+    pub broken_frame: bool,
 }
 
 /// The open connections.
@@ -151,8 +151,12 @@ impl Connections {
 fn encode(out: &Outgoing, compression: Compression) -> Option<Message> {
     let text = || json!({ "op": "publish", "topic": out.topic, "msg": out.msg }).to_string();
     match compression {
+        Compression::None if out.broken_frame => {
+            let t = text();
+            Some(Message::text(t[..t.len() / 2].to_string()))
+        }
         Compression::None => Some(Message::text(text())),
-        Compression::Png if out.corrupt => {
+        Compression::Png if out.broken_frame => {
             Some(Message::text(json!({ "op": "png", "data": "bm90IGEgUE5H" }).to_string()))
         }
         Compression::Png => images::png_wrap(&text()).ok().map(Message::text),
@@ -161,7 +165,7 @@ fn encode(out: &Outgoing, compression: Compression) -> Option<Message> {
                 Some(b) => b.clone(),
                 None => images::cbor_publish(&out.topic, &out.msg).ok()?,
             };
-            if out.corrupt {
+            if out.broken_frame {
                 bytes.truncate(bytes.len() / 2);
             }
             Some(Message::binary(bytes))

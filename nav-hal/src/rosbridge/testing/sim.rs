@@ -1,8 +1,8 @@
 //! The peer's real-time simulation: integrates the newest Twist, publishes
 //! odometry, scans and camera images.
 
-use super::PeerShared;
 use super::protocol::Outgoing;
+use super::{ImageCorruption, PeerShared};
 use crate::HalError;
 use crate::hal::VelocityCommand;
 use crate::rosbridge::convert;
@@ -101,7 +101,7 @@ fn step(shared: &PeerShared, dt: f64, scan_due: bool, camera_due: bool, cams: Ca
     }
     if camera_due && cams.any() {
         let (rgb, d) = st.world.rgbd();
-        let corrupt = st.corrupt_images;
+        let corrupt = st.image_corruption;
         drop(st);
         let image = |topic: String, msg: Image| camera_message(shared, topic, msg, corrupt);
         let compressed = |topic: String, msg: Result<CompressedImage, HalError>| {
@@ -147,15 +147,15 @@ impl ImageData for CompressedImage {
 }
 
 /// A camera message with its CBOR frame when a subscriber wants one.
-fn camera_message<M: ImageData>(shared: &PeerShared, topic: String, mut msg: M, corrupt: bool) -> Outgoing {
-    if corrupt {
+fn camera_message<M: ImageData>(shared: &PeerShared, topic: String, mut msg: M, corrupt: ImageCorruption) -> Outgoing {
+    if corrupt == ImageCorruption::Data {
         // Without its first half: too short for a raw image's size, no
         // JPEG/PNG signature for a compressed one.
         let data = msg.data_mut();
         data.drain(..data.len() / 2);
     }
     let cbor = if shared.conns.wants_cbor(&topic) { images::cbor_publish(&topic, &msg).ok() } else { None };
-    Outgoing { msg: json(&msg), topic, cbor, corrupt }
+    Outgoing { msg: json(&msg), topic, cbor, broken_frame: corrupt == ImageCorruption::Frames }
 }
 
 fn json<T: serde::Serialize>(v: &T) -> serde_json::Value {
