@@ -159,6 +159,7 @@ async fn throttle_rate_holds_the_image_rate() {
     let before = hal.link_status().topics[&topic].received;
     sleep(3.0).await;
     let got = hal.link_status().topics[&topic].received - before;
+    println!("throttle: {got} colour frames in 3 s at image_rate_hz 2 (camera at 25 Hz)");
     assert_eq!(subscribes(&peer, &topic)[0]["throttle_rate"], 500);
     // 25 Hz published, at most 2 Hz delivered: 6 in 3 s (7 with the phase).
     assert!((5..=7).contains(&got), "{got} frames in 3 s at a 2 Hz throttle (the camera runs at 25 Hz)");
