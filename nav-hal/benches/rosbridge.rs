@@ -163,6 +163,11 @@ fn image_transports(c: &mut Criterion) {
         for (kind, wire) in [("rgb8", &rgb), ("16uc1", &d)] {
             for (transport, bytes, text) in &wire.forms {
                 println!("bytes/frame {kind}_640x480_{scene}/{transport}: {}", bytes.len());
+                if let Ok(dir) = std::env::var("NAVKIT_WIRE_DIR") {
+                    // the frames for nav-hal/benches/rosbridge_wire.py (Python's json and cbor2)
+                    let ext = if *text { "json" } else { "cbor" };
+                    std::fs::write(format!("{dir}/{kind}_{scene}_{transport}.{ext}"), bytes).unwrap();
+                }
                 let compressed = transport.starts_with("compressed");
                 group.bench_function(format!("{kind}_640x480_{scene}/{transport}"), |b| {
                     if kind == "rgb8" {
@@ -173,6 +178,18 @@ fn image_transports(c: &mut Criterion) {
                 });
             }
         }
+    }
+    // frame → `sensor_msgs/Image` only (no pixel conversion), the part
+    // Python's json + base64 and cbor2 do in nav-hal/benches/rosbridge_wire.py
+    let (frame, _) = camera(true);
+    let wire = Wire::new(
+        &convert::image_from_rgb(&frame, 1.0, "cam"),
+        &convert::compressed_from_rgb(&frame, 80, 1.0, "cam").unwrap(),
+    );
+    for (transport, bytes, text) in wire.forms.iter().filter(|f| f.0 == "raw" || f.0 == "cbor") {
+        group.bench_function(format!("rgb8_640x480_noisy_to_message/{transport}"), |b| {
+            b.iter(|| body(black_box(bytes), *text).into_message::<Image>().unwrap())
+        });
     }
     group.finish();
 }
