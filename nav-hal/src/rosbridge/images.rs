@@ -16,6 +16,12 @@
 //!
 //! The camera socket also keeps the big frames off the control socket, so
 //! a 1 MB image never holds up a scan or a probe reply behind it.
+//! It belongs to the session: opened after the control socket's
+//! subscriptions, closed with it, and its failure tears the session down
+//! and reconnects like any other subscription's. A frame that cannot be
+//! decoded is counted (under `camera connection` in
+//! [`LinkStatus::topics`](super::LinkStatus::topics)) and skipped; the link
+//! stays up.
 //!
 //! [`ImageTransport::Auto`] (the default) takes `<topic>/compressed`
 //! (`sensor_msgs/CompressedImage`, JPEG; depth: `<topic>/compressedDepth`)
@@ -198,10 +204,27 @@ impl Payload {
     pub fn into_message<M: DeserializeOwned>(self) -> Result<M, HalError> {
         match self {
             Payload::Json(v) => serde_json::from_value(v).map_err(|e| protocol(format!("message: {e}"))),
-            Payload::Cbor(v) => {
-                v.deserialized().map_err(|ciborium::value::Error::Custom(e)| protocol(format!("CBOR message: {e}")))
-            }
+            Payload::Cbor(v) => untag_bytes(v)
+                .deserialized()
+                .map_err(|ciborium::value::Error::Custom(e)| protocol(format!("CBOR message: {e}"))),
         }
+    }
+}
+
+/// RFC 8746 typed-array tags of byte sequences (64: uint8, 68: uint8
+/// clamped), which a CBOR encoder may put on a `uint8[]`.
+const BYTE_ARRAY_TAGS: [u64; 2] = [64, 68];
+
+/// `value` with byte-array tags removed (the bytes they wrap remain), so a
+/// tagged `uint8[]` reads like a plain byte string.
+fn untag_bytes(value: ciborium::Value) -> ciborium::Value {
+    use ciborium::Value as V;
+    match value {
+        V::Tag(tag, inner) if BYTE_ARRAY_TAGS.contains(&tag) && inner.is_bytes() => *inner,
+        V::Tag(tag, inner) => V::Tag(tag, Box::new(untag_bytes(*inner))),
+        V::Map(entries) => V::Map(entries.into_iter().map(|(k, v)| (k, untag_bytes(v))).collect()),
+        V::Array(items) => V::Array(items.into_iter().map(untag_bytes).collect()),
+        other => other,
     }
 }
 
@@ -554,6 +577,18 @@ mod tests {
             }
             other => panic!("{other:?}"),
         }
+    }
+
+    #[test]
+    fn tagged_byte_arrays_read_as_bytes() {
+        // RFC 8746 typed array (tag 64: uint8), as a CBOR encoder may tag a byte sequence
+        use ciborium::Value as V;
+        let msg = V::Map(vec![
+            (V::Text("format".into()), V::Text("jpeg".into())),
+            (V::Text("data".into()), V::Tag(64, Box::new(V::Bytes(vec![9, 8, 7])))),
+        ]);
+        let img = Payload::Cbor(msg).into_message::<CompressedImage>().unwrap();
+        assert_eq!((img.format.as_str(), img.data), ("jpeg", vec![9, 8, 7]));
     }
 
     #[test]
