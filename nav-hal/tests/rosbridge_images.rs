@@ -150,6 +150,21 @@ async fn auto_takes_compressed_when_listed_and_cbor_otherwise() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_without_compression_answers_json_and_frames_still_arrive() {
+    let peer = peer_with(PeerConfig { camera_hz: 10.0, compression: false, ..PeerConfig::default() }).await;
+    for transport in [ImageTransport::Cbor, ImageTransport::Png, ImageTransport::Compressed] {
+        let mut hal = connected(config(&peer.url(), transport)).await;
+        let (rgb, depth) = frames(&mut hal).await;
+        let truth = peer.with_world(|w| w.rgb());
+        if transport != ImageTransport::Compressed {
+            assert_eq!(rgb.frame, truth.frame, "{transport:?} asked, JSON answered: exact");
+        }
+        assert!(depth_error(&depth, &peer.with_world(|w| w.depth())) <= 0.0006);
+        assert!(hal.link_status().topics.values().all(|t| t.rejected == 0), "{transport:?}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn throttle_rate_holds_the_image_rate() {
     let peer = peer_with(PeerConfig { camera_hz: 25.0, ..PeerConfig::default() }).await;
     let cfg = RosbridgeConfig { image_rate_hz: 2.0, ..config(&peer.url(), ImageTransport::Cbor) };

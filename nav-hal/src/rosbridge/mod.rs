@@ -99,7 +99,9 @@
 //! traits through [`Connect`]. To use roslibrust's `zenoh` backend, enable
 //! that roslibrust feature, implement [`Connect`] for a connector that
 //! returns its client, and start the HAL with
-//! [`RosbridgeHal::start_with`]. The [`msg`] types serialize plain floats
+//! [`RosbridgeHal::start_with`]; the cameras then come through the
+//! backend's subscriptions, unthrottled (only rosbridge's WebSocket,
+//! [`Connect::websocket_url`], takes `throttle_rate` and compression). The [`msg`] types serialize plain floats
 //! and bytes in binary formats (their rosbridge quirks apply to JSON only);
 //! a native ROS 2 backend also needs the real RIHS type hashes, which are
 //! left zero here (rosbridge does not use them).

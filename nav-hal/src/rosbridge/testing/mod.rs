@@ -90,6 +90,9 @@ pub struct PeerConfig {
     pub serve_compressed: bool,
     /// Answer `/rosapi/topics`; `false` acts as a server without rosapi.
     pub rosapi_topics: bool,
+    /// Honour `compression` (`png`, `cbor`); `false` answers every
+    /// subscription in JSON, as a rosbridge_server older than CBOR support.
+    pub compression: bool,
 }
 
 impl Default for PeerConfig {
@@ -102,6 +105,7 @@ impl Default for PeerConfig {
             cmd_vel_timeout_s: None,
             serve_compressed: true,
             rosapi_topics: true,
+            compression: true,
         }
     }
 }

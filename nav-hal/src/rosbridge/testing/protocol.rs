@@ -311,7 +311,8 @@ fn handle(shared: &PeerShared, id: u64, text: &str) {
 /// `throttle_rate` (ms). `queue_length` is accepted: the peer never queues
 /// more than its per-connection bound.
 fn subscribe(shared: &PeerShared, id: u64, topic: String, value: &Value, op_id: Option<&Value>) {
-    let compression = match value.get("compression").and_then(Value::as_str).unwrap_or("none") {
+    let asked = if shared.config.compression { value.get("compression").and_then(Value::as_str) } else { None };
+    let compression = match asked.unwrap_or("none") {
         "none" => Compression::None,
         "png" => Compression::Png,
         "cbor" => Compression::Cbor,
