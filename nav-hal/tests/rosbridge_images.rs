@@ -1,7 +1,8 @@
 //! Camera images through the rosbridge test peer: every transport (raw
 //! JSON, rosbridge's `png` and `cbor` compression, `CompressedImage`)
 //! delivers the simulator's frames, `auto` picks `<topic>/compressed` when
-//! rosapi lists it and CBOR otherwise, `throttle_rate` holds, and broken
+//! rosapi lists it and CBOR otherwise, a server without compression still
+//! delivers (in JSON), `throttle_rate` holds, and broken
 //! image data is a clear error, never a panic or a lost link.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 

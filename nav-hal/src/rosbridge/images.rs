@@ -541,6 +541,31 @@ mod tests {
     }
 
     #[test]
+    fn transports_and_the_image_rate_are_configured_by_name() {
+        use crate::rosbridge::RosbridgeConfig;
+        let c: RosbridgeConfig =
+            serde_json::from_str(r#"{"rgb_transport":"cbor","depth_transport":"compressed","image_rate_hz":5}"#)
+                .unwrap();
+        assert_eq!(
+            (c.rgb_transport, c.depth_transport, c.image_rate_hz),
+            (ImageTransport::Cbor, ImageTransport::Compressed, 5.0)
+        );
+        let err = serde_json::from_str::<RosbridgeConfig>(r#"{"rgb_transport":"jpeg"}"#).unwrap_err().to_string();
+        assert!(err.contains("unknown variant `jpeg`") && err.contains("compressed"), "{err}");
+        for rate in [0.0, -1.0, f64::NAN, 101.0] {
+            match (RosbridgeConfig { image_rate_hz: rate, ..RosbridgeConfig::default() }).validate() {
+                Err(HalError::InvalidConfig { field, .. }) => assert_eq!(field, "image_rate_hz"),
+                other => panic!("{rate}: {other:?}"),
+            }
+        }
+        let d = RosbridgeConfig::default();
+        assert_eq!(
+            (d.rgb_transport, d.depth_transport, d.image_rate_hz),
+            (ImageTransport::Auto, ImageTransport::Auto, 2.0)
+        );
+    }
+
+    #[test]
     fn png_wrap_round_trips_like_rosbridge() {
         for text in ["", "{}", r#"{"op":"publish","topic":"/t","msg":{"data":"\u00e9t\u00e9"}}"#] {
             let wrapped: Value = serde_json::from_str(&png_wrap(text).unwrap()).unwrap();
