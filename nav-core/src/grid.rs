@@ -615,6 +615,54 @@ impl OccupancyGrid {
         f.iter().map(|&d2| if d2 >= INF * 0.5 { f32::INFINITY } else { (d2.sqrt() * self.resolution) as f32 }).collect()
     }
 
+    /// How much of the space around `from` has been observed: the cells
+    /// reachable from `from` (4-connected, through free, explored and
+    /// unknown cells, never through an obstacle or wall) within `radius_m`
+    /// of it, and of those the fraction no longer unknown. Walls bound the
+    /// region, so around a robot in a room it is that room's explored share
+    /// (plus what a doorway lets through within the radius). `None` when
+    /// `from` is off the grid or the region is empty. Work and memory are
+    /// bounded by the disc's cell count.
+    pub fn explored_fraction_around(&self, from: Point2, radius_m: f64) -> Option<f64> {
+        let start = self.world_to_grid(from)?;
+        if !(radius_m.is_finite() && radius_m > 0.0) {
+            return None;
+        }
+        let r_cells = (radius_m / self.resolution).ceil() as i32;
+        let r2 = i64::from(r_cells) * i64::from(r_cells);
+        let side = (2 * r_cells + 1) as usize;
+        let mut seen = vec![false; side * side];
+        let local = |g: GridPos| ((g.y - start.y + r_cells) as usize) * side + (g.x - start.x + r_cells) as usize;
+        let (mut known, mut unknown) = (0u32, 0u32);
+        let mut stack = vec![start];
+        seen[local(start)] = true;
+        while let Some(g) = stack.pop() {
+            let state = self.state(g);
+            if state.is_blocking() {
+                continue;
+            }
+            if state == CellState::Unknown {
+                unknown += 1;
+            } else {
+                known += 1;
+            }
+            for (dx, dy) in [(1, 0), (-1, 0), (0, 1), (0, -1)] {
+                let n = GridPos::new(g.x + dx, g.y + dy);
+                let (ox, oy) = (i64::from(n.x - start.x), i64::from(n.y - start.y));
+                if ox * ox + oy * oy > r2 || !self.contains(n) {
+                    continue;
+                }
+                let i = local(n);
+                if !seen[i] {
+                    seen[i] = true;
+                    stack.push(n);
+                }
+            }
+        }
+        let total = known + unknown;
+        (total > 0).then(|| f64::from(known) / f64::from(total))
+    }
+
     /// Fraction of unknown cells among the cells within `radius_cells`
     /// (Chebyshev) of `g`, counting only cells inside the grid.
     pub fn unknown_fraction_around(&self, g: GridPos, radius_cells: i32) -> f64 {
