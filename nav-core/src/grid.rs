@@ -738,6 +738,38 @@ mod tests {
     }
 
     #[test]
+    fn explored_fraction_stops_at_walls() {
+        // a 2 m x 2 m room (walls at x = ±1, y = ±1) in a 5 m grid, its left half seen
+        let mut g = grid(50, 50);
+        for i in 0..50 {
+            for j in 0..50 {
+                let p = g.grid_to_world(GridPos::new(i, j));
+                let wall = (p.x.abs() - 1.0).abs() < 0.06 && p.y.abs() <= 1.06
+                    || (p.y.abs() - 1.0).abs() < 0.06 && p.x.abs() <= 1.06;
+                if wall {
+                    g.set(GridPos::new(i, j), CellState::Wall, 1.0);
+                } else if p.x < 0.0 && p.x.abs() < 1.0 && p.y.abs() < 1.0 {
+                    g.set(GridPos::new(i, j), CellState::Free, 1.0);
+                }
+            }
+        }
+        let f = g.explored_fraction_around(Point2::new(-0.5, 0.0), 3.0).unwrap();
+        assert!((f - 0.5).abs() < 0.08, "half the room is seen: {f}");
+        // everything seen inside: the unknown space beyond the walls does not count
+        for i in 0..50 {
+            for j in 0..50 {
+                let p = g.grid_to_world(GridPos::new(i, j));
+                if p.x.abs() < 0.94 && p.y.abs() < 0.94 {
+                    g.set(GridPos::new(i, j), CellState::Free, 1.0);
+                }
+            }
+        }
+        assert_eq!(g.explored_fraction_around(Point2::new(-0.5, 0.0), 3.0), Some(1.0));
+        assert_eq!(g.explored_fraction_around(Point2::new(100.0, 0.0), 3.0), None);
+        assert_eq!(g.explored_fraction_around(Point2::new(0.0, 0.0), f64::NAN), None);
+    }
+
+    #[test]
     fn rejects_bad_grids() {
         assert!(OccupancyGrid::new(0, 5, 0.1, Point2::default()).is_err());
         assert!(OccupancyGrid::new(5, 5, 0.0, Point2::default()).is_err());
