@@ -7,14 +7,16 @@
 //! - every object has `"additionalProperties": false` and lists **every**
 //!   property in `required`;
 //! - a field the seeds make optional is a *nullable* type
-//!   (`"type": ["number", "null"]`) whose description says what `null`
-//!   means: `move_toward.duration_s` (null = 3 s) and
+//!   (`"type": ["number", "null"]`) whose tool's description says what
+//!   `null` means: `move_toward.duration_s` (null = 3 s) and
 //!   `navigate_to_goal.frontier_id` / `x` / `y` (null when the goal type
 //!   does not use them). [`ToolCall::parse`](super::ToolCall::parse) treats
 //!   `null` as absent, so non-strict replies that omit these fields parse too;
-//! - numeric ranges are stated in the descriptions, not as
+//! - numeric ranges are stated in the tool descriptions, not as
 //!   `minimum`/`maximum` keywords, which some strict modes reject; the
-//!   parser enforces them and rejects out-of-range values by field name.
+//!   parser enforces them and rejects out-of-range values by field name;
+//! - the texts are short (issue 16's token budget): a property has a
+//!   description only where its name, type and enum do not say enough.
 //!
 //! Converting to a provider's wire format is the planner's job: OpenAI
 //! wraps each schema as `{"type": "function", "function": {name,
