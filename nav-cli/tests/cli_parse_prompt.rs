@@ -260,7 +260,7 @@ fn prompt_neutral_requests() {
     assert_eq!(tools.len(), 7);
     assert!(tools.iter().all(|t| t["strict"] == true && t["parameters"]["additionalProperties"] == false));
     assert_eq!(v["tool_choice"], "required");
-    assert!(texts(&v["user"]).contains("LIDAR (12 sectors"));
+    assert!(texts(&v["user"]).contains("LIDAR m: 0 "));
 
     let v = prompt(&["--protocol", "candidates"]);
     let text = texts(&v["user"]);
@@ -322,7 +322,7 @@ fn prompt_gemini_wire_bodies() {
     let v = prompt(&["--protocol", "explore", "--vlm", "gemini"]);
     assert_eq!(v["tools"][0]["functionDeclarations"].as_array().unwrap().len(), 7);
     assert_eq!(v["toolConfig"]["functionCallingConfig"]["mode"], "ANY");
-    assert!(v["systemInstruction"]["parts"][0]["text"].as_str().unwrap().contains("EXPLORATION STRATEGY"));
+    assert!(v["systemInstruction"]["parts"][0]["text"].as_str().unwrap().contains("STRATEGY: "));
 
     let v = prompt(&["--protocol", "candidates", "--vlm", "gemini"]);
     assert!(texts(&v["contents"][0]["parts"]).contains("CANDIDATES:"));

@@ -196,6 +196,23 @@ pub fn clockwise_deg(ccw_rad: f64) -> f64 {
     if d >= 359.999_999 { 0.0 } else { d }
 }
 
+/// A heading as a compass reads it: degrees clockwise from north (+y),
+/// `[0, 360)`, for a yaw in degrees counter-clockwise from east (+x). The
+/// explore prompt states every angle clockwise (bearings from the robot's
+/// front and this heading), so that heading + bearing is the compass
+/// direction of what the bearing points at.
+///
+/// ```
+/// use nav_core::geometry::compass_deg;
+/// assert_eq!(compass_deg(90.0), 0.0); // facing +y: north
+/// assert_eq!(compass_deg(0.0), 90.0); // facing +x: east
+/// assert_eq!(compass_deg(-90.0), 180.0);
+/// ```
+pub fn compass_deg(yaw_deg_ccw: f64) -> f64 {
+    let d = (90.0 - yaw_deg_ccw).rem_euclid(360.0);
+    if d.is_finite() && d < 359.999_999 { d } else { 0.0 }
+}
+
 /// Eight-point compass name for a heading in degrees CCW from +x, using the
 /// REP-103 world convention (x east, y north): 0° is E, 90° is N.
 ///

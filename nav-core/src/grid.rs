@@ -615,6 +615,54 @@ impl OccupancyGrid {
         f.iter().map(|&d2| if d2 >= INF * 0.5 { f32::INFINITY } else { (d2.sqrt() * self.resolution) as f32 }).collect()
     }
 
+    /// How much of the space around `from` has been observed: the cells
+    /// reachable from `from` (4-connected, through free, explored and
+    /// unknown cells, never through an obstacle or wall) within `radius_m`
+    /// of it, and of those the fraction no longer unknown. Walls bound the
+    /// region, so around a robot in a room it is that room's explored share
+    /// (plus what a doorway lets through within the radius). `None` when
+    /// `from` is off the grid or the region is empty. Work and memory are
+    /// bounded by the disc's cell count.
+    pub fn explored_fraction_around(&self, from: Point2, radius_m: f64) -> Option<f64> {
+        let start = self.world_to_grid(from)?;
+        if !(radius_m.is_finite() && radius_m > 0.0) {
+            return None;
+        }
+        let r_cells = (radius_m / self.resolution).ceil() as i32;
+        let r2 = i64::from(r_cells) * i64::from(r_cells);
+        let side = (2 * r_cells + 1) as usize;
+        let mut seen = vec![false; side * side];
+        let local = |g: GridPos| ((g.y - start.y + r_cells) as usize) * side + (g.x - start.x + r_cells) as usize;
+        let (mut known, mut unknown) = (0u32, 0u32);
+        let mut stack = vec![start];
+        seen[local(start)] = true;
+        while let Some(g) = stack.pop() {
+            let state = self.state(g);
+            if state.is_blocking() {
+                continue;
+            }
+            if state == CellState::Unknown {
+                unknown += 1;
+            } else {
+                known += 1;
+            }
+            for (dx, dy) in [(1, 0), (-1, 0), (0, 1), (0, -1)] {
+                let n = GridPos::new(g.x + dx, g.y + dy);
+                let (ox, oy) = (i64::from(n.x - start.x), i64::from(n.y - start.y));
+                if ox * ox + oy * oy > r2 || !self.contains(n) {
+                    continue;
+                }
+                let i = local(n);
+                if !seen[i] {
+                    seen[i] = true;
+                    stack.push(n);
+                }
+            }
+        }
+        let total = known + unknown;
+        (total > 0).then(|| f64::from(known) / f64::from(total))
+    }
+
     /// Fraction of unknown cells among the cells within `radius_cells`
     /// (Chebyshev) of `g`, counting only cells inside the grid.
     pub fn unknown_fraction_around(&self, g: GridPos, radius_cells: i32) -> f64 {
@@ -687,6 +735,38 @@ mod tests {
         assert!((p.x - (-2.5 + 1.05)).abs() < 1e-9);
         assert_eq!(g.world_to_grid(Point2::new(100.0, 0.0)), None);
         assert_eq!(g.world_to_grid(Point2::new(f64::NAN, 0.0)), None);
+    }
+
+    #[test]
+    fn explored_fraction_stops_at_walls() {
+        // a 2 m x 2 m room (walls at x = ±1, y = ±1) in a 5 m grid, its left half seen
+        let mut g = grid(50, 50);
+        for i in 0..50 {
+            for j in 0..50 {
+                let p = g.grid_to_world(GridPos::new(i, j));
+                let wall = (p.x.abs() - 1.0).abs() < 0.06 && p.y.abs() <= 1.06
+                    || (p.y.abs() - 1.0).abs() < 0.06 && p.x.abs() <= 1.06;
+                if wall {
+                    g.set(GridPos::new(i, j), CellState::Wall, 1.0);
+                } else if p.x < 0.0 && p.x.abs() < 1.0 && p.y.abs() < 1.0 {
+                    g.set(GridPos::new(i, j), CellState::Free, 1.0);
+                }
+            }
+        }
+        let f = g.explored_fraction_around(Point2::new(-0.5, 0.0), 3.0).unwrap();
+        assert!((f - 0.5).abs() < 0.08, "half the room is seen: {f}");
+        // everything seen inside: the unknown space beyond the walls does not count
+        for i in 0..50 {
+            for j in 0..50 {
+                let p = g.grid_to_world(GridPos::new(i, j));
+                if p.x.abs() < 0.94 && p.y.abs() < 0.94 {
+                    g.set(GridPos::new(i, j), CellState::Free, 1.0);
+                }
+            }
+        }
+        assert_eq!(g.explored_fraction_around(Point2::new(-0.5, 0.0), 3.0), Some(1.0));
+        assert_eq!(g.explored_fraction_around(Point2::new(100.0, 0.0), 3.0), None);
+        assert_eq!(g.explored_fraction_around(Point2::new(0.0, 0.0), f64::NAN), None);
     }
 
     #[test]

@@ -507,6 +507,91 @@ impl LidarSummary {
         s
     }
 
+    /// The compact prompt block (issue 16): the same sectors, nearest
+    /// obstacle and gaps as [`to_text`](Self::to_text) without its
+    /// repetition. Neighbouring sectors that read the same (distance to
+    /// 0.1 m and label) share one entry (`60-120 0.8 OBSTACLE`); sector
+    /// names are left out, since the bearings (clockwise from the front,
+    /// as the explore system prompt states once) say the same; the nearest
+    /// return only when its sector does not already read it; at most
+    /// `max_gaps` gaps, the nearest first.
+    ///
+    /// ```text
+    /// LIDAR m: 0 3.2 CLEAR, 30 1.1 NEAR, 60-120 0.8 OBSTACLE, …
+    /// Nearest 0.5m at 180°. Gaps: doorway 323° 0.9m wide 1.3m away
+    /// ```
+    pub fn to_compact_text(&self, max_gaps: usize) -> String {
+        let mut s = String::with_capacity(320);
+        s.push_str("LIDAR m: ");
+        let reading = |sec: &Sector| match (sec.distance_m, sec.label) {
+            (Some(d), Some(l)) => {
+                let mut r = String::with_capacity(16);
+                push_fixed(&mut r, f64::from(d), 1);
+                r.push(' ');
+                r.push_str(l.as_str());
+                r
+            }
+            _ => "no data".to_string(),
+        };
+        let mut k = 0;
+        while k < self.sectors.len() {
+            let r = reading(&self.sectors[k]);
+            let mut end = k;
+            while end + 1 < self.sectors.len() && reading(&self.sectors[end + 1]) == r {
+                end += 1;
+            }
+            if k > 0 {
+                s.push_str(", ");
+            }
+            let _ = write!(s, "{}", self.sectors[k].bearing_deg);
+            if end > k {
+                let _ = write!(s, "-{}", self.sectors[end].bearing_deg);
+            }
+            s.push(' ');
+            s.push_str(&r);
+            k = end + 1;
+        }
+        s.push('\n');
+        // the nearest return says nothing new when its sector already reads it
+        let in_sector = |n: &Nearest| {
+            let k = ((n.bearing_deg + 15.0) / 30.0) as usize % 12;
+            self.sectors[k].distance_m.is_some_and(|d| (d - n.distance_m).abs() < 0.05)
+        };
+        match self.nearest.as_ref().filter(|n| !in_sector(n)) {
+            Some(n) => {
+                s.push_str("Nearest ");
+                push_fixed(&mut s, f64::from(n.distance_m), 1);
+                s.push_str("m at ");
+                push_fixed(&mut s, n.bearing_deg, 0);
+                s.push_str("°. ");
+            }
+            None if self.nearest.is_some() => {}
+            None => s.push_str("Nearest: none. "),
+        }
+        let mut gaps: Vec<&Gap> = self.gaps.iter().collect();
+        gaps.sort_by(|a, b| a.distance_m.total_cmp(&b.distance_m));
+        gaps.truncate(max_gaps);
+        if gaps.is_empty() {
+            s.push_str("Gaps: none");
+        } else {
+            s.push_str("Gaps: ");
+            for (i, g) in gaps.iter().enumerate() {
+                if i > 0 {
+                    s.push_str("; ");
+                }
+                s.push_str(g.kind);
+                s.push(' ');
+                push_fixed(&mut s, g.bearing_deg, 0);
+                s.push_str("° ");
+                push_fixed(&mut s, g.width_m, 1);
+                s.push_str("m wide ");
+                push_fixed(&mut s, g.distance_m, 1);
+                s.push_str("m away");
+            }
+        }
+        s
+    }
+
     /// Distance of the nearest obstacle, or `f32::INFINITY`.
     pub fn nearest_m(&self) -> f32 {
         self.nearest.map_or(f32::INFINITY, |n| n.distance_m)
@@ -817,6 +902,17 @@ impl AffordanceScores {
             Direction::Right => self.right,
             Direction::Backward => self.backward,
         }
+    }
+
+    /// The compact prompt block: the six scores (0.1 blocked to 1.0 clear)
+    /// on one line, `FEASIBILITY: forward 1.0, forward_left 0.3, …`; the
+    /// advice to prefer high scores is the explore system prompt's.
+    pub fn to_compact_text(&self) -> String {
+        format!(
+            "FEASIBILITY: forward {:.1}, forward_left {:.1}, forward_right {:.1}, \
+             left {:.1}, right {:.1}, backward {:.1}",
+            self.forward, self.forward_left, self.forward_right, self.left, self.right, self.backward
+        )
     }
 
     /// The seed's prompt block.

@@ -34,6 +34,26 @@ pub enum MemoryError {
         #[source]
         source: serde_json::Error,
     },
+    /// A YAML file is not valid YAML of the expected shape.
+    #[error("corrupt {what} {path}: {source}")]
+    ParseYaml {
+        /// What the file should hold: `exploration memory`.
+        what: &'static str,
+        /// The file.
+        path: PathBuf,
+        /// The YAML error with line and column.
+        #[source]
+        source: serde_yaml_ng::Error,
+    },
+    /// A value could not be written as YAML.
+    #[error("serializing {what} as YAML: {source}")]
+    SerializeYaml {
+        /// What was being serialized.
+        what: &'static str,
+        /// The YAML error.
+        #[source]
+        source: serde_yaml_ng::Error,
+    },
     /// A file parsed but its content is inconsistent (dangling ids, wrong
     /// version…).
     #[error("invalid {what} {path}: {reason}")]

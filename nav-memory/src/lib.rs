@@ -101,7 +101,7 @@ pub use context::{NavigationContext, PlaceBrief, PlaceSummary};
 pub use dc::{DcQueue, DcRecord};
 pub use error::MemoryError;
 pub use event::{MemoryCounters, MemoryEvent, SceneObservation, StepFlags};
-pub use exploration::{ActionRecord, DeadEnd, Discovery, ExplorationMemory, Frontier, Room};
+pub use exploration::{ActionRecord, DeadEnd, Discovery, ExplorationMemory, Frontier, PromptParts, Room};
 pub use graph::{Anchor, AnchorGraph, AnchorId, AnchorReason, Place, PlaceId};
 pub use hint::{AvoidHint, Pattern};
 pub use snapshot::write_atomic;

@@ -446,7 +446,7 @@ async fn explore_tool_call(d: &Dialect) {
     let built = explore_request(&snap, &ExplorePromptConfig::default());
     let sent = server.only_request().body;
     assert_eq!((d.images)(&sent), request_images(&built), "{}: the annotated frame arrives intact", d.name);
-    assert!((d.user_texts)(&sent).last().unwrap().starts_with("CURRENT STATE:\n"));
+    assert!((d.user_texts)(&sent).last().unwrap().starts_with("STATE: ("));
 }
 
 async fn explore_perception_then_action(d: &Dialect) {

@@ -104,6 +104,11 @@ pub struct RosmasterArgs {
     /// Write the step log (JSONL, one flushed line per control tick).
     #[arg(long, value_name = "PATH")]
     pub log: Option<PathBuf>,
+    /// Explore only: the exploration memory's session file (rooms, dead
+    /// ends, recent actions), loaded at the start when it exists and saved
+    /// atomically at the end, also after Ctrl-C; YAML, or JSON for a .json name.
+    #[arg(long, value_name = "PATH")]
+    pub memory_file: Option<PathBuf>,
     #[command(flatten)]
     pub record: super::RecordArgs,
 }
@@ -198,13 +203,17 @@ pub fn run(args: RosmasterArgs) -> CmdResult {
     let recording = args.record.open()?;
     let setup = Setup::new(&args, &config, recording.as_ref())?;
     let task = objectnav_task(&args, &setup)?;
+    let memory = match args.memory_file.as_deref().filter(|p| p.exists()) {
+        Some(p) => Some(nav_memory::ExplorationMemory::load(p).map_err(|e| usage(format!("--memory-file: {e}")))?),
+        None => None,
+    };
     let log = match &args.log {
         Some(p) => StepLog::create(p).map_err(|e| usage(e.to_string()))?,
         None => StepLog::null(),
     };
     // two workers: the control loop keeps its 20 Hz while the link and a model call make progress
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().map_err(internal)?;
-    let result = rt.block_on(session(&args, setup, task, log, recording.as_ref()));
+    let result = rt.block_on(session(&args, setup, task, memory, log, recording.as_ref()));
     // a model call may still hang on the network: do not wait for it
     rt.shutdown_background();
     result
@@ -218,6 +227,9 @@ fn objectnav_task(args: &RosmasterArgs, setup: &Setup) -> Result<Option<objectna
             return Err(usage("--target and --max-steps need --protocol objectnav"));
         }
         return Ok(None);
+    }
+    if args.memory_file.is_some() {
+        return Err(usage("--memory-file is the explore protocol's session file (--protocol explore)"));
     }
     let target = match args.target.as_deref().map(str::trim) {
         Some(t) if !t.is_empty() => t.to_string(),
@@ -236,6 +248,7 @@ async fn session(
     args: &RosmasterArgs,
     setup: Setup,
     task: Option<objectnav::ObjectNavTask>,
+    memory: Option<nav_memory::ExplorationMemory>,
     log: StepLog,
     recording: Option<&Recording>,
 ) -> CmdResult {
@@ -321,6 +334,9 @@ async fn session(
         other => internal(other),
     };
     let mut lp = ExploreLoop::new(setup.explore.clone(), setup.planner(), signals.clone()).map_err(nav_error)?;
+    if let Some(memory) = memory {
+        lp = lp.with_memory(memory);
+    }
     let link = RobotLink::new(hal, Arc::clone(&signals.pause), progress.clone());
     let mut robot = Tapped::new(link, recording.map(Recording::sensor_tap));
     let observer = Observer::new()
@@ -332,6 +348,9 @@ async fn session(
     // the recording is closed (and readable) whatever the loop's outcome
     let recorded = recording.map(super::finish_recording).transpose();
     let outcome = outcome.map_err(nav_error)?;
+    if let Some(path) = &args.memory_file {
+        outcome.memory.save(path).map_err(|e| usage(format!("--memory-file: {e}")))?;
+    }
     let mut text = summary(&outcome, lp.planner_name(), &robot, &progress, args);
     if let Some(ledger) = &setup.vlm {
         // calls still in flight are not waited for (the robot has stopped; a hung call may never end)

@@ -52,6 +52,11 @@ pub struct RunArgs {
     /// Send no images (text-only models, cheaper calls).
     #[arg(long)]
     pub text_only: bool,
+    /// Explore only: the exploration memory's session file (rooms, dead
+    /// ends, recent actions), loaded at the start when it exists and saved
+    /// atomically at the end; YAML, or JSON for a .json name.
+    #[arg(long, value_name = "PATH")]
+    pub memory_file: Option<PathBuf>,
     /// Noise of the offline VLM stand-in: missed targets, false sightings
     /// and angle error (degrees, std), e.g. miss=0.1,false=0.05,angle=15,seed=7.
     #[arg(long, value_name = "miss=P,false=P,angle=DEG,seed=N")]
@@ -120,6 +125,10 @@ pub fn build_spec(args: &RunArgs, config: &NavConfig) -> Result<EpisodeSpec, Exi
     spec.seed = args.seed;
     spec.max_steps = args.max_steps.or_else(|| config.budget(args.protocol));
     spec.text_only = args.text_only;
+    if args.memory_file.is_some() && args.protocol != ProtocolKind::Explore {
+        return Err(usage("--memory-file is the explore protocol's session file (--protocol explore)"));
+    }
+    spec.memory_file = args.memory_file.clone();
     spec.vlm_noise = args.vlm_noise.unwrap_or_default();
     spec.perception = args.perception;
     if args.perception == Some(PerceptionChoice::Vlm) && args.planner != PlannerChoice::Vlm {

@@ -9,10 +9,12 @@
 //! `start`. Time is injected (`new(start_s)`, `update_time(now_s)`), never
 //! read from a clock.
 //!
-//! Persistence is JSON (`save_json` / `load_json`, atomic), not the seed's
-//! YAML: the rest of navkit's files are JSON, it needs no extra dependency
-//! (the usual Rust YAML crate is unmaintained), and the layout is the
-//! seed's §3.19 JSON anyway.
+//! Persistence (seed 001: `save_to_disk` / `load_from_disk`, YAML): [`save`](
+//! ExplorationMemory::save) and [`load`](ExplorationMemory::load) write and
+//! read YAML (the seed's format, through `serde_yaml_ng`, the maintained
+//! continuation of `serde_yaml`), or JSON when the file name ends in
+//! `.json`; both atomically, with the same `format` / `version` envelope
+//! and the same checks on load.
 
 use crate::error::MemoryError;
 use crate::snapshot;
@@ -24,6 +26,8 @@ use std::collections::VecDeque;
 use std::path::Path;
 
 mod prompt;
+
+pub use prompt::PromptParts;
 
 /// A room the VLM named.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -125,8 +129,7 @@ pub struct Discovery {
 /// m.record_discovery("Kitchen", "fridge and counter", Significance::Room, Point2::new(2.0, 1.0));
 /// m.update_after_action(ActionRecord::new("move_toward", "forward", "success, +0.36m", Point2::new(2.3, 1.0)));
 /// let text = m.to_prompt_text();
-/// assert!(text.starts_with("EXPLORATION MEMORY:"));
-/// assert!(text.contains("Current room: kitchen (entered from start)"));
+/// assert!(text.starts_with("MEMORY: rooms (% explored) start 0, kitchen 0; current kitchen (from start)"));
 /// assert!(text.contains("Recent: [1] move_toward(forward) → success, +0.36m"));
 /// ```
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -161,6 +164,27 @@ struct ExplorationIn {
     exploration: ExplorationMemory,
 }
 
+/// A `.json` file name (any case); everything else is YAML.
+fn is_json(path: &Path) -> bool {
+    path.extension().is_some_and(|e| e.eq_ignore_ascii_case("json"))
+}
+
+impl ExplorationIn {
+    /// The memory, once the envelope and the content check out.
+    fn check(self, path: &Path) -> Result<ExplorationMemory, MemoryError> {
+        let what = "exploration memory";
+        let invalid = |reason: String| MemoryError::InvalidFile { what, path: path.to_path_buf(), reason };
+        if self.format != EXPLORATION_FORMAT || self.version != EXPLORATION_VERSION {
+            return Err(invalid(format!(
+                "format {:?} version {} (expected {EXPLORATION_FORMAT:?} version {EXPLORATION_VERSION})",
+                self.format, self.version
+            )));
+        }
+        self.exploration.validate().map_err(invalid)?;
+        Ok(self.exploration)
+    }
+}
+
 impl ExplorationMemory {
     /// Actions kept (seed: last 5).
     pub const MAX_ACTIONS: usize = 5;
@@ -182,6 +206,7 @@ impl ExplorationMemory {
     const SHOWN_ROOM_OBJECTS: usize = 4;
     const SHOWN_FRONTIERS: usize = 3;
     const SHOWN_DEAD_ENDS: usize = 2;
+    const SHOWN_ACTIONS: usize = 3;
 
     /// A fresh memory in room `start` at the origin; `start_s` is the
     /// session start on the caller's clock.
@@ -210,6 +235,15 @@ impl ExplorationMemory {
     pub fn update_time(&mut self, now_s: f64) {
         if now_s.is_finite() && now_s >= self.started_s {
             self.exploration_duration_s = now_s - self.started_s;
+        }
+    }
+
+    /// Continues a loaded session on a new clock: `now_s` (the caller's
+    /// clock now) becomes the moment the recorded duration was reached, so
+    /// later [`update_time`](Self::update_time) calls count on from it.
+    pub fn resume(&mut self, now_s: f64) {
+        if now_s.is_finite() {
+            self.started_s = now_s - self.exploration_duration_s;
         }
     }
 
@@ -358,6 +392,49 @@ impl ExplorationMemory {
         self.exploration_duration_s
     }
 
+    /// Saves the state atomically: JSON when `path` ends in `.json`, YAML
+    /// (the seed's format) otherwise.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir()?;
+    /// use nav_core::discovery::Significance;
+    /// use nav_core::geometry::Point2;
+    /// use nav_memory::ExplorationMemory;
+    /// let mut m = ExplorationMemory::new(0.0);
+    /// m.record_discovery("kitchen", "", Significance::Room, Point2::new(2.0, 1.0));
+    /// let path = dir.path().join("memory.yaml");
+    /// m.save(&path)?;
+    /// assert_eq!(ExplorationMemory::load(&path)?, m);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn save(&self, path: impl AsRef<Path>) -> Result<(), MemoryError> {
+        let path = path.as_ref();
+        if is_json(path) {
+            return self.save_json(path);
+        }
+        let out = ExplorationOut { format: EXPLORATION_FORMAT, version: EXPLORATION_VERSION, exploration: self };
+        let what = "exploration memory";
+        let text = serde_yaml_ng::to_string(&out).map_err(|source| MemoryError::SerializeYaml { what, source })?;
+        snapshot::write_atomic(path, text.as_bytes())
+    }
+
+    /// Loads a state written by [`save`](Self::save) (YAML, or JSON for a
+    /// `.json` file) and checks it. Errors name the file.
+    pub fn load(path: impl AsRef<Path>) -> Result<Self, MemoryError> {
+        let path = path.as_ref();
+        if is_json(path) {
+            return Self::load_json(path);
+        }
+        let what = "exploration memory";
+        let text = snapshot::read_text(path, snapshot::MAX_SNAPSHOT_BYTES)?;
+        let snap: ExplorationIn = serde_yaml_ng::from_str(&text).map_err(|source| MemoryError::ParseYaml {
+            what,
+            path: path.to_path_buf(),
+            source,
+        })?;
+        snap.check(path)
+    }
+
     /// Saves the state as JSON, atomically.
     pub fn save_json(&self, path: impl AsRef<Path>) -> Result<(), MemoryError> {
         let out = ExplorationOut { format: EXPLORATION_FORMAT, version: EXPLORATION_VERSION, exploration: self };
@@ -370,15 +447,7 @@ impl ExplorationMemory {
         let path = path.as_ref();
         let what = "exploration memory";
         let snap: ExplorationIn = snapshot::load_json(path, what)?;
-        let invalid = |reason: String| MemoryError::InvalidFile { what, path: path.to_path_buf(), reason };
-        if snap.format != EXPLORATION_FORMAT || snap.version != EXPLORATION_VERSION {
-            return Err(invalid(format!(
-                "format {:?} version {} (expected {EXPLORATION_FORMAT:?} version {EXPLORATION_VERSION})",
-                snap.format, snap.version
-            )));
-        }
-        snap.exploration.validate().map_err(invalid)?;
-        Ok(snap.exploration)
+        snap.check(path)
     }
 
     fn validate(&self) -> Result<(), String> {
@@ -388,8 +457,26 @@ impl ExplorationMemory {
         if let Some(r) = self.rooms.iter().find(|r| !(0.0..=100.0).contains(&r.explored_pct)) {
             return Err(format!("room {:?} has explored_pct {} outside 0–100", r.name, r.explored_pct));
         }
-        if self.recent_actions.len() > Self::MAX_ACTIONS {
-            return Err(format!("{} recent actions, at most {}", self.recent_actions.len(), Self::MAX_ACTIONS));
+        let caps = [
+            ("recent actions", self.recent_actions.len(), Self::MAX_ACTIONS),
+            ("rooms", self.rooms.len(), Self::MAX_ROOMS),
+            ("dead ends", self.dead_ends.len(), Self::MAX_DEAD_ENDS),
+            ("frontiers", self.frontiers.len(), Self::MAX_FRONTIERS),
+            ("recent discoveries", self.recent_discoveries.len(), Self::MAX_DISCOVERIES),
+        ];
+        if let Some((what, n, max)) = caps.iter().find(|(_, n, max)| n > max) {
+            return Err(format!("{n} {what}, at most {max}"));
+        }
+        if let Some(r) = self.rooms.iter().find(|r| r.objects.len() > Self::MAX_ROOM_OBJECTS) {
+            return Err(format!(
+                "room {:?} lists {} objects, at most {}",
+                r.name,
+                r.objects.len(),
+                Self::MAX_ROOM_OBJECTS
+            ));
+        }
+        if self.dead_ends.iter().any(|d| !(d.direction_deg.is_finite() && d.position.is_finite())) {
+            return Err("a dead end has a non-finite direction or position".into());
         }
         if !(self.started_s.is_finite()
             && self.exploration_duration_s.is_finite()
@@ -410,7 +497,11 @@ mod tests {
         let m = ExplorationMemory::new(10.0);
         assert_eq!(m.current_room(), "start");
         assert_eq!(m.rooms().len(), 1);
-        assert!(m.to_prompt_text().contains("Current room: start\n"));
+        assert!(
+            m.to_prompt_text().starts_with("MEMORY: rooms (% explored) start 0; current start\n"),
+            "{}",
+            m.to_prompt_text()
+        );
     }
 
     #[test]
@@ -437,8 +528,71 @@ mod tests {
         let params: Vec<&str> = m.recent_actions().map(|a| a.params.as_str()).collect();
         assert_eq!(params, ["3", "4", "5", "6", "7"]);
         let text = m.to_prompt_text();
-        assert!(text.contains("Recent: [5] rotate(3) → success\n"), "{text}");
-        assert!(text.contains("          [1] rotate(7) → success\n"), "{text}");
+        // the prompt shows the latest three, oldest first
+        assert!(
+            text.contains("  Recent: [3] rotate(5) → success; [2] rotate(6) → success; [1] rotate(7) → success\n"),
+            "{text}"
+        );
+        let parts = PromptParts { without_latest_action: true, ..PromptParts::default() };
+        let text = m.prompt_text(parts);
+        assert!(
+            text.contains("  Recent: [4] rotate(4) → success; [3] rotate(5) → success; [2] rotate(6) → success\n"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn prompt_parts_leave_out_the_frontiers() {
+        let mut m = ExplorationMemory::new(0.0);
+        let f = Frontier { id: 1, direction_deg: 30.0, distance_m: 2.0, kind: "doorway".into(), width_m: Some(0.9) };
+        m.update_frontiers([f]);
+        assert!(m.to_prompt_text().contains("Frontiers: 1 open — #1 30° doorway 2.0m (0.9m wide)"));
+        let text = m.prompt_text(PromptParts { without_frontiers: true, ..PromptParts::default() });
+        assert!(!text.contains("Frontiers"), "{text}");
+        assert!(text.contains("; dead ends: none; discoveries 0; time 0m00s"), "{text}");
+    }
+
+    #[test]
+    fn saves_and_loads_yaml_and_json_and_resumes_the_clock() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut m = ExplorationMemory::new(0.0);
+        m.record_discovery("Kitchen", "fridge", Significance::Room, Point2::new(2.0, 1.0));
+        m.record_dead_end(90.0, "blocked", Point2::new(2.5, 1.0));
+        assert!(m.set_explored_pct("kitchen", 40.0));
+        m.update_after_action(ActionRecord::new("rotate", "90", "success, +0.00m", Point2::new(2.0, 1.0)));
+        m.update_time(125.0);
+        for name in ["memory.yaml", "memory.json"] {
+            let path = dir.path().join(name);
+            m.save(&path).unwrap();
+            let mut back = ExplorationMemory::load(&path).unwrap();
+            assert_eq!(back, m, "{name}");
+            back.resume(1000.0);
+            back.update_time(1010.0);
+            assert_eq!(back.duration_s(), 135.0, "{name}: the clock goes on");
+        }
+        let yaml = std::fs::read_to_string(dir.path().join("memory.yaml")).unwrap();
+        assert!(yaml.starts_with("format: navkit-exploration\nversion: 1\n"), "{yaml}");
+    }
+
+    #[test]
+    fn bad_files_are_errors_naming_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("memory.yaml");
+        for (text, want) in [
+            ("format: navkit-exploration\nversion: 1\nexploration: [", "corrupt exploration memory"),
+            ("format: other\nversion: 1\nexploration: {}", "corrupt exploration memory"),
+            ("- 1\n- 2\n", "corrupt exploration memory"),
+        ] {
+            std::fs::write(&path, text).unwrap();
+            let e = ExplorationMemory::load(&path).unwrap_err().to_string();
+            assert!(e.contains(want) && e.contains("memory.yaml"), "{e}");
+        }
+        let m = ExplorationMemory::new(0.0);
+        m.save(&path).unwrap();
+        let text = std::fs::read_to_string(&path).unwrap().replace("version: 1", "version: 7");
+        std::fs::write(&path, text).unwrap();
+        let e = ExplorationMemory::load(&path).unwrap_err().to_string();
+        assert!(e.contains("invalid exploration memory") && e.contains("version 7"), "{e}");
     }
 
     #[test]
@@ -459,6 +613,6 @@ mod tests {
         m.update_time(f64::NAN);
         m.update_time(50.0);
         assert_eq!(m.duration_s(), 272.0);
-        assert!(m.to_prompt_text().contains("Time: 4m 32s"));
+        assert!(m.to_prompt_text().contains("time 4m32s"));
     }
 }

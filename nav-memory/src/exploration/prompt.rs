@@ -1,88 +1,120 @@
 //! The exploration memory's prompt block (seed 001 task 2.2, seed 003
-//! §3.19 layout).
+//! §3.19 layout, compact for issue 16's token budget).
 
 use super::{ExplorationMemory, Room};
 use std::fmt::Write as _;
 
+/// What [`ExplorationMemory::prompt_text`] leaves out because the prompt
+/// shows it elsewhere.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct PromptParts {
+    /// Leave the frontiers out (the prompt lists them with their ids).
+    pub without_frontiers: bool,
+    /// Leave the latest recent action out (the prompt's previous-action
+    /// line shows it with its full result).
+    pub without_latest_action: bool,
+}
+
 impl ExplorationMemory {
-    /// The prompt block (seed 001 task 2.2 / seed 003 §3.19 layout, about
-    /// 55 o200k tokens empty, about 240 for a typical house and at most about
-    /// 310 with every list full of long entries; measured in
-    /// `tests/context_tokens.rs`). Rooms show their explored
-    /// percentage; the current room also its first objects. At most 6 rooms
-    /// (the current one and the latest others), 3 frontiers (as given, ids
-    /// for `navigate_to_goal`), the 2 latest dead ends and the 5 recent
-    /// actions, listed oldest first and numbered `[k]` = k actions ago, so
-    /// `[1]` is the latest.
+    /// The prompt block with the frontiers (seed 001 task 2.2 / seed 003
+    /// §3.19 content): see [`Self::prompt_text`].
     pub fn to_prompt_text(&self) -> String {
-        let mut s = String::with_capacity(640);
-        s.push_str("EXPLORATION MEMORY:\n  Rooms: ");
+        self.prompt_text(PromptParts::default())
+    }
+
+    /// The prompt block, compact: rooms with their explored percentage
+    /// (the current one and the latest others, at most 6) and the current
+    /// room's first objects; at most 3 frontiers (ids for
+    /// `navigate_to_goal`); the 2 latest dead ends (compass direction,
+    /// reason, where); discoveries and time; the 3 latest of the 5 recent
+    /// actions kept (seed 003 §3.18 "Last 3 decisions"), oldest first,
+    /// numbered `[k]` = k actions ago, so `[1]` is the latest.
+    /// `parts` leaves out what the prompt shows elsewhere. Measured in
+    /// `tests/context_tokens.rs`.
+    ///
+    /// ```text
+    /// EXPLORATION MEMORY: rooms (% explored) start 80, kitchen 30; current kitchen (from start), objects: fridge
+    ///   Dead ends: 90° wall at (3.1, -1.2) | Discoveries: 2 | Time: 4m 32s
+    ///   Recent: [2] move_toward(forward, medium, 3.0s) → success, +0.36m; [1] rotate(90) → success, +0.00m
+    /// ```
+    pub fn prompt_text(&self, parts: PromptParts) -> String {
+        let mut s = String::with_capacity(480);
+        s.push_str("MEMORY: rooms (% explored) ");
         let shown = self.shown_rooms();
         for (i, r) in shown.iter().enumerate() {
             if i > 0 {
                 s.push_str(", ");
             }
-            let _ = write!(s, "{} ({:.0}% explored)", r.name, r.explored_pct);
+            let _ = write!(s, "{} {:.0}", r.name, r.explored_pct);
         }
         if self.rooms.len() > shown.len() {
             let _ = write!(s, " +{} more", self.rooms.len() - shown.len());
         }
-        s.push('\n');
-        let _ = write!(s, "  Current room: {}", self.current_room);
+        let _ = write!(s, "; current {}", self.current_room);
         if let Some(r) = self.rooms.iter().find(|r| r.name == self.current_room) {
             if r.name != Self::START_ROOM {
-                let _ = write!(s, " (entered from {})", r.entered_from);
+                let _ = write!(s, " (from {})", r.entered_from);
             }
             if !r.objects.is_empty() {
                 let objs: Vec<&str> = r.objects.iter().take(Self::SHOWN_ROOM_OBJECTS).map(String::as_str).collect();
-                let _ = write!(s, " — objects: {}", objs.join(", "));
+                let _ = write!(s, ", objects: {}", objs.join(", "));
                 if r.objects.len() > Self::SHOWN_ROOM_OBJECTS {
                     let _ = write!(s, " +{}", r.objects.len() - Self::SHOWN_ROOM_OBJECTS);
                 }
             }
         }
-        s.push('\n');
-        if self.frontiers.is_empty() {
-            s.push_str("  Frontiers: none open\n");
-        } else {
-            let _ = write!(s, "  Frontiers: {} open — ", self.frontiers.len());
-            for (i, f) in self.frontiers.iter().take(Self::SHOWN_FRONTIERS).enumerate() {
-                if i > 0 {
-                    s.push_str(", ");
-                }
-                let _ = write!(s, "#{} {:.0}° {} {:.1}m", f.id, f.direction_deg, f.kind, f.distance_m);
-                if let Some(w) = f.width_m {
-                    let _ = write!(s, " ({w:.1}m wide)");
-                }
-            }
+        if !parts.without_frontiers {
             s.push('\n');
+            self.push_frontiers(&mut s);
+            s.push_str("  Dead ends: ");
+        } else {
+            s.push_str("; dead ends: ");
         }
         if self.dead_ends.is_empty() {
-            s.push_str("  Dead ends: none\n");
+            s.push_str("none");
         } else {
-            s.push_str("  Dead ends: ");
             let skip = self.dead_ends.len().saturating_sub(Self::SHOWN_DEAD_ENDS);
             for (i, d) in self.dead_ends.iter().skip(skip).enumerate() {
                 if i > 0 {
                     s.push_str(", ");
                 }
-                let _ =
-                    write!(s, "{:.0}° ({}) at ({:.1}, {:.1})", d.direction_deg, d.reason, d.position.x, d.position.y);
+                let _ = write!(s, "{:.0}° {} at ({:.1}, {:.1})", d.direction_deg, d.reason, d.position.x, d.position.y);
+            }
+        }
+        let secs = self.exploration_duration_s.max(0.0).round() as u64;
+        let _ = writeln!(s, "; discoveries {}; time {}m{:02}s", self.total_discoveries, secs / 60, secs % 60);
+        let n = self.recent_actions.len();
+        let end = if parts.without_latest_action { n.saturating_sub(1) } else { n };
+        let start = end.saturating_sub(Self::SHOWN_ACTIONS);
+        if end > start {
+            s.push_str("  Recent: ");
+            for (i, a) in self.recent_actions.iter().enumerate().take(end).skip(start) {
+                if i > start {
+                    s.push_str("; ");
+                }
+                let _ = write!(s, "[{}] {}({}) → {}", n - i, a.action, a.params, a.result);
             }
             s.push('\n');
         }
-        let secs = self.exploration_duration_s.max(0.0).round() as u64;
-        let _ = writeln!(s, "  Discoveries: {} | Time: {}m {:02}s", self.total_discoveries, secs / 60, secs % 60);
-        if self.recent_actions.is_empty() {
-            s.push_str("  Recent: none\n");
-        } else {
-            let n = self.recent_actions.len();
-            for (i, a) in self.recent_actions.iter().enumerate() {
-                let prefix = if i == 0 { "  Recent: " } else { "          " };
-                let _ = writeln!(s, "{prefix}[{}] {}({}) → {}", n - i, a.action, a.params, a.result);
+        s
+    }
+
+    fn push_frontiers(&self, s: &mut String) {
+        if self.frontiers.is_empty() {
+            s.push_str("  Frontiers: none open\n");
+            return;
+        }
+        let _ = write!(s, "  Frontiers: {} open — ", self.frontiers.len());
+        for (i, f) in self.frontiers.iter().take(Self::SHOWN_FRONTIERS).enumerate() {
+            if i > 0 {
+                s.push_str(", ");
+            }
+            let _ = write!(s, "#{} {:.0}° {} {:.1}m", f.id, f.direction_deg, f.kind, f.distance_m);
+            if let Some(w) = f.width_m {
+                let _ = write!(s, " ({w:.1}m wide)");
             }
         }
-        s
+        s.push('\n');
     }
 
     /// The current room plus the most recently discovered others, in

@@ -115,6 +115,11 @@ pub struct EpisodeSpec {
     pub grounding: Option<String>,
     /// The seed's verbalized-entropy variant of the system prompt.
     pub verbalized_entropy: bool,
+    /// The explore protocol's session file (`--memory-file`): the
+    /// exploration memory is loaded from it at the start when it exists
+    /// (YAML, or JSON for a `.json` name) and saved to it atomically at the
+    /// end. Other protocols ignore it.
+    pub memory_file: Option<std::path::PathBuf>,
     /// Simulator settings.
     pub sim: SimConfig,
     /// ObjectNav loop settings.
@@ -188,6 +193,7 @@ impl EpisodeSpec {
             budget: None,
             grounding: None,
             verbalized_entropy: false,
+            memory_file: None,
             sim: SimConfig::default(),
             objectnav: ObjectNavLoopConfig::default(),
             explore: ExploreLoopConfig::default(),
@@ -735,7 +741,13 @@ async fn explore_episode(
         None => ExploreSignals::default(),
     };
     let mut lp = ExploreLoop::new(cfg, planner, signals)?;
+    if let Some(memory) = load_explore_memory(spec)? {
+        lp = lp.with_memory(memory);
+    }
     let out = lp.run(hal, ctx).await?;
+    if let Some(path) = &spec.memory_file {
+        out.memory.save(path).map_err(|e| EpisodeError::Spec(format!("--memory-file: {e}")))?;
+    }
     Ok(LoopResult {
         stats: out.stats,
         end: out.end.as_str().into(),
@@ -744,6 +756,16 @@ async fn explore_episode(
         coverage: None,
         stuck_recovery: None,
     })
+}
+
+/// The exploration memory saved in `spec.memory_file`, if the file exists
+/// (a first session starts empty and creates it).
+///
+/// # Errors
+/// The file exists but cannot be read or is not a valid memory file.
+fn load_explore_memory(spec: &EpisodeSpec) -> Result<Option<nav_memory::ExplorationMemory>, EpisodeError> {
+    let Some(path) = spec.memory_file.as_deref().filter(|p| p.exists()) else { return Ok(None) };
+    nav_memory::ExplorationMemory::load(path).map(Some).map_err(|e| EpisodeError::Spec(format!("--memory-file: {e}")))
 }
 
 /// The episode a loop result is judged against.
@@ -1021,7 +1043,8 @@ async fn explore_snapshot_of(
         depth,
         previous_action: None,
         previous_result: None,
-        memory_text: memory.to_prompt_text(),
+        in_progress: None,
+        memory_text: memory.prompt_text(nav_memory::PromptParts { without_frontiers: true, ..Default::default() }),
         frontiers,
         detections: Vec::new(),
         text_only: spec.text_only,

@@ -153,6 +153,7 @@ mod tests {
             hfov_rad: 1.5,
             previous_action: None,
             previous_result: None,
+            in_progress: None,
             memory_text: String::new(),
             frontiers,
             detections: Vec::new(),

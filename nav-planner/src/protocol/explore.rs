@@ -9,10 +9,10 @@
 use super::{CallRecord, DecisionError, PlannerReply};
 use crate::protocol::annotate::{Annotation, annotate, encode_jpeg};
 use crate::protocol::json::extract_json_object;
-use crate::protocol::prompts::explore_system;
+use crate::protocol::prompts::EXPLORE_SYSTEM;
 use crate::vlm::{ImageDetail, Part, ToolChoice, ToolSpec, Turn, VisionLanguageModel, VlmRequest};
 use async_trait::async_trait;
-use nav_core::geometry::{Point2, Pose2, cardinal};
+use nav_core::geometry::{Point2, Pose2, cardinal, clockwise_deg, compass_deg};
 use nav_core::lidar::{AffordanceScores, LaserScan, LidarConfig, LidarSummary};
 use nav_core::raster::RgbFrame;
 use nav_hal::hal::{DepthFrame, Detection};
@@ -62,6 +62,10 @@ impl ExploreFrontier {
     }
 }
 
+/// Frontiers listed in the prompt: the cheapest in each direction, at most
+/// this many (ids of the others stay valid for `navigate_to_goal`).
+const SHOWN_FRONTIERS: usize = 3;
+
 /// One cycle's sensor snapshot and memory, owned so a decision can run on
 /// another task while the control loop keeps driving.
 #[derive(Debug, Clone)]
@@ -86,10 +90,16 @@ pub struct ExploreSnapshot {
     pub depth: Option<DepthFrame>,
     /// Horizontal field of view of the camera, radians.
     pub hfov_rad: f64,
-    /// The previous action as text, e.g. `move_toward(forward, medium, 3.0)`.
+    /// The last finished action and its result as one line (seed 003
+    /// §3.17's fields), e.g. `move_toward(forward, medium, 3.0s) → success,
+    /// moved 0.36m in 3.0s`.
     pub previous_action: Option<String>,
-    /// The previous action's result (the seed-003 feedback JSON).
+    /// That action's result as the seed-003 feedback JSON (for planners
+    /// that read it; the prompt shows `previous_action`).
     pub previous_result: Option<String>,
+    /// The action still running when the snapshot was taken, e.g.
+    /// `navigate_to_goal(frontier 2)`.
+    pub in_progress: Option<String>,
     /// The exploration memory's prompt text.
     pub memory_text: String,
     /// Known frontiers (ids the model may name in `navigate_to_goal`).
@@ -101,55 +111,65 @@ pub struct ExploreSnapshot {
 }
 
 impl ExploreSnapshot {
-    /// The dynamic context block (seed 003 §3.18 section 6).
+    /// The dynamic context block (seed 003 §3.18 section 6), compact
+    /// (issue 16): one state line, the LiDAR sectors with equal neighbours
+    /// merged, the two nearest gaps, the feasibility scores on one line,
+    /// the three cheapest frontiers (once), the previous action and its result on one line, and
+    /// the exploration memory. Every angle is clockwise, as the system
+    /// prompt states: bearings from the robot's front in `[0, 360)`, the
+    /// heading as a compass.
     pub fn context_text(&self, lidar: &LidarConfig) -> String {
-        let mut s = String::with_capacity(1500);
-        let heading = self.pose.yaw.to_degrees();
-        s.push_str("CURRENT STATE:\n");
-        let _ = writeln!(
+        let mut s = String::with_capacity(1200);
+        let yaw = self.pose.yaw.to_degrees();
+        let _ = write!(
             s,
-            "  Position: ({:.1}, {:.1}) meters from start | Heading: {:.0}° ({})",
+            "STATE: ({:.1}, {:.1}) m, heading {:.0}° {}, {:.2} m/s{}, traveled {:.1} m",
             self.pose.x,
             self.pose.y,
-            heading.rem_euclid(360.0),
-            cardinal(heading)
-        );
-        let dir = if self.speed_mps < -0.005 { "backward" } else { "forward" };
-        let _ = writeln!(
-            s,
-            "  Speed: {:.2} m/s {dir} | Distance traveled: {:.1}m",
+            compass_deg(yaw),
+            cardinal(yaw),
             self.speed_mps.abs(),
+            if self.speed_mps < -0.005 { " backward" } else { "" },
             self.distance_traveled_m
         );
-        let secs = self.elapsed_s.max(0.0).round() as u64;
-        let _ = write!(s, "  Exploration time: {}m {}s", secs / 60, secs % 60);
         if let Some(c) = self.coverage {
-            let _ = write!(s, " | Coverage: {:.0}%", c * 100.0);
+            let _ = write!(s, ", coverage {:.0}%", c * 100.0);
         }
-        s.push_str("\n\n");
-        s.push_str(&LidarSummary::from_scan(&self.scan, lidar).to_text());
-        s.push_str("\n\n");
-        s.push_str(&AffordanceScores::from_scan(&self.scan).to_text());
-        s.push_str("\n\n");
-        if !self.frontiers.is_empty() {
-            s.push_str("FRONTIERS (for navigate_to_goal):\n");
-            for f in self.frontiers.iter().take(5) {
+        s.push('\n');
+        s.push_str(&LidarSummary::from_scan(&self.scan, lidar).to_compact_text(2));
+        s.push('\n');
+        s.push_str(&AffordanceScores::from_scan(&self.scan).to_compact_text());
+        s.push('\n');
+        if self.frontiers.is_empty() {
+            s.push_str("FRONTIERS: none reachable\n");
+        } else {
+            s.push_str("FRONTIERS: ");
+            // one per direction: a farther frontier within 15° of a listed one adds nothing
+            let mut shown: Vec<f64> = Vec::new();
+            for f in &self.frontiers {
                 let d = self.pose.position().distance(f.position);
-                let b = self.pose.relative_bearing(f.position).to_degrees();
-                let _ = writeln!(s, "  id {}: {:.1}m at {:+.0}°", f.id, d, b);
+                let b = clockwise_deg(self.pose.relative_bearing(f.position));
+                let near = |a: &f64| (a - b).rem_euclid(360.0).min((b - a).rem_euclid(360.0)) < 15.0;
+                if shown.len() >= SHOWN_FRONTIERS || shown.iter().any(near) {
+                    continue;
+                }
+                if !shown.is_empty() {
+                    s.push_str(", ");
+                }
+                shown.push(b);
+                let _ = write!(s, "#{} {:.1}m at {:.0}°", f.id, d, b);
             }
             s.push('\n');
         }
-        match (&self.previous_action, &self.previous_result) {
-            (Some(a), Some(r)) => {
-                let _ = writeln!(s, "PREVIOUS ACTION: {a}\n  Result: {r}");
+        match &self.previous_action {
+            Some(a) => {
+                let _ = writeln!(s, "PREVIOUS ACTION: {a}");
             }
-            (Some(a), None) => {
-                let _ = writeln!(s, "PREVIOUS ACTION: {a}\n  Result: pending");
-            }
-            _ => s.push_str("PREVIOUS ACTION: none\n"),
+            None => s.push_str("PREVIOUS ACTION: none\n"),
         }
-        s.push('\n');
+        if let Some(a) = &self.in_progress {
+            let _ = writeln!(s, "IN PROGRESS: {a}");
+        }
         s.push_str(&self.memory_text);
         s
     }
@@ -212,8 +232,7 @@ impl Default for ExplorePromptConfig {
 
 /// The line that opens a cycle's text when no camera image is attached
 /// (text-only mode, or no frame yet).
-pub const NO_IMAGE_NOTE: &str = "NO CAMERA IMAGE THIS CYCLE (text-only): decide from the LiDAR, gaps and memory below; \
-call observe_scene if you need to look.";
+pub const NO_IMAGE_NOTE: &str = "NO CAMERA IMAGE THIS CYCLE: decide from the text; observe_scene can look.";
 
 /// Builds the first request of a cycle: system prompt, the seven tools with
 /// `tool_choice = required`, the annotated image and the context block; the
@@ -226,7 +245,7 @@ pub fn build_request(snap: &ExploreSnapshot, cfg: &ExplorePromptConfig) -> VlmRe
 /// executor's), in the system prompt and the `move_toward` schema.
 pub fn build_request_for(snap: &ExploreSnapshot, cfg: &ExplorePromptConfig, speeds: &SpeedConfig) -> VlmRequest {
     let req = VlmRequest::new(super::grounding::system_prompt(
-        &explore_system(speeds),
+        EXPLORE_SYSTEM,
         &super::grounding::SystemPromptOptions {
             grounding: cfg.grounding.clone(),
             verbalized_entropy: cfg.verbalized_entropy,
@@ -242,7 +261,7 @@ pub fn build_request_for(snap: &ExploreSnapshot, cfg: &ExplorePromptConfig, spee
     match jpeg {
         Some(jpeg) => req.image(Part::jpeg(jpeg, cfg.image_detail)).text(snap.context_text(&cfg.lidar)),
         // the system prompt promises an annotated image; say plainly when there is none
-        None => req.text(format!("{NO_IMAGE_NOTE}\n\n{}", snap.context_text(&cfg.lidar))),
+        None => req.text(format!("{NO_IMAGE_NOTE}\n{}", snap.context_text(&cfg.lidar))),
     }
 }
 
@@ -250,7 +269,9 @@ pub fn build_request_for(snap: &ExploreSnapshot, cfg: &ExplorePromptConfig, spee
 /// reported alongside it.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ExploreDecision {
-    /// The action tool call (or the fallback `stop_robot`).
+    /// The action tool call (or the fallback `stop_robot`; the first
+    /// `report_discovery` when the reply only reported discoveries, which
+    /// leaves the action in progress running).
     pub action: ToolCall,
     /// `report_discovery` calls made in the same cycle.
     pub reports: Vec<ToolCall>,
@@ -393,6 +414,13 @@ impl<M: VisionLanguageModel> ExplorePlanner for VlmExplorePlanner<M> {
         if let Some((_, a)) = calls.iter().find(|(_, c)| c.is_action()) {
             decision.action = a.clone();
             return PlannerReply { decision, distance_hint_m: None, record };
+        }
+        // only discoveries: an answered call, not a failed one; the action in progress goes on
+        if !calls.iter().any(|(_, c)| c.is_perception()) {
+            if let Some(report) = decision.reports.first() {
+                decision.action = report.clone();
+                return PlannerReply { decision, distance_hint_m: None, record };
+            }
         }
         // One perception sub-call, then action tools only.
         let Some((id, perception)) = calls.iter().find(|(_, c)| c.is_perception()).cloned() else {

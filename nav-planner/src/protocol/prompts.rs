@@ -66,56 +66,29 @@ RULES
 10. Never output anything but the JSON object.";
 
 /// explore (seed 003 §3.18 sections 1–5; section 6 is the per-call context
-/// and section 7 the camera image).
+/// and section 7 the camera image), compact (issue 16's token budget): the
+/// role, the one angle convention of everything the model reads, the
+/// exploration strategy, the safety rules and the perceive-then-reason
+/// instruction. What each cycle brings is not listed here: the user
+/// message's headers say it. The speed tiers are stated once, in
+/// `move_toward`'s description (the executor's own values).
 pub const EXPLORE_SYSTEM: &str = "\
-You are the autonomous navigation intelligence for an indoor exploration robot (ROSMASTER A1, \
-Ackermann steering). You continuously perceive the environment through a camera, LiDAR, and depth \
-sensors, and decide where to explore next. Your goal is to systematically discover and map all \
-accessible rooms and areas.
+You are the navigation intelligence of an indoor exploration robot (ROSMASTER A1, Ackermann steering). \
+Goal: systematically discover and map all accessible rooms.
 
-Each decision cycle, you receive:
-- An annotated camera image (RGB with depth values overlaid at 7 points and heading indicator)
-- A 12-sector LiDAR summary with distances and qualitative labels (CLEAR/NEAR/OBSTACLE/WALL)
-- Doorway/gap detections from LiDAR analysis
-- Your current position, heading, speed, and exploration statistics
-- The result of your previous action (success/failure, actual distance moved, safety overrides)
-- Your exploration memory (rooms discovered, areas visited, notable observations)
+ANGLES are degrees clockwise: bearings 0 = ahead, 90 = right, 180 = behind, 270 = left (LiDAR, gaps, \
+frontiers); compass for heading and dead ends (0 = N = +y, 90 = E = +x); rotate: positive = right.
 
-EXPLORATION STRATEGY:
-1. Prioritize unexplored areas - seek doorways, openings, and paths to new rooms
-2. Be systematic - don't revisit areas you've already explored unless seeking a missed path
-3. When you see a doorway or opening, investigate it - doorways lead to new rooms
-4. In open spaces, sweep the perimeter before crossing the center
-5. If stuck or in a dead end, backtrack to the last junction and try a different direction
-6. Announce significant discoveries (new rooms, interesting objects, layout features)
-7. Maintain awareness of your return path - don't explore so far that return is uncertain
+STRATEGY: seek doorways to unexplored rooms; don't revisit explored areas unless seeking a missed path; \
+sweep open spaces along the perimeter; from a dead end, backtrack to the last junction; report \
+discoveries; keep your return path in mind.
 
-SAFETY CONSTRAINTS (non-negotiable):
-- Maximum speed: 0.18 m/s. Use slow (0.08) near obstacles, medium (0.12) normally.
-- A safety layer monitors LiDAR at 20Hz and WILL override your commands if obstacles are too close.
-- If your action was safety-overridden, do NOT retry the same direction. Choose a different path.
-- Never attempt to push through narrow gaps (<0.5m width) - the robot is 0.25m wide.
-- Ackermann steering: the robot cannot spin in place. All turns require forward motion.
-- If you are unsure about safety, call stop_robot or check_path_clear before moving.
+SAFETY: slow near obstacles. A LiDAR safety layer overrides unsafe commands: never retry an overridden \
+direction. Avoid gaps under 0.5 m (robot 0.25 m wide); no turning in place; prefer high feasibility; if \
+unsure, check_path_clear or stop_robot.
 
-REASONING (required):
-Before each action, briefly state:
-1. What you PERCEIVE (key observations from camera + LiDAR)
-2. What you REASON (why this action advances exploration)
-Keep reasoning to 1-3 sentences. Be concise. Then call exactly one action tool.";
-
-/// The speed line of [`EXPLORE_SYSTEM`] for the default tiers.
-const EXPLORE_SPEED_LINE: &str = "- Maximum speed: 0.18 m/s. Use slow (0.08) near obstacles, medium (0.12) normally.";
-
-/// [`EXPLORE_SYSTEM`] with its speed line stating the tiers the executor
-/// drives at (`speeds`); the default tiers give the constant unchanged.
-pub fn explore_system(speeds: &nav_safety::config::SpeedConfig) -> String {
-    let line = format!(
-        "- Maximum speed: {} m/s. Use slow ({}) near obstacles, medium ({}) normally.",
-        speeds.fast_mps, speeds.slow_mps, speeds.medium_mps
-    );
-    EXPLORE_SYSTEM.replacen(EXPLORE_SPEED_LINE, &line, 1)
-}
+First say in 1-3 sentences what you PERCEIVE (camera with depth labels, LiDAR) and why your action \
+advances exploration; then call exactly one action tool.";
 
 /// The scene analyzer (seed 000 §4 "Scene VLM"): place type, objects, and a
 /// one-line description.

@@ -175,6 +175,48 @@ impl ExecutionOutcome {
         }
     }
 
+    /// The result as one line for the next prompt (seed 003 §3.17's
+    /// fields, none dropped but the pose, which the prompt's state line
+    /// already gives): `success, moved 0.37m in 3.0s`;
+    /// `SAFETY OVERRIDE (obstacle_at_0.3m_ahead), moved 0.12m in 0.8s: <the
+    /// safety message>`; `success, modified by the safety layer, …: <what
+    /// it changed>`; `failed (reason), …`; `stopped early (reason)`
+    /// when a motion ended before its duration; for `check_path_clear`
+    /// `clear, 1.2m wide` or `not clear: wall at 0.8m. <recommendation>`.
+    pub fn result_line(&self) -> String {
+        use std::fmt::Write as _;
+        if let Target::PathCheck(p) = &self.target {
+            return if p.clear {
+                format!("clear, {:.1}m wide", p.traversable_width_m)
+            } else {
+                let at = p.obstacle_distance_m.map(|d| format!(" at {d:.1}m")).unwrap_or_default();
+                let kind = serde_json::to_value(p.obstacle_type).ok();
+                let kind = kind.as_ref().and_then(Value::as_str).unwrap_or("obstacle");
+                format!("not clear: {kind}{at}. {}", p.recommendation)
+            };
+        }
+        let f = &self.feedback;
+        let reason = f.stopped_reason.as_deref().unwrap_or("unknown");
+        let mut s = if f.safety_override && !f.success {
+            format!("SAFETY OVERRIDE ({reason})")
+        } else if f.safety_override {
+            "success, modified by the safety layer".to_string()
+        } else if !f.success {
+            format!("failed ({reason})")
+        } else if f.stopped_early {
+            format!("success, stopped early ({reason})")
+        } else {
+            "success".to_string()
+        };
+        if let (Some(d), Some(t)) = (f.actual_distance_m, f.actual_duration_s) {
+            let _ = write!(s, ", moved {d:.2}m in {t:.1}s");
+        }
+        if let Some(m) = &f.safety_message {
+            let _ = write!(s, ": {m}");
+        }
+        s
+    }
+
     /// [`Self::result_json`] as compact text with the fields in the seed's
     /// order (`success` first), ready to be a tool-result message.
     pub fn result_text(&self) -> String {

@@ -295,6 +295,44 @@ impl ToolCall {
         matches!(self, ToolCall::ReportDiscovery { .. })
     }
 
+    /// The arguments as short prompt text, values only, e.g.
+    /// `forward, medium, 3.0s`, `frontier 2`, `x 1.5, y -2.0`, `90`,
+    /// `right, 2.0m`, `kitchen, room` (a navigation goal's reason and a
+    /// discovery's notes are left out: the model wrote them, the memory
+    /// keeps them).
+    ///
+    /// ```
+    /// use nav_safety::tools::ToolCall;
+    /// let call = ToolCall::parse("move_toward", &serde_json::json!({"direction": "left", "speed": "slow"}))?;
+    /// assert_eq!(call.summary(), "move_toward(left, slow, 3.0s)");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn args_text(&self) -> String {
+        match self {
+            ToolCall::MoveToward { direction, speed, duration_s } => {
+                format!("{}, {speed}, {duration_s:.1}s", direction.as_str())
+            }
+            ToolCall::NavigateToGoal { goal, .. } => match goal {
+                GoalSpec::Frontier { id } => format!("frontier {id}"),
+                GoalSpec::Coordinates { x, y } => format!("x {x:.1}, y {y:.1}"),
+                GoalSpec::Retrace => "retrace".to_string(),
+            },
+            ToolCall::Rotate { degrees } => degrees.degrees().to_string(),
+            ToolCall::StopRobot { reason } => reason.to_string(),
+            ToolCall::ObserveScene { focus } => focus.to_string(),
+            ToolCall::CheckPathClear { direction, distance_m } => format!("{}, {distance_m:.1}m", direction.as_str()),
+            ToolCall::ReportDiscovery { label, significance, .. } => {
+                let label: String = label.chars().filter(|c| !c.is_control()).take(40).collect();
+                format!("{label}, {}", significance.as_str())
+            }
+        }
+    }
+
+    /// The call as one short line, `name(args)` with [`Self::args_text`].
+    pub fn summary(&self) -> String {
+        format!("{}({})", self.name(), self.args_text())
+    }
+
     /// The arguments as a JSON object (only the fields that are set), such
     /// that `ToolCall::parse(self.name(), &self.to_json())` gives `self`.
     pub fn to_json(&self) -> Value {

@@ -7,14 +7,16 @@
 //! - every object has `"additionalProperties": false` and lists **every**
 //!   property in `required`;
 //! - a field the seeds make optional is a *nullable* type
-//!   (`"type": ["number", "null"]`) whose description says what `null`
-//!   means: `move_toward.duration_s` (null = 3 s) and
+//!   (`"type": ["number", "null"]`) whose tool's description says what
+//!   `null` means: `move_toward.duration_s` (null = 3 s) and
 //!   `navigate_to_goal.frontier_id` / `x` / `y` (null when the goal type
 //!   does not use them). [`ToolCall::parse`](super::ToolCall::parse) treats
 //!   `null` as absent, so non-strict replies that omit these fields parse too;
-//! - numeric ranges are stated in the descriptions, not as
+//! - numeric ranges are stated in the tool descriptions, not as
 //!   `minimum`/`maximum` keywords, which some strict modes reject; the
-//!   parser enforces them and rejects out-of-range values by field name.
+//!   parser enforces them and rejects out-of-range values by field name;
+//! - the texts are short (issue 16's token budget): a property has a
+//!   description only where its name, type and enum do not say enough.
 //!
 //! Converting to a provider's wire format is the planner's job: OpenAI
 //! wraps each schema as `{"type": "function", "function": {name,
@@ -37,7 +39,7 @@ pub struct ToolSchema {
     /// Tool name (`move_toward`, …).
     pub name: &'static str,
     /// What the tool does and when to use it.
-    pub description: &'static str,
+    pub description: String,
     /// JSON Schema of the argument object.
     pub parameters: Value,
 }
@@ -53,12 +55,12 @@ fn object(props: Vec<(&str, Value)>) -> Value {
     })
 }
 
-fn string_enum(values: impl IntoIterator<Item = &'static str>, description: &str) -> Value {
-    json!({"type": "string", "enum": values.into_iter().collect::<Vec<_>>(), "description": description})
+fn string_enum(values: impl IntoIterator<Item = &'static str>) -> Value {
+    json!({"type": "string", "enum": values.into_iter().collect::<Vec<_>>()})
 }
 
-fn directions(description: &str) -> Value {
-    string_enum(Direction::ALL.iter().map(|d| d.as_str()), description)
+fn directions() -> Value {
+    string_enum(Direction::ALL.iter().map(|d| d.as_str()))
 }
 
 /// The seven tool definitions in the seed's order, with the default speed
@@ -67,125 +69,67 @@ pub fn tool_schemas() -> Vec<ToolSchema> {
     tool_schemas_for(&SpeedConfig::default())
 }
 
-/// The seven tool definitions, the `speed` description stating the tiers
-/// `speeds` the executor will drive at.
+/// The seven tool definitions, `move_toward`'s description stating the
+/// speed tiers `speeds` the executor will drive at.
+///
+/// The texts are compact (issue 16's token budget): a property carries a
+/// description only where its name and type do not say enough; the angle
+/// convention (clockwise, `rotate` positive = right) is stated once, in the
+/// explore system prompt.
 pub fn tool_schemas_for(speeds: &SpeedConfig) -> Vec<ToolSchema> {
+    let nullable = |ty: &str| json!({"type": [ty, "null"]});
+    let string = || json!({"type": "string"});
     vec![
         ToolSchema {
             name: "move_toward",
-            description: "Move the robot in a direction at a specified speed. Use for short-range navigation \
-                          (under 2m). For longer distances, use navigate_to_goal instead.",
+            description: format!(
+                "Move under 2 m for duration_s seconds (1-8, null 3) at slow {}, medium {} or fast {} m/s.",
+                speeds.slow_mps, speeds.medium_mps, speeds.fast_mps
+            ),
             parameters: object(vec![
-                ("direction", directions("Direction to move relative to current heading")),
-                (
-                    "speed",
-                    string_enum(
-                        Speed::ALL.iter().map(|s| s.as_str()),
-                        &format!(
-                            "Movement speed: slow ({} m/s, near obstacles), medium ({} m/s, normal), \
-                             fast ({} m/s, open space)",
-                            speeds.slow_mps, speeds.medium_mps, speeds.fast_mps
-                        ),
-                    ),
-                ),
-                (
-                    "duration_s",
-                    json!({
-                        "type": ["number", "null"],
-                        "description": "Movement duration in seconds (1.0-8.0); null for the default 3.0",
-                    }),
-                ),
+                ("direction", directions()),
+                ("speed", string_enum(Speed::ALL.iter().map(|s| s.as_str()))),
+                ("duration_s", nullable("number")),
             ]),
         },
         ToolSchema {
             name: "navigate_to_goal",
-            description: "Delegate pathfinding to the local planner for a destination more than 2m away: a \
-                          frontier from the sensor summary, map coordinates, or retracing the path already \
-                          travelled. The planner avoids obstacles on the way.",
+            description: "Planned path over 2 m to frontier_id, map x, y or back (retrace); unused fields null.".into(),
             parameters: object(vec![
-                (
-                    "goal_type",
-                    string_enum(
-                        GoalType::ALL.iter().map(|g| g.as_str()),
-                        "frontier: go to frontier_id; coordinates: go to (x, y); retrace: go back along the \
-                         travelled path",
-                    ),
-                ),
-                (
-                    "frontier_id",
-                    json!({
-                        "type": ["integer", "null"],
-                        "description": "Which frontier from the sensor summary (goal_type frontier); otherwise null",
-                    }),
-                ),
-                (
-                    "x",
-                    json!({
-                        "type": ["number", "null"],
-                        "description": "Map x coordinate in metres (goal_type coordinates); otherwise null",
-                    }),
-                ),
-                (
-                    "y",
-                    json!({
-                        "type": ["number", "null"],
-                        "description": "Map y coordinate in metres (goal_type coordinates); otherwise null",
-                    }),
-                ),
-                ("reason", json!({"type": "string", "description": "Why this goal (logged in exploration memory)"})),
+                ("goal_type", string_enum(GoalType::ALL.iter().map(|g| g.as_str()))),
+                ("frontier_id", nullable("integer")),
+                ("x", nullable("number")),
+                ("y", nullable("number")),
+                ("reason", string()),
             ]),
         },
         ToolSchema {
             name: "rotate",
-            description: "Turn the robot by a fixed angle. On a car-like base the turn is a short arc that needs \
-                          some free space ahead or behind; the result reports how far the robot actually moved.",
-            parameters: object(vec![(
-                "degrees",
-                json!({
-                    "type": "integer",
-                    "enum": RotateDegrees::ALLOWED,
-                    "description": "Angle to turn in degrees. Negative = left, positive = right",
-                }),
-            )]),
+            description: "Turn; an arc on a car-like base.".into(),
+            parameters: object(vec![("degrees", json!({"type": "integer", "enum": RotateDegrees::ALLOWED}))]),
         },
         ToolSchema {
             name: "stop_robot",
-            description: "Stop the robot intentionally. A reason is required.",
-            parameters: object(vec![(
-                "reason",
-                string_enum(StopReason::ALL.iter().map(|r| r.as_str()), "Why the robot should stop"),
-            )]),
+            description: "Stop on purpose.".into(),
+            parameters: object(vec![("reason", string_enum(StopReason::ALL.iter().map(|r| r.as_str())))]),
         },
         ToolSchema {
             name: "observe_scene",
-            description: "Request a detailed, high-resolution analysis of the current camera view with a focus, \
-                          e.g. to tell a doorway from a dark wall. Returns a text description.",
-            parameters: object(vec![(
-                "focus",
-                string_enum(ObserveFocus::ALL.iter().map(|f| f.as_str()), "What the analysis should focus on"),
-            )]),
+            description: "Detailed look at the camera view.".into(),
+            parameters: object(vec![("focus", string_enum(ObserveFocus::ALL.iter().map(|f| f.as_str())))]),
         },
         ToolSchema {
             name: "check_path_clear",
-            description: "Check with the LiDAR whether a direction is traversable up to a distance. Local sensor \
-                          query, no delay. Returns clear, obstacle_distance_m, obstacle_type, traversable_width_m \
-                          and a recommendation.",
-            parameters: object(vec![
-                ("direction", directions("Direction to check relative to current heading")),
-                ("distance_m", json!({"type": "number", "description": "How far to check, in metres (0.5-5.0)"})),
-            ]),
+            description: "LiDAR check of a direction up to distance_m (0.5-5).".into(),
+            parameters: object(vec![("direction", directions()), ("distance_m", json!({"type": "number"}))]),
         },
         ToolSchema {
             name: "report_discovery",
-            description: "Announce and log a finding (a room, landmark, obstacle or point of interest) at the \
-                          robot's current position.",
+            description: "Log a finding; significance room on entering a room.".into(),
             parameters: object(vec![
-                (
-                    "label",
-                    json!({"type": "string", "description": "What was discovered, e.g. \"kitchen\", \"doorway\", \"dead_end\""}),
-                ),
-                ("notes", json!({"type": "string", "description": "Brief description"})),
-                ("significance", string_enum(Significance::ALL.iter().map(|s| s.as_str()), "Kind of discovery")),
+                ("label", string()),
+                ("notes", string()),
+                ("significance", string_enum(Significance::ALL.iter().map(|s| s.as_str()))),
             ]),
         },
     ]
@@ -209,7 +153,6 @@ mod tests {
             assert_eq!(props.keys().map(String::as_str).collect::<Vec<_>>().len(), required.len());
             for k in props.keys() {
                 assert!(required.contains(&k.as_str()), "{}.{k} not required", s.name);
-                assert!(props[k]["description"].is_string(), "{}.{k} lacks a description", s.name);
                 assert!(props[k].get("minimum").is_none());
             }
         }

@@ -203,6 +203,8 @@ pub struct ExploreLoop {
     decider: Decider,
     planner_name: String,
     signals: ExploreSignals,
+    /// The memory a run starts from (a saved session), if any.
+    memory: Option<ExplorationMemory>,
 }
 
 impl ExploreLoop {
@@ -224,7 +226,17 @@ impl ExploreLoop {
         config.validate()?;
         let planner_name = planner.name();
         let decider = Decider::new(planner)?;
-        Ok(Self { config, decider, planner_name, signals })
+        Ok(Self { config, decider, planner_name, signals, memory: None })
+    }
+
+    /// Starts the next run from `memory` (a session saved with
+    /// [`ExplorationMemory::save`], continued: its rooms, dead ends and
+    /// recent actions, its time going on) instead of an empty memory.
+    /// Positions in it are in the odometry frame of the session that saved
+    /// it, so a session continues from the same start pose.
+    pub fn with_memory(mut self, memory: ExplorationMemory) -> Self {
+        self.memory = Some(memory);
+        self
     }
 
     /// The planner's name.
@@ -257,6 +269,9 @@ impl ExploreLoop {
         ctx: &mut RunContext<'_, R>,
     ) -> Result<ExploreOutcome, NavError> {
         let mut run = Run::start(&self.config, robot, ctx.clock).await?;
+        if let Some(memory) = self.memory.take() {
+            run.resume_memory(memory);
+        }
         run.write_start(robot, ctx, &self.planner_name)?;
         let end = loop {
             if let Some(end) = run.tick(&mut self.decider, &self.signals, robot, ctx).await? {
@@ -288,12 +303,13 @@ pub(crate) fn frontier_list(map: &LocalMap, pose: Pose2) -> Vec<ExploreFrontier>
         .collect()
 }
 
-/// The same frontiers as exploration-memory entries (bearing and distance
-/// from `pose`), so the memory section and the frontier list agree.
+/// The same frontiers as exploration-memory entries (clockwise bearing from
+/// the robot's front, as the prompt states every angle, and distance from
+/// `pose`), so the memory and the frontier list agree.
 pub(crate) fn memory_frontiers(frontiers: &[ExploreFrontier], pose: Pose2) -> impl Iterator<Item = Frontier> + '_ {
     frontiers.iter().map(move |f| Frontier {
         id: f.id,
-        direction_deg: pose.relative_bearing(f.position).to_degrees(),
+        direction_deg: nav_core::geometry::clockwise_deg(pose.relative_bearing(f.position)),
         distance_m: pose.position().distance(f.position),
         kind: "frontier".into(),
         width_m: None,

@@ -17,10 +17,12 @@ use nav_safety::{SafetySensors, ToolCall};
 use serde_json::json;
 
 impl LoopState {
-    /// Applies the reply to `call`, as this tick sees it. A failed call
-    /// (a fallback) is no response: the loop keeps waiting and the
-    /// watchdog tiers run. A good one replaces the action in progress;
-    /// `path_speed` sets a navigation goal's deadline.
+    /// Applies the reply to `call`, as this tick sees it. Discoveries go to
+    /// the exploration memory from any reply. A failed call (a fallback) is
+    /// no response: the loop keeps waiting and the watchdog tiers run. A
+    /// reply with only discoveries is an answer that leaves the action in
+    /// progress running. Any other good one replaces the action in
+    /// progress; `path_speed` sets a navigation goal's deadline.
     pub(super) fn apply_reply(
         &mut self,
         reply: PlannerReply<ExploreDecision>,
@@ -29,24 +31,27 @@ impl LoopState {
         out: &mut TickLog,
         path_speed: f64,
     ) {
-        if !self.book_call(&reply, call, tick.now, out) {
+        let ok = self.book_call(&reply, call, tick.now, out);
+        let d = reply.decision;
+        self.remember(&d, tick.pose, out);
+        if !ok {
             return;
         }
         self.waiting_since = None;
         self.watchdog.record_response(tick.now);
+        if d.action.is_communication() {
+            return; // only discoveries: the action in progress goes on
+        }
         let Some(scan) = tick.scan else {
             out.events.push(json!({"event": "decision_dropped", "reason": "no scan"}));
             return;
         };
-        let d = reply.decision;
-        self.remember(&d, tick.pose, out);
         // a new decision replaces the running one
         self.finish_active(tick.pose, tick.now);
         // frontier ids mean the list the model was shown, not today's
         let sensors =
             SafetySensors::new(scan, tick.now - tick.scan_age, tick.pose, tick.now).with_frontiers(&call.frontiers);
         let exec = self.executor.execute(&d.action, &sensors);
-        self.prev_action = Some(format!("{}({})", d.action.name(), d.action.to_json()));
         if exec.feedback.safety_override {
             self.after_override = true;
             out.events.push(
@@ -93,8 +98,8 @@ impl LoopState {
         if let Some((p, result)) = &d.perception {
             self.memory.update_after_action(ActionRecord::new(
                 p.name(),
-                &p.to_json().to_string(),
-                result,
+                &p.args_text(),
+                &perception_summary(result),
                 pose.position(),
             ));
         }
@@ -131,4 +136,22 @@ impl LoopState {
             self.finish_active(pose, now);
         }
     }
+}
+
+/// A perception sub-call's result (the JSON the model was given) as the
+/// short outcome the memory lists: `clear`, `not clear: wall at 0.8m`, the
+/// start of a scene description, or the error.
+fn perception_summary(result: &str) -> String {
+    let Ok(v) = serde_json::from_str::<serde_json::Value>(result) else { return result.to_string() };
+    if let Some(clear) = v["clear"].as_bool() {
+        if clear {
+            return "clear".into();
+        }
+        let kind = v["obstacle_type"].as_str().unwrap_or("obstacle");
+        return match v["obstacle_distance_m"].as_f64() {
+            Some(d) => format!("not clear: {kind} at {d:.1}m"),
+            None => format!("not clear: {kind}"),
+        };
+    }
+    v["description"].as_str().or_else(|| v["error"].as_str()).unwrap_or(result).to_string()
 }

@@ -84,6 +84,13 @@ impl Run {
         })
     }
 
+    /// Continues from a saved exploration memory: its clock goes on from
+    /// the duration it recorded.
+    pub(super) fn resume_memory(&mut self, mut memory: nav_memory::ExplorationMemory) {
+        memory.resume(0.0);
+        self.st.memory = memory;
+    }
+
     /// Writes step 0: the start pose and the run identity.
     pub(super) fn write_start<R: Robot + ?Sized>(
         &self,

@@ -129,6 +129,33 @@ impl Calls {
     }
 }
 
+/// Radius around the robot taken as "the room it is in" for the room's
+/// explored percentage, metres (walls bound it first).
+const ROOM_RADIUS_M: f64 = 3.0;
+
+/// The current room's explored percentage from the map: the observed share
+/// of the space around the robot that walls enclose
+/// ([`explored_fraction_around`](nav_core::grid::OccupancyGrid::explored_fraction_around)).
+/// It never goes down: a room once seen stays seen.
+fn update_room_coverage(st: &mut LoopState, map: &LocalMap, pose: nav_core::geometry::Pose2) {
+    let Some(f) = map.grid().explored_fraction_around(pose.position(), ROOM_RADIUS_M) else { return };
+    let room = st.memory.current_room().to_string();
+    let before = st.memory.rooms().iter().find(|r| r.name == room).map_or(0.0, |r| r.explored_pct);
+    st.memory.set_explored_pct(&room, (f * 100.0).max(before));
+}
+
+/// The exploration memory's prompt text leaves out the frontiers (the
+/// prompt lists them with their ids) and its latest action when that is
+/// the previous action the prompt shows with its full result.
+fn memory_parts(st: &LoopState) -> nav_memory::PromptParts {
+    let latest = st.memory.recent_actions().last();
+    let shown = match (st.prev_action.as_deref(), latest) {
+        (Some(prev), Some(a)) => prev.starts_with(&format!("{}({}) →", a.action, a.params)),
+        _ => false,
+    };
+    nav_memory::PromptParts { without_frontiers: true, without_latest_action: shown }
+}
+
 /// Whether to call now. With no action in progress the loop always calls
 /// (keeping the scheduler's clock in step, as if after an override);
 /// otherwise the scheduler decides.
@@ -158,6 +185,7 @@ async fn snapshot<R: Robot + ?Sized>(
     let detections = if t.caps.detections { robot.detections().await.unwrap_or_default() } else { Vec::new() };
     let frontiers = frontier_list(map, s.pose);
     st.memory.update_frontiers(memory_frontiers(&frontiers, s.pose));
+    update_room_coverage(st, map, s.pose);
     let hfov = frame.as_ref().map_or(std::f64::consts::FRAC_PI_2, |f| f.hfov_rad);
     ExploreSnapshot {
         pose: s.pose,
@@ -172,7 +200,8 @@ async fn snapshot<R: Robot + ?Sized>(
         hfov_rad: hfov,
         previous_action: st.prev_action.clone(),
         previous_result: st.prev_result.clone(),
-        memory_text: st.memory.to_prompt_text(),
+        in_progress: st.outcome.as_ref().filter(|_| !st.active.is_idle()).map(|o| o.call.summary()),
+        memory_text: st.memory.prompt_text(memory_parts(st)),
         frontiers,
         detections,
         text_only,

@@ -4,9 +4,12 @@ use super::active::Active;
 use crate::navigator::EpisodeStats;
 use crate::navigator::log::PlannerRecord;
 use nav_core::geometry::Pose2;
+use nav_core::geometry::compass_deg;
 use nav_core::lidar::LaserScan;
 use nav_memory::{ActionRecord, ExplorationMemory};
-use nav_safety::executor::{ExecutionOutcome, MotionReport};
+use nav_safety::ToolCall;
+use nav_safety::executor::{ExecutionOutcome, MotionReport, Target};
+use nav_safety::tools::GoalSpec;
 use nav_safety::{CallScheduler, NetworkMonitor, SafetyExecutor, Watchdog};
 use serde_json::Value;
 
@@ -69,7 +72,7 @@ impl LoopState {
         self.motion.final_pose = Some(pose);
         self.executor.finish(&mut out, &self.motion, now);
         let text = out.result_text();
-        let summary = if out.feedback.safety_override {
+        let summary = if out.feedback.safety_override && !out.feedback.success {
             format!("safety_override: {}", out.feedback.stopped_reason.clone().unwrap_or_default())
         } else if out.feedback.success {
             format!("success, +{:.2}m", out.feedback.actual_distance_m.unwrap_or(0.0))
@@ -78,13 +81,49 @@ impl LoopState {
         };
         self.memory.update_after_action(ActionRecord::new(
             out.call.name(),
-            &out.call.to_json().to_string(),
+            &out.call.args_text(),
             &summary,
             pose.position(),
         ));
+        if let Some(direction_deg) = blocked_direction(&out, pose) {
+            let reason = match out.feedback.stopped_reason.as_deref() {
+                _ if out.feedback.safety_override => "blocked",
+                Some("goal_unreachable") => "unreachable",
+                Some("boxed_in") => "boxed in",
+                _ => "no progress",
+            };
+            self.memory.record_dead_end(direction_deg, reason, pose.position());
+        }
+        // the action and its own result, together (never the next action's name)
+        self.prev_action = Some(format!("{} → {}", out.call.summary(), out.result_line()));
         self.prev_result = Some(text);
         self.motion = MotionReport::default();
     }
+}
+
+/// The compass direction (degrees clockwise from north, as the prompt
+/// shows dead ends) an action found blocked: a `move_toward` or navigation
+/// goal that the safety layer refused or stopped, or whose goal proved
+/// unreachable or boxed in. `None` for anything else (a turn, a stop, a
+/// success).
+fn blocked_direction(out: &ExecutionOutcome, pose: Pose2) -> Option<f64> {
+    let f = &out.feedback;
+    let blocked = f.safety_override
+        || matches!(f.stopped_reason.as_deref(), Some("goal_unreachable" | "boxed_in" | "no_progress"));
+    if f.success || !blocked {
+        return None;
+    }
+    let bearing_ccw = match (&out.call, &out.target) {
+        (ToolCall::MoveToward { direction, .. }, _) => direction.arc().0,
+        (ToolCall::NavigateToGoal { .. }, Target::NavGoal(g)) => {
+            pose.relative_bearing(nav_core::geometry::Point2::new(g.x, g.y))
+        }
+        (ToolCall::NavigateToGoal { goal: GoalSpec::Coordinates { x, y }, .. }, _) => {
+            pose.relative_bearing(nav_core::geometry::Point2::new(*x, *y))
+        }
+        _ => return None,
+    };
+    Some(compass_deg((pose.yaw + bearing_ccw).to_degrees()))
 }
 
 /// What one tick writes to its step-log line besides the pose and the
