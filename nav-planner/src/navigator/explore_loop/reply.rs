@@ -113,7 +113,10 @@ impl LoopState {
         let (pose, now) = (tick.pose, tick.now);
         self.active = match &exec.target {
             Target::Velocity(v) => Active::Velocity { v: *v, started_s: now },
-            Target::NavGoal(g) => Active::Goal(GoalRun::new(Point2::new(g.x, g.y), pose, now, path_speed)),
+            Target::NavGoal(g) => {
+                out.events.push(json!({"event": "nav_goal", "x": g.x, "y": g.y, "frontier_id": g.frontier_id}));
+                Active::Goal(GoalRun::new(Point2::new(g.x, g.y), pose, now, path_speed))
+            }
             Target::Observe(_) => Active::Hold { until_s: now + 1.0 },
             Target::Stop(s) => {
                 if matches!(action, ToolCall::StopRobot { reason: StopReason::ExplorationComplete }) {
