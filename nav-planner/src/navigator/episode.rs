@@ -1025,5 +1025,6 @@ async fn explore_snapshot_of(
         frontiers,
         detections: Vec::new(),
         text_only: spec.text_only,
+        sensor_fault: None,
     })
 }

@@ -98,6 +98,9 @@ pub struct ExploreSnapshot {
     pub detections: Vec<Detection>,
     /// Send no image this cycle (frame skipping's text-only mode).
     pub text_only: bool,
+    /// The LiDAR is blind (a sensor fault: too few valid beams), and why;
+    /// `scan` is then empty and `frontiers` too, and the prompt says so.
+    pub sensor_fault: Option<String>,
 }
 
 impl ExploreSnapshot {
@@ -127,10 +130,18 @@ impl ExploreSnapshot {
             let _ = write!(s, " | Coverage: {:.0}%", c * 100.0);
         }
         s.push_str("\n\n");
-        s.push_str(&LidarSummary::from_scan(&self.scan, lidar).to_text());
-        s.push_str("\n\n");
-        s.push_str(&AffordanceScores::from_scan(&self.scan).to_text());
-        s.push_str("\n\n");
+        if let Some(fault) = &self.sensor_fault {
+            let _ = writeln!(
+                s,
+                "LIDAR BLIND: {fault}. No distances and no frontiers this cycle; the robot is held still \
+                 until valid scans return, so no motion you ask for will run.\n"
+            );
+        } else {
+            s.push_str(&LidarSummary::from_scan(&self.scan, lidar).to_text());
+            s.push_str("\n\n");
+            s.push_str(&AffordanceScores::from_scan(&self.scan).to_text());
+            s.push_str("\n\n");
+        }
         if !self.frontiers.is_empty() {
             s.push_str("FRONTIERS (for navigate_to_goal):\n");
             for f in self.frontiers.iter().take(5) {

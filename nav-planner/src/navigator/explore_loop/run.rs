@@ -13,7 +13,7 @@ use nav_core::geometry::Pose2;
 use nav_core::local_map::LocalMap;
 use nav_core::time::Clock;
 use nav_hal::hal::{Capabilities, Robot};
-use nav_safety::{GuardedVelocity, SafetyExecutor, WatchdogTier};
+use nav_safety::{GuardedVelocity, SafetyLayer, WatchdogTier};
 use serde_json::json;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
@@ -63,10 +63,10 @@ impl Run {
         // the robot's own kinematics (differential or Ackermann) bound what the safety layer allows
         cfg.safety.drive = caps.drive;
         let invalid = |e: &dyn std::fmt::Display| NavError::Config(e.to_string());
-        let executor = SafetyExecutor::new(cfg.safety.clone()).map_err(|e| invalid(&e))?;
-        let st = LoopState::new(executor, t0);
-        let control = Control::new(&cfg.safety, caps.drive);
-        let calls = Calls::new(&cfg);
+        let safety = SafetyLayer::new(cfg.safety.clone(), t0).map_err(|e| invalid(&e))?;
+        let control = Control::new(&safety, caps.drive);
+        let st = LoopState::new(safety);
+        let calls = Calls::new();
         let start_pose = robot.odometry().await.map(|o| o.pose).unwrap_or_default();
         let map = LocalMap::new(cfg.map.clone(), start_pose.position()).map_err(|e| invalid(&e))?;
         Ok(Self {
@@ -119,11 +119,10 @@ impl Run {
         let started = Instant::now();
         let mut out = TickLog::default();
         self.st.memory.update_time(elapsed);
-        let sensed =
-            self.odo.sense(robot, now, &self.cfg.safety, &mut self.control.arbiter, &mut self.st, &mut out).await;
+        let sensed = self.odo.sense(robot, now, &mut self.st, &mut out).await;
         if let Some(s) = &sensed.scan {
             if self.tick % 2 == 0 {
-                self.map.integrate(sensed.pose, s);
+                self.map.integrate(sensed.pose, &s.scan);
             }
         }
         let paused = signals.pause.load(Ordering::SeqCst);
@@ -138,6 +137,11 @@ impl Run {
         };
         self.calls.collect(decider, &calls, &mut self.st, &mut out);
         self.calls.maybe_call(decider, robot, &calls, &mut self.st, &self.map, &mut out).await;
+        if let Some(line) = self.st.safety.stats_line(now) {
+            // the seed's per-minute decision statistics (task 5.5)
+            tracing::info!("{line}");
+            out.events.push(json!({"event": "vlm_stats", "line": line}));
+        }
 
         let t = ControlTick { cfg: &self.cfg, now, sensed: &sensed, home: self.start_pose.position(), paused };
         let tier = self.control.tier(&mut self.st, now, &mut out.events);
@@ -242,14 +246,16 @@ impl Run {
 
     /// The outcome, once the robot has been stopped.
     pub(super) fn finish(self, end: ExploreEnd, clock: &dyn Clock) -> ExploreOutcome {
+        let _ = clock;
         let st = self.st;
-        let _ = st.network.tier(clock.now_s());
+        let mut stats = st.stats;
+        stats.safety_overrides = st.safety.overrides();
         ExploreOutcome {
             end,
-            stats: st.stats,
+            stats,
             memory: st.memory,
             collisions: self.control.collisions,
-            worst_tier: self.control.worst_tier,
+            worst_tier: st.safety.worst_tier(),
         }
     }
 }
