@@ -245,27 +245,26 @@ impl ExploreLoop {
         robot: &mut R,
         ctx: &mut RunContext<'_, R>,
     ) -> Result<ExploreOutcome, NavError> {
-        let result = self.run_inner(robot, ctx).await;
-        // whatever happened, leave the robot stopped
+        let result = self.drive(robot, ctx).await;
+        // whatever happened, leave the robot stopped (zero velocity; the HAL repeats it as its
+        // stop requires)
         robot.stop().await.ok();
         result
     }
 
-    async fn run_inner<R: Robot + ?Sized>(
+    /// Ticks one run to its end.
+    async fn drive<R: Robot + ?Sized>(
         &mut self,
         robot: &mut R,
         ctx: &mut RunContext<'_, R>,
     ) -> Result<ExploreOutcome, NavError> {
         let mut run = Run::start(&self.config, robot, ctx.clock).await?;
         run.write_start(robot, ctx, &self.planner_name)?;
-        let end = loop {
+        loop {
             if let Some(end) = run.tick(&mut self.decider, &self.signals, robot, ctx).await? {
-                break end;
+                return Ok(run.finish(end));
             }
-        };
-        // stop: zero velocity (the HAL repeats it as its stop requires)
-        robot.stop().await.ok();
-        Ok(run.finish(end, ctx.clock))
+        }
     }
 }
 

@@ -12,7 +12,7 @@ use crate::navigator::{NavError, RunContext};
 use nav_core::geometry::Pose2;
 use nav_core::local_map::LocalMap;
 use nav_core::time::Clock;
-use nav_hal::hal::{Capabilities, Robot};
+use nav_hal::hal::{Capabilities, Robot, VelocityCommand};
 use nav_safety::{GuardedVelocity, SafetyLayer, WatchdogTier};
 use serde_json::json;
 use std::sync::atomic::Ordering;
@@ -33,6 +33,8 @@ pub(super) struct Run {
     calls: Calls,
     /// Ticks so far.
     tick: u64,
+    /// The pause signal as last seen (its edges are logged).
+    paused: bool,
     /// The next tick's deadline (real-time pacing).
     deadline: tokio::time::Instant,
 }
@@ -43,6 +45,8 @@ struct TickEnd {
     pose: Pose2,
     tier: WatchdogTier,
     guarded: GuardedVelocity,
+    /// A velocity command went out (not during a real robot's pause).
+    published: bool,
 }
 
 impl Run {
@@ -80,6 +84,7 @@ impl Run {
             control,
             calls,
             tick: 0,
+            paused: false,
             deadline: tokio::time::Instant::now(),
         })
     }
@@ -149,12 +154,41 @@ impl Run {
         let guarded = self.control.guard(&command, &t, &mut self.st, &mut out.events);
         let stopping = paused || signals.shutdown.load(Ordering::SeqCst);
         let cmd = velocity_command(&guarded, stopping, self.cfg.tick_s);
-        self.control.publish(robot, cmd, &mut self.st, &mut self.odo, &mut out.events).await?;
+        let published = self.publish_or_pause(robot, cmd, paused, &mut out).await?;
 
-        let end = TickEnd { started, pose: sensed.pose, tier, guarded };
+        let end = TickEnd { started, pose: sensed.pose, tier, guarded, published };
         self.log_step(robot, ctx, &end, out)?;
         self.pace().await;
         Ok(self.ended_after(&end))
+    }
+
+    /// Publishes the tick's command, except during a pause (the seed's
+    /// voice override: another node drives the robot meanwhile). On a real
+    /// robot (its `drive` publishes and returns at once) a pause sends one
+    /// zero-velocity burst (the HAL's stop) when it begins and then
+    /// nothing until it ends; a simulator, whose clock advances only
+    /// through `drive`, keeps stepping with zero velocity. False when
+    /// nothing was published.
+    async fn publish_or_pause<R: Robot + ?Sized>(
+        &mut self,
+        robot: &mut R,
+        cmd: VelocityCommand,
+        paused: bool,
+        out: &mut TickLog,
+    ) -> Result<bool, NavError> {
+        if paused != self.paused {
+            self.paused = paused;
+            let event = if paused { "paused" } else { "resumed" };
+            out.events.push(json!({"event": event}));
+            if paused && self.odo.motion_from_odometry {
+                robot.stop().await.ok();
+            }
+        }
+        if paused && self.odo.motion_from_odometry {
+            return Ok(false);
+        }
+        self.control.publish(robot, cmd, &mut self.st, &mut self.odo, &mut out.events).await?;
+        Ok(true)
     }
 
     /// The ends checked before a tick: shutdown, the time budget, and
@@ -209,7 +243,7 @@ impl Run {
             planner_called: out.planner.is_some(),
             planner: out.planner,
             events: out.events,
-            velocity: Some([end.guarded.linear, end.guarded.angular]),
+            velocity: end.published.then_some([end.guarded.linear, end.guarded.angular]),
             ..StepRecord::default()
         };
         ctx.log.write(&record)?;
@@ -244,9 +278,8 @@ impl Run {
         }
     }
 
-    /// The outcome, once the robot has been stopped.
-    pub(super) fn finish(self, end: ExploreEnd, clock: &dyn Clock) -> ExploreOutcome {
-        let _ = clock;
+    /// The outcome of the run.
+    pub(super) fn finish(self, end: ExploreEnd) -> ExploreOutcome {
         let st = self.st;
         let mut stats = st.stats;
         stats.safety_overrides = st.safety.overrides();
