@@ -7,7 +7,7 @@
 //! `check_path_clear`); the follow-up call may only use action tools.
 
 use super::{CallRecord, DecisionError, PlannerReply};
-use crate::protocol::annotate::{Annotation, annotate, encode_jpeg};
+use crate::protocol::annotate::{Annotation, annotate, encode_jpeg, fit_within};
 use crate::protocol::json::extract_json_object;
 use crate::protocol::prompts::explore_system;
 use crate::vlm::{ImageDetail, Part, ToolChoice, ToolSpec, Turn, VisionLanguageModel, VlmRequest};
@@ -38,6 +38,10 @@ pub fn tool_specs_for(speeds: &SpeedConfig) -> Vec<ToolSpec> {
         .map(|s| ToolSpec::new(s.name, s.description, s.parameters).with_strict(true))
         .collect()
 }
+
+/// The largest image sent to the model, pixels (width, height): the seed's
+/// 640 × 480; larger camera frames are scaled down after annotation.
+pub const MAX_IMAGE_SIZE: (usize, usize) = (640, 480);
 
 /// Names of the four action tools.
 pub const ACTION_TOOLS: [&str; 4] = ["move_toward", "navigate_to_goal", "rotate", "stop_robot"];
@@ -180,7 +184,7 @@ impl ExploreSnapshot {
                 hfov_rad: self.hfov_rad,
             },
         );
-        encode_jpeg(&f, 80).ok()
+        encode_jpeg(&fit_within(&f, MAX_IMAGE_SIZE.0, MAX_IMAGE_SIZE.1), 80).ok()
     }
 }
 
@@ -351,7 +355,8 @@ impl<M: VisionLanguageModel> VlmExplorePlanner<M> {
                 serde_json::to_string(&r).unwrap_or_default()
             }
             ToolCall::ObserveScene { focus } => {
-                let Some(jpeg) = snap.image.as_ref().and_then(|f| encode_jpeg(f, 85).ok()) else {
+                let fitted = snap.image.as_ref().map(|f| fit_within(f, MAX_IMAGE_SIZE.0, MAX_IMAGE_SIZE.1));
+                let Some(jpeg) = fitted.and_then(|f| encode_jpeg(&f, 85).ok()) else {
                     return json!({"error": "no camera image available"}).to_string();
                 };
                 let req = VlmRequest::new(
@@ -531,6 +536,32 @@ fn collect_calls(v: &Value, out: &mut Vec<(String, Value)>, depth: usize) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn camera_frames_go_to_the_model_at_most_640_by_480() {
+        let snap = ExploreSnapshot {
+            pose: Pose2::origin(),
+            speed_mps: 0.0,
+            distance_traveled_m: 0.0,
+            elapsed_s: 0.0,
+            coverage: None,
+            scan: LaserScan::full_circle(360, 0.05, 12.0, 2.0),
+            scan_age_s: 0.0,
+            image: Some(RgbFrame::new(1280, 720, nav_core::raster::Rgb([90, 90, 90]))),
+            depth: None,
+            hfov_rad: 1.5,
+            previous_action: None,
+            previous_result: None,
+            memory_text: String::new(),
+            frontiers: Vec::new(),
+            detections: Vec::new(),
+            text_only: false,
+            sensor_fault: None,
+        };
+        let jpeg = snap.annotated_jpeg().unwrap();
+        let img = image::load_from_memory(&jpeg).unwrap();
+        assert_eq!((img.width(), img.height()), (640, 360));
+    }
 
     #[test]
     fn parses_common_shapes() {
