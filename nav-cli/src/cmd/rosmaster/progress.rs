@@ -159,6 +159,7 @@ impl State {
                 }
                 "stop" => out.push(format!("stopped: {}", text(e, "reason"))),
                 "vlm_stats" => out.push(text(e, "line").to_string()),
+                "decision_dropped" => out.push(format!("decision not executed: {}", text(e, "reason"))),
                 "local_nav_goal" => {
                     let (x, y) = (e["x"].as_f64().unwrap_or(f64::NAN), e["y"].as_f64().unwrap_or(f64::NAN));
                     out.push(format!("local navigation: heading for the frontier at ({x:.2}, {y:.2})"));
