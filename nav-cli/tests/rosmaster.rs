@@ -210,6 +210,26 @@ async fn an_obstacle_a_quarter_metre_ahead_never_gets_forward_velocity() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_vlm_answering_in_1_5_s_gets_one_request_per_decision_and_no_watchdog_tier() {
+    let peer = peer().await;
+    let args = serde_json::json!({"direction": "forward", "speed": "slow", "duration_s": 2.0});
+    let vlm = SilentVlm::start_slow(Duration::from_millis(1500), "move_toward", args).await;
+    let args = ["--planner", "vlm", "--vlm", "openai", "--base-url", &vlm.base_url(), "--model", "test-model"];
+    let nav = Nav::start(&peer.url(), DEFAULTS, &[&args[..], &["--max-time", "9"]].concat());
+    let (status, _, err) = nav.finish(30.0).await;
+    assert!(status.success(), "exit {status}; stderr:\n{err}");
+    let requests = vlm.arrivals().len();
+    let asked = err.matches("asking the planner").count();
+    let decided = err.lines().filter(|l| l.contains("] decision ")).count();
+    println!("1.5 s VLM over 9 s: {requests} requests, {asked} asks, {decided} decisions");
+    assert!((3..=7).contains(&requests), "about one request per 1.5-2 s, not one per tick: {requests}; stderr:\n{err}");
+    // (a call started on the tick that applied the previous answer prints no line of its own)
+    assert!(asked <= requests && requests <= decided + 1, "one request per decision; stderr:\n{err}");
+    assert!(!err.contains("watchdog:"), "answers within 3 s keep the watchdog in CONTINUE; stderr:\n{err}");
+    assert!(!err.contains("no usable answer"), "stderr:\n{err}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_silent_vlm_leads_to_zero_velocity_within_3_s() {
     let peer = peer().await;
     // the first call answers "forward, slowly, 8 s"; every later call hangs
