@@ -69,4 +69,8 @@ async fn explore_with_a_model_answering_in_1_5_s_answers_every_request_and_keeps
     assert!(tiers.is_empty(), "{tiers:?}");
     let answered = records.iter().filter(|r| r["planner"].is_object()).count();
     assert_eq!(answered, requests, "one answered planner record per request");
+    println!(
+        "nav run explore, 1.5 s model: {requests} requests, vlm_calls {}, {answered} answers, 0 watchdog events",
+        summary["vlm_calls"]
+    );
 }
