@@ -267,6 +267,17 @@ mod tests {
     }
 
     #[test]
+    fn the_stats_line_and_a_dropped_decision_are_printed() {
+        let mut st = State::default();
+        let stats = "VLM stats: 12 calls/min (3 triggered, 2 skipped), avg latency 1500ms, tier 0";
+        let lines = st.lines(&record(1, 60.0, 0.0, vec![json!({"event": "vlm_stats", "line": stats})]));
+        assert_eq!(lines, vec![format!("[   60.0 s] {stats}")]);
+        let why = "LiDAR /scan: sensor fault: only 0 of 720 beams valid";
+        let lines = st.lines(&record(2, 61.0, 0.0, vec![json!({"event": "decision_dropped", "reason": why})]));
+        assert_eq!(lines, vec![format!("[   61.0 s] decision not executed: {why}")]);
+    }
+
+    #[test]
     fn discoveries_become_sentences_for_the_speech_topic_once() {
         let progress = Progress::new();
         let mut tap = progress.tap();
