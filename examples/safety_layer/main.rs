@@ -1,6 +1,10 @@
 //! The safety layer on its own (nav-safety): how navkit disposes of what a
 //! model proposes, with no model, robot or simulator involved.
 //!
+//! Everything goes through one [`SafetyLayer`], the object a control loop
+//! owns (the executor with its guard, the watchdog, the network monitor,
+//! the scheduler, the triggers and the stop arbiter).
+//!
 //! A robot stands at the origin of a 4 m × 4 m room facing a box whose
 //! near face is 0.45 m ahead. With `SafetyConfig::default()` (stop at
 //! 0.3 m, slow down below 0.5 m, full speed from 1.0 m, blocked-action
@@ -10,17 +14,18 @@
 //! forward arc) the example shows
 //! three things and prints every decision with its reason:
 //!
-//! 1. **Tool calls** through [`SafetyExecutor::execute`]: arguments a
+//! 1. **Tool calls** through [`SafetyLayer::execute`]: arguments a
 //!    model might send, strictly parsed by [`ToolCall::parse`] (a bad one is
 //!    rejected before it reaches the executor), then pre-validated against
 //!    the LiDAR scan: some run (possibly slowed), some are refused, and a
-//!    call refused repeatedly is suppressed by the blocked-action memory.
-//! 2. The **continuous guard** (the 20 Hz check) on a 0.18 m/s forward
-//!    command as the robot gets closer to the box: full speed, scaled
-//!    down, then stopped.
-//! 3. The **watchdog** when the model goes silent: the last command
-//!    decays (τ = 2 s) while the tier climbs from CONTINUE to STOP_WAIT,
-//!    LOCAL_NAV and RETURN_HOME.
+//!    call refused repeatedly is suppressed by the blocked-action memory;
+//!    every refusal or modification counts as an override.
+//! 2. The **control tick** ([`SafetyLayer::tick`], the 20 Hz check) on a
+//!    0.18 m/s forward command as the robot gets closer to the box: full
+//!    speed, scaled down, then stopped (the stop arbiter names the source).
+//! 3. The **watchdog** when the model goes silent: [`SafetyLayer::tier`]
+//!    climbs from CONTINUE to STOP_WAIT, LOCAL_NAV and RETURN_HOME while
+//!    the tick decays the last command (τ = 2 s) in CONTINUE.
 //!
 //! nav-safety's own example (`cargo run -p nav-safety --example
 //! execute_tool_call`) follows one `move_toward` through a full motion and
@@ -29,8 +34,8 @@
 //! Run: `cargo run -p navkit-examples --example safety_layer`
 
 use nav_core::geometry::Pose2;
-use nav_core::lidar::LaserScan;
-use nav_safety::{SafetyConfig, SafetyExecutor, SafetySensors, Target, ToolCall, VelocityTarget, Watchdog};
+use nav_core::lidar::{LaserScan, StampedScan};
+use nav_safety::{SafetyConfig, SafetyLayer, SafetySensors, Target, ToolCall, VelocityTarget, WatchdogTier};
 use serde_json::json;
 
 /// The scan from `ahead_m` in front of the box (its face spans ±0.25 m
@@ -64,8 +69,7 @@ fn describe(target: &Target) -> String {
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let config = SafetyConfig::default();
-    let mut executor = SafetyExecutor::new(config.clone())?;
+    let mut layer = SafetyLayer::new(SafetyConfig::default(), 0.0)?;
     let scan = scan_facing_box(0.45);
 
     println!("1. tool calls, with a box 0.45 m ahead");
@@ -91,7 +95,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 continue;
             }
         };
-        let outcome = executor.execute(&call, &SafetySensors::new(&scan, now, Pose2::origin(), now));
+        let outcome = layer.execute(&call, &SafetySensors::new(&scan, now, Pose2::origin(), now));
         let verdict = if outcome.is_refused() {
             "REFUSED"
         } else if outcome.feedback.safety_override {
@@ -109,33 +113,51 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
     }
 
-    println!("\n2. the continuous guard on a 0.18 m/s forward command, approaching the box");
+    println!("  overrides so far: {}", layer.overrides());
+
+    println!("\n2. the control tick on a 0.18 m/s forward command, approaching the box");
     let command = VelocityTarget { linear: 0.18, angular: 0.0, duration_s: 10.0 };
-    for ahead in [1.5, 1.0, 0.8, 0.6, 0.45, 0.35, 0.29] {
-        let safe = executor.guard().guard(&command, &scan_facing_box(ahead), 0.0);
+    for (k, ahead) in [1.5, 1.0, 0.8, 0.6, 0.45, 0.35, 0.29].into_iter().enumerate() {
+        let now = 20.0 + 0.05 * k as f64;
+        let stamped = StampedScan { scan: scan_facing_box(ahead), stamp_s: now };
+        let safe = layer.tick(&command, Some(&stamped), Pose2::origin(), now).velocity;
         print!("  box {ahead:.2} m ahead: {:.3} m/s", safe.linear);
         match safe.overrides.first() {
             Some(o) => println!(" ({:?}: {})", o.kind, o.reason),
             None => println!(" (unchanged)"),
         }
     }
+    let stop = layer.arbiter().active().map_or_else(|| "none".to_string(), |s| format!("{:?}: {}", s.source, s.reason));
+    println!("  the stop arbiter holds: {stop}");
 
-    println!("\n3. the watchdog: the last reply came at t=0, then the model goes silent");
-    let mut watchdog = Watchdog::new(config.watchdog.clone());
-    watchdog.record_response(0.0);
-    let last = VelocityTarget { linear: 0.12, angular: 0.2, duration_s: 3.0 };
-    for t in [0.5, 1.0, 2.0, 2.9, 3.5, 9.0, 12.0, 29.0, 31.0] {
-        let tier = watchdog.tier(t);
-        let cmd = watchdog.command(t, &last);
+    println!("\n3. the watchdog: a reply at t=29.5, then a call at t=30 the model never answers");
+    let open = scan_facing_box(1.5);
+    layer.call_started(Pose2::origin(), 29.0);
+    layer.call_finished(29.5, 0.5, true);
+    layer.call_started(Pose2::origin(), 30.0);
+    let last = VelocityTarget { linear: 0.12, angular: 0.2, duration_s: 60.0 };
+    for dt in [0.5, 1.0, 2.0, 2.9, 3.5, 9.0, 12.0, 29.0, 31.0] {
+        let t = 30.0 + dt;
+        let update = layer.tier(t);
+        // the loop's command for the tier: the last target in CONTINUE, its own planner in
+        // LOCAL_NAV / RETURN_HOME (shown here as standing still), zero in STOP_WAIT
+        let wanted = if update.tier == WatchdogTier::Continue { last } else { VelocityTarget::STOP };
+        let stamped = StampedScan { scan: open.clone(), stamp_s: t };
+        let cmd = layer.tick(&wanted, Some(&stamped), Pose2::origin(), t).velocity;
         println!(
             "  t={t:4.1}s {:<11} publish {:.3} m/s, {:.3} rad/s{}",
-            tier.as_str(),
+            update.tier.as_str(),
             cmd.linear,
             cmd.angular,
-            tier.announcement().map(|a| format!("  (says: {a:?})")).unwrap_or_default()
+            update
+                .tier
+                .announcement()
+                .filter(|_| update.changed)
+                .map(|a| format!("  (says: {a:?})"))
+                .unwrap_or_default()
         );
     }
-    watchdog.record_response(31.5);
-    println!("  t=31.5s a reply arrives: tier {}", watchdog.tier(31.5).as_str());
+    layer.call_finished(61.5, 31.5, true);
+    println!("  t=61.5s a reply arrives: tier {}", layer.tier(61.5).tier.as_str());
     Ok(())
 }

@@ -28,15 +28,19 @@ struct RobotLike {
     sim: SimHal,
     clock: Arc<ManualClock>,
     outage: Option<(f64, f64)>,
+    /// The LiDAR is blind (a sensor fault) during this window (sim seconds).
+    blind: Option<(f64, f64)>,
     /// Every command the loop tried to publish: (time, linear, angular, link up).
     commands: Vec<(f64, f64, f64, bool)>,
+    /// Calls of `stop`.
+    stops: u32,
 }
 
 impl RobotLike {
     fn new(arena: &str, config: SimConfig) -> Self {
         let sim = SimHal::builtin(arena, config).unwrap();
         let clock = sim.clock();
-        Self { sim, clock, outage: None, commands: Vec::new() }
+        Self { sim, clock, outage: None, blind: None, commands: Vec::new(), stops: 0 }
     }
 
     fn down(&self) -> bool {
@@ -64,6 +68,11 @@ impl Sensors for RobotLike {
     }
     async fn scan(&mut self) -> Result<StampedScan, HalError> {
         self.check()?;
+        let t = self.clock.now_s();
+        if self.blind.is_some_and(|(a, b)| t >= a && t < b) {
+            let message = "only 0 of 720 beams valid".to_string();
+            return Err(HalError::SensorFault { what: "LiDAR /scan".into(), message });
+        }
         self.sim.scan().await
     }
     async fn rgb(&mut self) -> Result<CameraFrame, HalError> {
@@ -94,6 +103,7 @@ impl Actuators for RobotLike {
         Ok(MotionOutcome { distance_m: 0.0, duration_s: 0.0, collided: false, stopped_early: false })
     }
     async fn stop(&mut self) -> Result<(), HalError> {
+        self.stops += 1;
         self.sim.stop().await
     }
 }
@@ -267,7 +277,7 @@ async fn a_boxed_in_car_backs_out_straight_and_hands_the_goal_back() {
     let world = nav_hal::sim::SimWorld::new(boxed_in_arena(), SimConfig::default().ackermann(0.3)).unwrap();
     let sim = SimHal::new(world);
     let clock = sim.clock();
-    let mut robot = RobotLike { sim, clock, outage: None, commands: Vec::new() };
+    let mut robot = RobotLike { sim, clock, outage: None, blind: None, commands: Vec::new(), stops: 0 };
     let results = Arc::new(Mutex::new(Vec::new()));
     let planner = GoalEveryTime { goal: (0.0, 1.5), results: Arc::clone(&results) };
     let config = ExploreLoopConfig { max_time_s: 20.0, ..ExploreLoopConfig::default() };
@@ -293,4 +303,177 @@ async fn a_boxed_in_car_backs_out_straight_and_hands_the_goal_back() {
     assert!(robot.sim.world().trajectory().iter().any(|p| p.x < -0.3), "left the slot backwards");
     assert_eq!(robot.sim.world().collisions(), 0);
     assert_eq!(out.collisions, 0);
+}
+
+#[tokio::test]
+async fn a_pause_on_a_real_robot_sends_one_stop_burst_then_nothing_until_resume() {
+    let mut robot = RobotLike::new("exploration", SimConfig::default());
+    let signals = ExploreSignals::default();
+    let config = ExploreLoopConfig { max_time_s: 20.0, ..ExploreLoopConfig::default() };
+    let planner = Recording { inner: OfflineExplorePlanner::new(), results: Arc::default(), instant: true };
+    let mut lp = ExploreLoop::new(config, Box::new(planner), signals.clone()).unwrap();
+    // pause after step 100 (the robot is driving by then), resume after step 140
+    let mut log = StepLog::memory().with_tap(move |r: &StepRecord| match r.step {
+        100 => signals.pause.store(true, std::sync::atomic::Ordering::SeqCst),
+        140 => signals.pause.store(false, std::sync::atomic::Ordering::SeqCst),
+        _ => {}
+    });
+    let clock = Arc::clone(&robot.clock);
+    lp.run(&mut robot, &mut RunContext::new(clock.as_ref(), &mut log)).await.unwrap();
+    let records = log.records().to_vec();
+    assert!(records[..=100].iter().any(|r| r.velocity.is_some_and(|v| v[0] != 0.0)), "it drove before the pause");
+    assert!(records[101].events.iter().any(|e| e["event"] == "paused"));
+    for r in &records[101..=140] {
+        assert_eq!(r.velocity, None, "nothing is published while paused (step {})", r.step);
+        assert!(!r.planner_called, "no decisions while paused (step {})", r.step);
+    }
+    assert!(records[141].events.iter().any(|e| e["event"] == "resumed"));
+    assert!(records[141].velocity.is_some());
+    // one stop burst for the pause, one at the end of the run; every other tick published once
+    assert_eq!(robot.stops, 2);
+    let published = records.iter().filter(|r| r.velocity.is_some()).count();
+    assert_eq!(robot.commands.len(), published);
+    assert!(records[141..].iter().any(|r| r.velocity.is_some_and(|v| v[0] != 0.0)), "it drives after resuming");
+}
+
+/// What a snapshot told the planner: (elapsed s, sensor fault, frontiers, context text).
+type Told = (f64, Option<String>, usize, String);
+
+/// Remembers what each snapshot told the planner about the LiDAR, then asks
+/// the offline explorer.
+struct BlindSpy {
+    inner: OfflineExplorePlanner,
+    seen: Arc<Mutex<Vec<Told>>>,
+}
+
+#[async_trait]
+impl ExplorePlanner for BlindSpy {
+    fn name(&self) -> String {
+        "blind-spy".into()
+    }
+    fn is_instant(&self) -> bool {
+        true
+    }
+    async fn decide(&mut self, snap: &ExploreSnapshot) -> PlannerReply<ExploreDecision> {
+        let text = snap.context_text(&nav_core::lidar::LidarConfig::default());
+        self.seen.lock().unwrap().push((snap.elapsed_s, snap.sensor_fault.clone(), snap.frontiers.len(), text));
+        self.inner.decide(snap).await
+    }
+}
+
+#[tokio::test]
+async fn a_blind_lidar_holds_the_robot_and_the_planner_is_told_why_without_frontiers() {
+    let mut robot = RobotLike::new("exploration", SimConfig::default());
+    robot.blind = Some((5.0, 25.0));
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let planner = BlindSpy { inner: OfflineExplorePlanner::new(), seen: Arc::clone(&seen) };
+    let config = ExploreLoopConfig { max_time_s: 35.0, ..ExploreLoopConfig::default() };
+    let mut lp = ExploreLoop::new(config, Box::new(planner), ExploreSignals::default()).unwrap();
+    let mut log = StepLog::memory();
+    let clock = Arc::clone(&robot.clock);
+    let out = lp.run(&mut robot, &mut RunContext::new(clock.as_ref(), &mut log)).await.unwrap();
+    let records = log.records().to_vec();
+    // motion held at zero while blind (from the first blind tick on)
+    let blind: Vec<_> = robot.commands.iter().filter(|c| (5.0..25.0).contains(&c.0)).collect();
+    assert!(blind.len() > 300, "{} ticks", blind.len());
+    assert!(blind.iter().all(|c| c.1 == 0.0 && c.2 == 0.0), "only zero velocity while the LiDAR is blind");
+    // the planner was told, with the reason and no frontiers, at most once per base period (5 s)
+    let seen = seen.lock().unwrap();
+    let told: Vec<_> = seen.iter().filter(|s| s.1.is_some()).collect();
+    assert!(!told.is_empty(), "a decision came due while blind");
+    println!(
+        "blind 20 s: {} calls told the LiDAR is blind, at {:?}",
+        told.len(),
+        told.iter().map(|t| t.0).collect::<Vec<_>>()
+    );
+    assert!(told.len() <= 5, "{} blind calls in 20 s", told.len());
+    for (t, fault, frontiers, text) in &told {
+        assert!(fault.as_deref().unwrap().contains("sensor fault: only 0 of 720 beams valid"), "{fault:?}");
+        assert_eq!(*frontiers, 0, "t = {t}");
+        assert!(text.contains("LIDAR BLIND: LiDAR /scan: sensor fault"), "{text}");
+        assert!(!text.contains("FRONTIERS"), "{text}");
+    }
+    for w in told.windows(2) {
+        assert!(w[1].0 - w[0].0 >= 5.0 - 1e-6, "blind calls {:.2} s apart", w[1].0 - w[0].0);
+    }
+    let dropped = records.iter().flat_map(|r| &r.events).filter(|e| e["event"] == "decision_dropped").count();
+    assert_eq!(dropped, told.len(), "every blind decision was dropped, none executed");
+    // sight back: it explores again
+    assert!(seen.iter().any(|s| s.0 > 25.0 && s.1.is_none() && s.2 > 0));
+    assert!(robot.commands.iter().any(|c| c.0 > 25.0 && c.1 != 0.0));
+    assert_eq!(out.collisions, 0);
+}
+
+/// Asks for the same call every time.
+struct Always(nav_safety::ToolCall);
+
+#[async_trait]
+impl ExplorePlanner for Always {
+    fn name(&self) -> String {
+        "always".into()
+    }
+    fn is_instant(&self) -> bool {
+        true
+    }
+    async fn decide(&mut self, _snap: &ExploreSnapshot) -> PlannerReply<ExploreDecision> {
+        PlannerReply::offline(ExploreDecision::action(self.0.clone()))
+    }
+}
+
+#[tokio::test]
+async fn refusals_are_counted_and_the_model_is_not_asked_again_on_the_next_tick() {
+    // facing a wall 0.45 m ahead, a model insisting on driving forward fast
+    let world = nav_hal::sim::SimWorld::new(boxed_in_arena(), SimConfig::default()).unwrap();
+    let sim = SimHal::new(world);
+    let clock = sim.clock();
+    let mut robot = RobotLike { sim, clock, outage: None, blind: None, commands: Vec::new(), stops: 0 };
+    let args = serde_json::json!({"direction": "forward", "speed": "fast", "duration_s": 2.0});
+    let planner = Always(nav_safety::ToolCall::parse("move_toward", &args).unwrap());
+    let config = ExploreLoopConfig { max_time_s: 10.0, ..ExploreLoopConfig::default() };
+    let mut lp = ExploreLoop::new(config, Box::new(planner), ExploreSignals::default()).unwrap();
+    let mut log = StepLog::memory();
+    let clock = Arc::clone(&robot.clock);
+    let out = lp.run(&mut robot, &mut RunContext::new(clock.as_ref(), &mut log)).await.unwrap();
+    let records = log.records().to_vec();
+    let refusals: Vec<f64> =
+        events(&records, "safety_override").filter(|(_, e)| e["tool"] == "move_toward").map(|(r, _)| r.t_s).collect();
+    assert!(refusals.len() >= 3, "{refusals:?}");
+    // the refusal cooldown (2 s): not 8 calls in 0.45 s
+    for w in refusals.windows(2) {
+        assert!(w[1] - w[0] >= 2.0 - 1e-6, "refusals {:.2} s apart: {refusals:?}", w[1] - w[0]);
+    }
+    println!(
+        "refusals at {refusals:?}; {} calls in 10 s; {} safety overrides",
+        out.stats.planner_calls, out.stats.safety_overrides
+    );
+    assert!(out.stats.planner_calls <= 6, "{} calls in 10 s", out.stats.planner_calls);
+    // every refusal is a safety override in the summary
+    assert!(out.stats.safety_overrides as usize >= refusals.len(), "{} overrides", out.stats.safety_overrides);
+    assert!(robot.commands.iter().all(|c| c.1 <= 0.0), "it never drove into the wall");
+}
+
+#[tokio::test]
+async fn the_decision_statistics_are_logged_every_60_s() {
+    let mut robot = RobotLike::new("exploration", SimConfig::default());
+    let config = ExploreLoopConfig { max_time_s: 125.0, stop_when_complete: false, ..ExploreLoopConfig::default() };
+    let planner = Recording { inner: OfflineExplorePlanner::new(), results: Arc::default(), instant: true };
+    let mut lp = ExploreLoop::new(config, Box::new(planner), ExploreSignals::default()).unwrap();
+    let mut log = StepLog::memory();
+    let clock = Arc::clone(&robot.clock);
+    let out = lp.run(&mut robot, &mut RunContext::new(clock.as_ref(), &mut log)).await.unwrap();
+    assert_eq!(out.end, ExploreEnd::TimeLimit);
+    let records = log.records().to_vec();
+    let lines: Vec<(f64, String)> =
+        events(&records, "vlm_stats").map(|(r, e)| (r.t_s, e["line"].as_str().unwrap().to_string())).collect();
+    assert_eq!(lines.len(), 2, "{lines:?}");
+    assert!((lines[0].0 - 60.0).abs() < 0.2 && (lines[1].0 - lines[0].0 - 60.0).abs() < 0.1, "{lines:?}");
+    for (_, line) in &lines {
+        assert!(
+            line.starts_with("VLM stats: ")
+                && line.contains("calls/min")
+                && line.contains("avg latency")
+                && line.contains(", tier "),
+            "{line}"
+        );
+    }
 }

@@ -19,6 +19,8 @@ mod candidates_protocol;
 mod doubles;
 #[path = "navigator/explore.rs"]
 mod explore;
+#[path = "navigator/explore_latency.rs"]
+mod explore_latency;
 #[path = "navigator/explore_memory.rs"]
 mod explore_memory;
 #[path = "navigator/objectnav.rs"]

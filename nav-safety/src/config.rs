@@ -415,9 +415,15 @@ pub struct ScheduleConfig {
     /// Text-only only when the nearest obstacle is farther than this, m.
     /// Range: [0, 100].
     pub text_only_min_obstacle_m: f64,
-    /// Window of the rolling statistics, s.
+    /// Window of the rolling statistics (and the period of the stats
+    /// line), s.
     /// Range: (0, 86400].
     pub stats_window_s: f64,
+    /// After the safety layer refuses a tool call (or a decision cannot be
+    /// acted on), no new decision for this long, s: the model is not asked
+    /// again on the next tick.
+    /// Range: [0, 3600].
+    pub refusal_cooldown_s: f64,
 }
 
 impl Default for ScheduleConfig {
@@ -431,6 +437,7 @@ impl Default for ScheduleConfig {
             text_only_similarity: 0.95,
             text_only_min_obstacle_m: 3.0,
             stats_window_s: 60.0,
+            refusal_cooldown_s: 2.0,
         }
     }
 }
@@ -552,6 +559,7 @@ impl SafetyConfig {
         in_range("schedule.text_only_min_obstacle_m", sc.text_only_min_obstacle_m, 0.0, 100.0)?;
         below("schedule.base_period_s", sc.base_period_s, "schedule.max_interval_s", sc.max_interval_s)?;
         in_range_above("schedule.max_interval_s", sc.max_interval_s, 0.0, DAY_S)?;
-        in_range_above("schedule.stats_window_s", sc.stats_window_s, 0.0, DAY_S)
+        in_range_above("schedule.stats_window_s", sc.stats_window_s, 0.0, DAY_S)?;
+        in_range("schedule.refusal_cooldown_s", sc.refusal_cooldown_s, 0.0, 3600.0)
     }
 }

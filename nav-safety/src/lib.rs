@@ -19,6 +19,8 @@
 //! - [`BlockedActionMemory`], [`Watchdog`] (tiers and velocity decay),
 //!   [`NetworkMonitor`], [`StopArbiter`], [`Geofence`], [`EventTriggers`]
 //!   and [`CallScheduler`] (frame skipping and statistics).
+//! - [`SafetyLayer`]: all of the above for a control loop, with one
+//!   `tick(command, scan, pose, now)`.
 //! - [`SafetyConfig`]: every parameter, SPEC §3 defaults, loadable from TOML.
 //!
 //! ```
@@ -46,16 +48,18 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
-//! A control loop wires the parts like this: the decision thread asks the
-//! [`CallScheduler`] (fed by [`EventTriggers`]) whether to call the VLM,
-//! parses the reply with [`ToolCall::parse`], sends it through
-//! [`SafetyExecutor::execute`] and notes the response in the [`Watchdog`]
-//! and [`NetworkMonitor`]. The 20 Hz loop takes the current target, lets
-//! the watchdog decay it ([`Watchdog::command`]), passes it through
-//! [`ContinuousGuard::guard_with_zones`], feeds the guard's stops
-//! ([`StopArbiter::observe_guard`]) and the watchdog's into the
-//! [`StopArbiter`] and publishes [`StopArbiter::apply`]'s result. When a
-//! motion ends, [`SafetyExecutor::finish`] completes the feedback.
+//! A control loop does not wire these parts itself: [`SafetyLayer`] owns
+//! them all (the executor with its guard, the watchdog, the network
+//! monitor, the scheduler, the triggers and the stop arbiter) and is the
+//! recipe as code. Each 20 Hz tick the loop asks [`SafetyLayer::tier`]
+//! which watchdog tier holds, picks its command for it and publishes what
+//! [`SafetyLayer::tick`] makes of it (decayed while a decision is awaited,
+//! guarded against the scan and the geofence, merged in the arbiter).
+//! Decisions go through [`SafetyLayer::call_due`],
+//! [`SafetyLayer::schedule`], [`SafetyLayer::call_started`],
+//! [`SafetyLayer::call_finished`], [`SafetyLayer::execute`] and
+//! [`SafetyLayer::finish`]; [`SafetyLayer::stats_line`] gives the
+//! per-minute statistics line.
 //!
 //! Dependencies: `nav-core` (LiDAR arcs, TTC, geometry), `serde` (configs,
 //! logs and feedback are serialized), `serde_json` (tool arguments and
@@ -69,6 +73,7 @@ pub mod error;
 pub mod executor;
 pub mod geofence;
 pub mod guard;
+pub mod layer;
 pub mod network;
 pub mod schedule;
 pub mod tools;
@@ -85,6 +90,7 @@ pub use executor::{
 };
 pub use geofence::{Geofence, ZoneKind};
 pub use guard::{ContinuousGuard, GuardedVelocity, Override, OverrideKind, VelocityTarget};
+pub use layer::{LayerTick, SafetyLayer, TierUpdate};
 pub use network::{NetworkMonitor, NetworkTier};
 pub use schedule::{CallDecision, CallScheduler, ScheduleInput};
 pub use tools::{Speed, ToolCall, ToolSchema, tool_schemas, tool_schemas_for};

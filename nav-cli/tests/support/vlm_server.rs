@@ -2,10 +2,10 @@
 //! answers the first `answered` requests with a scripted tool call (or a
 //! scripted text reply) and then goes silent: later requests are read and
 //! recorded but never answered (the connection stays open), like a model API
-//! that hangs.
+//! that hangs. Answers can take a set latency, like a real model's.
 
 use std::sync::{Arc, Mutex};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
@@ -25,17 +25,13 @@ impl SilentVlm {
     /// Answers the first `answered` requests with `tool(arguments)`.
     #[allow(dead_code)]
     pub async fn start(answered: usize, tool: &str, arguments: serde_json::Value) -> Self {
-        let body = serde_json::json!({
-            "id": "chatcmpl-test",
-            "object": "chat.completion",
-            "model": "test-model",
-            "choices": [{"index": 0, "finish_reason": "tool_calls", "message": {
-                "role": "assistant", "content": null,
-                "tool_calls": [{"id": "call_1", "type": "function",
-                                "function": {"name": tool, "arguments": arguments.to_string()}}]}}],
-            "usage": {"prompt_tokens": 900, "completion_tokens": 30, "total_tokens": 930},
-        });
-        Self::start_with_body(answered, body).await
+        Self::spawn(answered, tool_body(tool, &arguments), Duration::ZERO).await
+    }
+
+    /// Answers every request with `tool(arguments)`, each after `latency`.
+    #[allow(dead_code)]
+    pub async fn start_slow(latency: Duration, tool: &str, arguments: serde_json::Value) -> Self {
+        Self::spawn(usize::MAX, tool_body(tool, &arguments), latency).await
     }
 
     /// Answers the first `answered` requests with the assistant text
@@ -55,6 +51,10 @@ impl SilentVlm {
 
     /// Answers the first `answered` requests with the chat-completions `body`.
     pub async fn start_with_body(answered: usize, body: serde_json::Value) -> Self {
+        Self::spawn(answered, body, Duration::ZERO).await
+    }
+
+    async fn spawn(answered: usize, body: serde_json::Value, latency: Duration) -> Self {
         let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind loopback");
         let addr = listener.local_addr().expect("local addr");
         let arrivals = Arc::new(Mutex::new(Vec::new()));
@@ -62,7 +62,7 @@ impl SilentVlm {
         let shared = Arc::clone(&arrivals);
         let task = tokio::spawn(async move {
             while let Ok((stream, _)) = listener.accept().await {
-                tokio::spawn(serve(stream, Arc::clone(&shared), answered, body.clone()));
+                tokio::spawn(serve(stream, Arc::clone(&shared), answered, body.clone(), latency));
             }
         });
         Self { addr, arrivals, task }
@@ -81,7 +81,13 @@ impl SilentVlm {
 
 /// Reads one request; answers it while under the quota (then closes),
 /// else holds the connection open without a word.
-async fn serve(mut stream: TcpStream, arrivals: Arc<Mutex<Vec<Instant>>>, answered: usize, body: String) {
+async fn serve(
+    mut stream: TcpStream,
+    arrivals: Arc<Mutex<Vec<Instant>>>,
+    answered: usize,
+    body: String,
+    latency: Duration,
+) {
     if !read_request(&mut stream).await {
         return;
     }
@@ -96,6 +102,7 @@ async fn serve(mut stream: TcpStream, arrivals: Arc<Mutex<Vec<Instant>>>, answer
         while matches!(stream.read(&mut sink).await, Ok(k) if k > 0) {}
         return;
     }
+    tokio::time::sleep(latency).await;
     let head = format!(
         "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
         body.len()
@@ -103,6 +110,21 @@ async fn serve(mut stream: TcpStream, arrivals: Arc<Mutex<Vec<Instant>>>, answer
     let _ = stream.write_all(head.as_bytes()).await;
     let _ = stream.write_all(body.as_bytes()).await;
     let _ = stream.shutdown().await;
+}
+
+/// A chat-completions reply calling `tool(arguments)`, 900 prompt and 30
+/// completion tokens.
+fn tool_body(tool: &str, arguments: &serde_json::Value) -> serde_json::Value {
+    serde_json::json!({
+        "id": "chatcmpl-test",
+        "object": "chat.completion",
+        "model": "test-model",
+        "choices": [{"index": 0, "finish_reason": "tool_calls", "message": {
+            "role": "assistant", "content": null,
+            "tool_calls": [{"id": "call_1", "type": "function",
+                            "function": {"name": tool, "arguments": arguments.to_string()}}]}}],
+        "usage": {"prompt_tokens": 900, "completion_tokens": 30, "total_tokens": 930},
+    })
 }
 
 /// Reads one request (head and Content-Length body); false at EOF.

@@ -1048,5 +1048,6 @@ async fn explore_snapshot_of(
         frontiers,
         detections: Vec::new(),
         text_only: spec.text_only,
+        sensor_fault: None,
     })
 }

@@ -158,6 +158,7 @@ mod tests {
             frontiers,
             detections: Vec::new(),
             text_only: true,
+            sensor_fault: None,
         }
     }
 

@@ -292,6 +292,31 @@ pub fn encode_jpeg(frame: &RgbFrame, quality: u8) -> Result<Vec<u8>, AnnotateErr
     Ok(out)
 }
 
+/// The frame scaled down (aspect ratio kept, triangle filter) to fit within
+/// `max_width` × `max_height`; the frame itself when it already fits (or
+/// when its bytes do not match its size). Frames go to a model at a size it
+/// uses: a provider scales a larger image down anyway, after it has been
+/// encoded, sent and billed.
+pub fn fit_within(frame: &RgbFrame, max_width: usize, max_height: usize) -> std::borrow::Cow<'_, RgbFrame> {
+    use std::borrow::Cow;
+    let (w, h) = (frame.width(), frame.height());
+    if w <= max_width && h <= max_height || w == 0 || h == 0 {
+        return Cow::Borrowed(frame);
+    }
+    let scale = (max_width as f64 / w as f64).min(max_height as f64 / h as f64);
+    let nw = ((w as f64 * scale).floor() as u32).max(1);
+    let nh = ((h as f64 * scale).floor() as u32).max(1);
+    let (Ok(w32), Ok(h32)) = (u32::try_from(w), u32::try_from(h)) else { return Cow::Borrowed(frame) };
+    let Some(img) = image::RgbImage::from_raw(w32, h32, frame.as_bytes().to_vec()) else {
+        return Cow::Borrowed(frame);
+    };
+    let small = image::imageops::resize(&img, nw, nh, image::imageops::FilterType::Triangle);
+    match RgbFrame::from_raw(nw as usize, nh as usize, small.into_raw()) {
+        Ok(f) => Cow::Owned(f),
+        Err(_) => Cow::Borrowed(frame),
+    }
+}
+
 /// PNG-encodes a frame.
 pub fn encode_png(frame: &RgbFrame) -> Result<Vec<u8>, AnnotateError> {
     let mut out = Vec::new();
@@ -318,6 +343,23 @@ pub fn annotated_jpeg_base64(frame: &RgbFrame, a: &Annotation<'_>) -> Result<Str
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn frames_larger_than_the_limit_are_scaled_down_keeping_the_aspect() {
+        let big = RgbFrame::new(1280, 960, Rgb([200, 10, 10]));
+        let small = fit_within(&big, 640, 480);
+        assert_eq!((small.width(), small.height()), (640, 480));
+        assert_eq!(&small.as_bytes()[..3], &[200, 10, 10]);
+        let wide = RgbFrame::new(1920, 1080, Rgb([0, 0, 0]));
+        let w = fit_within(&wide, 640, 480);
+        assert_eq!((w.width(), w.height()), (640, 360));
+        let ok = RgbFrame::new(320, 240, Rgb([0, 0, 0]));
+        assert!(matches!(fit_within(&ok, 640, 480), std::borrow::Cow::Borrowed(_)));
+        // the encoded JPEG has the smaller size
+        let jpeg = encode_jpeg(&small, 80).unwrap();
+        let decoded = image::load_from_memory(&jpeg).unwrap();
+        assert_eq!((decoded.width(), decoded.height()), (640, 480));
+    }
 
     #[test]
     fn depth_median_ignores_invalid() {

@@ -7,7 +7,7 @@
 //! `check_path_clear`); the follow-up call may only use action tools.
 
 use super::{CallRecord, DecisionError, PlannerReply};
-use crate::protocol::annotate::{Annotation, annotate, encode_jpeg};
+use crate::protocol::annotate::{Annotation, annotate, encode_jpeg, fit_within};
 use crate::protocol::json::extract_json_object;
 use crate::protocol::prompts::EXPLORE_SYSTEM;
 use crate::vlm::{ImageDetail, Part, ToolChoice, ToolSpec, Turn, VisionLanguageModel, VlmRequest};
@@ -38,6 +38,10 @@ pub fn tool_specs_for(speeds: &SpeedConfig) -> Vec<ToolSpec> {
         .map(|s| ToolSpec::new(s.name, s.description, s.parameters).with_strict(true))
         .collect()
 }
+
+/// The largest image sent to the model, pixels (width, height): the seed's
+/// 640 × 480; larger camera frames are scaled down after annotation.
+pub const MAX_IMAGE_SIZE: (usize, usize) = (640, 480);
 
 /// Names of the four action tools.
 pub const ACTION_TOOLS: [&str; 4] = ["move_toward", "navigate_to_goal", "rotate", "stop_robot"];
@@ -108,6 +112,9 @@ pub struct ExploreSnapshot {
     pub detections: Vec<Detection>,
     /// Send no image this cycle (frame skipping's text-only mode).
     pub text_only: bool,
+    /// The LiDAR is blind (a sensor fault: too few valid beams), and why;
+    /// `scan` is then empty and `frontiers` too, and the prompt says so.
+    pub sensor_fault: Option<String>,
 }
 
 impl ExploreSnapshot {
@@ -136,12 +143,21 @@ impl ExploreSnapshot {
             let _ = write!(s, ", coverage {:.0}%", c * 100.0);
         }
         s.push('\n');
-        s.push_str(&LidarSummary::from_scan(&self.scan, lidar).to_compact_text(2));
-        s.push('\n');
-        s.push_str(&AffordanceScores::from_scan(&self.scan).to_compact_text());
-        s.push('\n');
+        if let Some(fault) = &self.sensor_fault {
+            let _ = writeln!(
+                s,
+                "LIDAR BLIND: {fault}. No distances, no frontiers; the robot is held still until valid scans return."
+            );
+        } else {
+            s.push_str(&LidarSummary::from_scan(&self.scan, lidar).to_compact_text(2));
+            s.push('\n');
+            s.push_str(&AffordanceScores::from_scan(&self.scan).to_compact_text());
+            s.push('\n');
+        }
         if self.frontiers.is_empty() {
-            s.push_str("FRONTIERS: none reachable\n");
+            if self.sensor_fault.is_none() {
+                s.push_str("FRONTIERS: none reachable\n");
+            }
         } else {
             s.push_str("FRONTIERS: ");
             // one per direction: a farther frontier within 15° of a listed one adds nothing
@@ -189,7 +205,7 @@ impl ExploreSnapshot {
                 hfov_rad: self.hfov_rad,
             },
         );
-        encode_jpeg(&f, 80).ok()
+        encode_jpeg(&fit_within(&f, MAX_IMAGE_SIZE.0, MAX_IMAGE_SIZE.1), 80).ok()
     }
 }
 
@@ -361,7 +377,8 @@ impl<M: VisionLanguageModel> VlmExplorePlanner<M> {
                 serde_json::to_string(&r).unwrap_or_default()
             }
             ToolCall::ObserveScene { focus } => {
-                let Some(jpeg) = snap.image.as_ref().and_then(|f| encode_jpeg(f, 85).ok()) else {
+                let fitted = snap.image.as_ref().map(|f| fit_within(f, MAX_IMAGE_SIZE.0, MAX_IMAGE_SIZE.1));
+                let Some(jpeg) = fitted.and_then(|f| encode_jpeg(&f, 85).ok()) else {
                     return json!({"error": "no camera image available"}).to_string();
                 };
                 let req = VlmRequest::new(
@@ -548,6 +565,33 @@ fn collect_calls(v: &Value, out: &mut Vec<(String, Value)>, depth: usize) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn camera_frames_go_to_the_model_at_most_640_by_480() {
+        let snap = ExploreSnapshot {
+            pose: Pose2::origin(),
+            speed_mps: 0.0,
+            distance_traveled_m: 0.0,
+            elapsed_s: 0.0,
+            coverage: None,
+            scan: LaserScan::full_circle(360, 0.05, 12.0, 2.0),
+            scan_age_s: 0.0,
+            image: Some(RgbFrame::new(1280, 720, nav_core::raster::Rgb([90, 90, 90]))),
+            depth: None,
+            hfov_rad: 1.5,
+            previous_action: None,
+            previous_result: None,
+            in_progress: None,
+            memory_text: String::new(),
+            frontiers: Vec::new(),
+            detections: Vec::new(),
+            text_only: false,
+            sensor_fault: None,
+        };
+        let jpeg = snap.annotated_jpeg().unwrap();
+        let img = image::load_from_memory(&jpeg).unwrap();
+        assert_eq!((img.width(), img.height()), (640, 360));
+    }
 
     #[test]
     fn parses_common_shapes() {

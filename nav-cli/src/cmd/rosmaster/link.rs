@@ -76,7 +76,8 @@ impl RobotLink {
         if paused != self.paused {
             self.paused = paused;
             if paused {
-                self.progress.say(&format!("paused by {topic}: holding still, no decisions"));
+                self.progress
+                    .say(&format!("paused by {topic}: one stop burst, then nothing on cmd_vel and no decisions"));
             } else {
                 self.progress.say(&format!("resumed by {topic}"));
             }

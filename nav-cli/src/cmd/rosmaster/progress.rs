@@ -158,6 +158,8 @@ impl State {
                     self.discoveries.push(sentence);
                 }
                 "stop" => out.push(format!("stopped: {}", text(e, "reason"))),
+                "vlm_stats" => out.push(text(e, "line").to_string()),
+                "decision_dropped" => out.push(format!("decision not executed: {}", text(e, "reason"))),
                 "local_nav_goal" => {
                     let (x, y) = (e["x"].as_f64().unwrap_or(f64::NAN), e["y"].as_f64().unwrap_or(f64::NAN));
                     out.push(format!("local navigation: heading for the frontier at ({x:.2}, {y:.2})"));
@@ -262,6 +264,17 @@ mod tests {
         assert_eq!(st.decisions, 2);
         // the discovery waits to be spoken on the robot's speech topic
         assert_eq!(std::mem::take(&mut st.discoveries), vec!["I found kitchen.".to_string()]);
+    }
+
+    #[test]
+    fn the_stats_line_and_a_dropped_decision_are_printed() {
+        let mut st = State::default();
+        let stats = "VLM stats: 12 calls/min (3 triggered, 2 skipped), avg latency 1500ms, tier 0";
+        let lines = st.lines(&record(1, 60.0, 0.0, vec![json!({"event": "vlm_stats", "line": stats})]));
+        assert_eq!(lines, vec![format!("[   60.0 s] {stats}")]);
+        let why = "LiDAR /scan: sensor fault: only 0 of 720 beams valid";
+        let lines = st.lines(&record(2, 61.0, 0.0, vec![json!({"event": "decision_dropped", "reason": why})]));
+        assert_eq!(lines, vec![format!("[   61.0 s] decision not executed: {why}")]);
     }
 
     #[test]

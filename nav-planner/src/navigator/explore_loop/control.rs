@@ -1,6 +1,7 @@
 //! The control task's side of a tick: the watchdog tier, the command it
 //! calls for (the active target, the frontier fallback, the way home), the
-//! continuous guard and the stop arbiter, and the one velocity published.
+//! safety layer's tick (decay, guard, stop arbiter), and the one velocity
+//! published.
 
 use super::ExploreLoopConfig;
 use super::active::{FollowTick, Following, Steering};
@@ -14,25 +15,14 @@ use nav_core::geometry::Point2;
 use nav_core::local_map::LocalMap;
 use nav_hal::HalError;
 use nav_hal::hal::{Robot, VelocityCommand};
-use nav_safety::{
-    ContinuousGuard, GuardedVelocity, Override, OverrideKind, SafetyConfig, StopArbiter, VelocityTarget, WatchdogTier,
-};
+use nav_safety::{GuardedVelocity, SafetyLayer, VelocityTarget, WatchdogTier};
 use serde_json::{Value, json};
 
 /// What the control task keeps between ticks.
 pub(super) struct Control {
-    guard: ContinuousGuard,
     pursuit: Pursuit,
-    /// Holds zero velocity while any stop source asks for it.
-    pub(super) arbiter: StopArbiter,
     /// The LOCAL_NAV tier's frontier goal.
     fallback_goal: Option<Point2>,
-    /// The tier last written to the log.
-    announced_tier: WatchdogTier,
-    /// The highest tier reached.
-    pub(super) worst_tier: WatchdogTier,
-    /// The guard's override codes of the previous tick.
-    last_override_codes: Vec<String>,
     /// Collisions the robot reported.
     pub(super) collisions: u32,
 }
@@ -49,33 +39,20 @@ pub(super) struct ControlTick<'a> {
 }
 
 impl Control {
-    /// The control side for a robot with this steering.
-    pub(super) fn new(safety: &SafetyConfig, drive: DriveKind) -> Self {
-        let guard = ContinuousGuard::new(safety.clone());
-        let pursuit = Pursuit::new(drive, &guard);
-        Self {
-            guard,
-            pursuit,
-            arbiter: StopArbiter::default(),
-            fallback_goal: None,
-            announced_tier: WatchdogTier::Continue,
-            worst_tier: WatchdogTier::Continue,
-            last_override_codes: Vec::new(),
-            collisions: 0,
-        }
+    /// The control side for a robot with this steering, guarded by
+    /// `safety`.
+    pub(super) fn new(safety: &SafetyLayer, drive: DriveKind) -> Self {
+        Self { pursuit: Pursuit::new(drive, safety.guard()), fallback_goal: None, collisions: 0 }
     }
 
-    /// The watchdog tier for the time spent waiting for a decision; a new
-    /// tier is announced in the log, and CONTINUE forgets the fallback goal.
+    /// The safety layer's watchdog tier (the time spent waiting for a
+    /// decision, the network's health); a new tier is announced in the
+    /// log, and CONTINUE forgets the fallback goal.
     pub(super) fn tier(&mut self, st: &mut LoopState, now: f64, events: &mut Vec<Value>) -> WatchdogTier {
-        if st.waiting_since.is_none() {
-            st.watchdog.record_response(now);
-        }
-        let tier = st.watchdog.tier(now);
-        self.worst_tier = self.worst_tier.max(tier);
-        if tier != self.announced_tier {
+        let update = st.safety.tier(now);
+        let tier = update.tier;
+        if update.changed {
             events.push(json!({"event": "watchdog", "tier": tier.as_str(), "announcement": tier.announcement()}));
-            self.announced_tier = tier;
             if tier == WatchdogTier::Continue {
                 self.fallback_goal = None;
             }
@@ -83,11 +60,11 @@ impl Control {
         tier
     }
 
-    fn steering<'a>(&'a mut self, t: &'a ControlTick<'_>) -> Steering<'a> {
+    fn steering<'a>(&'a mut self, t: &'a ControlTick<'_>, safety: &'a SafetyLayer) -> Steering<'a> {
         Steering {
             pursuit: &mut self.pursuit,
-            scan: t.sensed.scan.as_ref(),
-            guard: &self.guard,
+            scan: t.sensed.scan.as_ref().map(|s| &s.scan),
+            guard: safety.guard(),
             speed: t.cfg.path_speed_mps,
         }
     }
@@ -116,13 +93,13 @@ impl Control {
                     }
                 }
                 match self.fallback_goal {
-                    Some(g) => self.steering(t).pursue(map, pose, g),
+                    Some(g) => self.steering(t, &st.safety).pursue(map, pose, g),
                     None => VelocityTarget::STOP,
                 }
             }
             WatchdogTier::ReturnHome => {
                 if pose.position().distance(t.home) > t.cfg.goal_tolerance_m {
-                    self.steering(t).pursue(map, pose, t.home)
+                    self.steering(t, &st.safety).pursue(map, pose, t.home)
                 } else {
                     VelocityTarget::STOP
                 }
@@ -130,8 +107,8 @@ impl Control {
         }
     }
 
-    /// CONTINUE: follow the active target (closing it when it is done),
-    /// decayed while a decision is awaited.
+    /// CONTINUE: follow the active target, closing it when it is done (the
+    /// safety layer decays it while a decision is awaited).
     fn continue_active(
         &mut self,
         t: &ControlTick<'_>,
@@ -142,20 +119,25 @@ impl Control {
         let (pose, now) = (t.sensed.pose, t.now);
         let mut tick =
             FollowTick { map, pose, now, tolerance_m: t.cfg.goal_tolerance_m, motion: &mut st.motion, events };
-        let command = match st.active.follow(&mut tick, &mut self.steering(t)) {
+        let mut steering = Steering {
+            pursuit: &mut self.pursuit,
+            scan: t.sensed.scan.as_ref().map(|s| &s.scan),
+            guard: st.safety.guard(),
+            speed: t.cfg.path_speed_mps,
+        };
+        match st.active.follow(&mut tick, &mut steering) {
             Following::Command(c) => c,
             Following::Finished => {
                 st.finish_active(pose, now);
                 VelocityTarget::STOP
             }
-        };
-        if st.waiting_since.is_some() { st.watchdog.decay(st.watchdog.elapsed(now), &command) } else { command }
+        }
     }
 
-    /// The command made safe: the continuous guard (clearances, TTC,
-    /// geofence) and the stop arbiter. New overrides are logged; a safety
-    /// stop of a moving command ends the action in progress, and the next
-    /// decision is due at once.
+    /// The command made safe by the safety layer's tick (decay, guard with
+    /// the geofence, stop arbiter). New overrides are logged; a safety stop
+    /// of a moving command ends the action in progress (the model hears
+    /// why), and the next decision is due at once.
     pub(super) fn guard(
         &mut self,
         command: &VelocityTarget,
@@ -164,40 +146,15 @@ impl Control {
         events: &mut Vec<Value>,
     ) -> GuardedVelocity {
         let sensed = t.sensed;
-        let mut guarded = match (&sensed.scan, &sensed.failure) {
-            (Some(scan), _) => {
-                self.guard.guard_with_zones(command, scan, sensed.scan_age, sensed.pose, st.executor.geofence())
-            }
-            (None, failure) => sensing_failed(command, failure.as_deref()),
-        };
-        self.arbiter.observe_guard(&guarded);
-        guarded = self.arbiter.apply(guarded);
-        self.log_overrides(&guarded, st, events);
-        if guarded.stop().is_some() && (command.linear != 0.0 || command.angular != 0.0) {
-            // a safety stop ends the current action; the model hears why
-            if let Some(o) = guarded.stop() {
-                st.motion.safety_stop = Some(o.clone());
-            }
-            st.after_override = true;
+        let out = st.safety.tick(command, sensed.scan.as_ref(), sensed.pose, t.now);
+        for o in &out.new_overrides {
+            events.push(json!({"event": "safety_override", "kind": o.kind, "code": o.code, "reason": o.reason}));
+        }
+        if let Some(o) = out.stopped_motion {
+            st.motion.safety_stop = Some(o);
             st.finish_active(sensed.pose, t.now);
         }
-        guarded
-    }
-
-    /// Logs overrides when they change (a slowdown near a wall lasts many
-    /// ticks), counting each new one.
-    fn log_overrides(&mut self, guarded: &GuardedVelocity, st: &mut LoopState, events: &mut Vec<Value>) {
-        let codes: Vec<&str> = guarded.overrides.iter().map(|o| o.code.as_str()).collect();
-        if codes == self.last_override_codes.iter().map(String::as_str).collect::<Vec<_>>() {
-            return;
-        }
-        for o in &guarded.overrides {
-            if !self.last_override_codes.contains(&o.code) {
-                st.stats.safety_overrides += 1;
-                events.push(json!({"event": "safety_override", "kind": o.kind, "code": o.code, "reason": o.reason}));
-            }
-        }
-        self.last_override_codes = codes.iter().map(|c| c.to_string()).collect();
+        out.velocity
     }
 
     /// Publishes the tick's one velocity command and books the motion the
@@ -232,26 +189,6 @@ impl Control {
             Err(e) => return Err(e.into()),
         }
         Ok(())
-    }
-}
-
-/// Zero velocity while sensing fails, with the failure (naming its
-/// source) as a sensor-loss override, also for a zero command, so the stop
-/// is logged and counted once per failure.
-fn sensing_failed(command: &VelocityTarget, failure: Option<&str>) -> GuardedVelocity {
-    let why = failure.unwrap_or("no LiDAR scan");
-    GuardedVelocity {
-        linear: 0.0,
-        angular: 0.0,
-        overrides: vec![Override {
-            kind: OverrideKind::SensorLoss,
-            from: if command.linear.is_finite() { command.linear } else { 0.0 },
-            to: 0.0,
-            code: "sensor_loss".into(),
-            reason: format!("Movement stopped: {why}."),
-        }],
-        clearance_m: None,
-        ttc_s: None,
     }
 }
 

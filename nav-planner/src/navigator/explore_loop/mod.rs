@@ -6,11 +6,15 @@
 //! with one call in flight at a time, and its newest decision wins. The
 //! control task is the only velocity publisher: every tick it takes the
 //! current target (a timed velocity, a navigation goal followed along an A*
-//! path, a stop), applies the watchdog tier (CONTINUE with exponential
-//! decay, STOP_WAIT, LOCAL_NAV → [`FrontierPlanner`](crate::offline::FrontierPlanner),
-//! RETURN_HOME → back to the start), runs the continuous guard and the stop
-//! arbiter, and publishes one velocity command. An external pause signal
-//! (the seed's voice override) stops motion at the next tick.
+//! path, a stop) or the watchdog tier's command (STOP_WAIT, LOCAL_NAV →
+//! [`FrontierPlanner`](crate::offline::FrontierPlanner), RETURN_HOME → back
+//! to the start), hands it to nav-safety's [`SafetyLayer`](nav_safety::SafetyLayer)
+//! (decay while a decision is awaited, the continuous guard, the stop
+//! arbiter) and publishes one velocity command. The loop itself is only
+//! orchestration: the safety recipe (executor, guard, watchdog, network
+//! monitor, scheduler, triggers, arbiter) is the layer's. An external pause
+//! signal (the seed's voice override) stops motion at the next tick: a real
+//! robot gets one stop burst and then nothing until the pause ends.
 //!
 //! # On a real robot
 //!
@@ -28,7 +32,10 @@
 //!   stopped: the stop arbiter holds zero velocity, no decision can be
 //!   made, and the time counts toward the watchdog tiers, so after a long
 //!   outage the loop resumes in LOCAL_NAV or RETURN_HOME as the seed
-//!   prescribes for a lost link.
+//!   prescribes for a lost link. A blind LiDAR (`SensorFault`) holds the
+//!   robot the same way, and a decision that comes due (at most once per
+//!   base period) tells the planner the LiDAR is blind and why, with no
+//!   frontiers; its reply is not executed.
 //! - Path following respects the robot's steering ([`Capabilities::drive`](
 //!   nav_hal::hal::Capabilities::drive)): an Ackermann base turns on arcs,
 //!   in reverse when the front is blocked, and the safety executor uses
@@ -46,8 +53,8 @@
 //! - `schedule`: when a call is due and the snapshot it sends;
 //! - `reply`: a reply applied to the loop state;
 //! - `active`: the action in progress and how it is followed;
-//! - `control`: the watchdog tiers' commands, the guard and the stop
-//!   arbiter, the velocity published;
+//! - `control`: the watchdog tiers' commands, the safety layer's tick, the
+//!   velocity published;
 //! - `state`: the loop state a decision changes.
 
 mod active;
@@ -143,8 +150,10 @@ impl Default for ExploreLoopConfig {
 /// Signals from outside the loop.
 #[derive(Debug, Clone, Default)]
 pub struct ExploreSignals {
-    /// While set, the robot is held still and no decisions are made (the
-    /// seed's voice override).
+    /// While set, no decisions are made and the loop leaves the robot to
+    /// whoever drives it meanwhile (the seed's voice override): a real
+    /// robot gets one stop burst when the pause begins and no velocity
+    /// command until it ends; a simulator keeps stepping at zero velocity.
     pub pause: Arc<AtomicBool>,
     /// Ends the loop; the robot is stopped (zero velocity) before returning.
     pub shutdown: Arc<AtomicBool>,
@@ -257,13 +266,15 @@ impl ExploreLoop {
         robot: &mut R,
         ctx: &mut RunContext<'_, R>,
     ) -> Result<ExploreOutcome, NavError> {
-        let result = self.run_inner(robot, ctx).await;
-        // whatever happened, leave the robot stopped
+        let result = self.drive(robot, ctx).await;
+        // whatever happened, leave the robot stopped (zero velocity; the HAL repeats it as its
+        // stop requires)
         robot.stop().await.ok();
         result
     }
 
-    async fn run_inner<R: Robot + ?Sized>(
+    /// Ticks one run to its end.
+    async fn drive<R: Robot + ?Sized>(
         &mut self,
         robot: &mut R,
         ctx: &mut RunContext<'_, R>,
@@ -273,14 +284,11 @@ impl ExploreLoop {
             run.resume_memory(memory);
         }
         run.write_start(robot, ctx, &self.planner_name)?;
-        let end = loop {
+        loop {
             if let Some(end) = run.tick(&mut self.decider, &self.signals, robot, ctx).await? {
-                break end;
+                return Ok(run.finish(end));
             }
-        };
-        // stop: zero velocity (the HAL repeats it as its stop requires)
-        robot.stop().await.ok();
-        Ok(run.finish(end, ctx.clock))
+        }
     }
 }
 

@@ -37,23 +37,23 @@ impl LoopState {
         if !ok {
             return;
         }
-        self.waiting_since = None;
-        self.watchdog.record_response(tick.now);
         if d.action.is_communication() {
             return; // only discoveries: the action in progress goes on
         }
         let Some(scan) = tick.scan else {
-            out.events.push(json!({"event": "decision_dropped", "reason": "no scan"}));
+            // nothing can be checked against the LiDAR: the robot stays held, and no new decision
+            // comes before the cooldown (a blind sensor does not become a loop of calls)
+            self.safety.hold_off(tick.now);
+            let reason = self.safety.sensing_failure().unwrap_or("no LiDAR scan").to_owned();
+            out.events.push(json!({"event": "decision_dropped", "reason": reason}));
             return;
         };
         // a new decision replaces the running one
         self.finish_active(tick.pose, tick.now);
         // frontier ids mean the list the model was shown, not today's
-        let sensors =
-            SafetySensors::new(scan, tick.now - tick.scan_age, tick.pose, tick.now).with_frontiers(&call.frontiers);
-        let exec = self.executor.execute(&d.action, &sensors);
+        let sensors = SafetySensors::from_stamped(scan, tick.pose, tick.now).with_frontiers(&call.frontiers);
+        let exec = self.safety.execute(&d.action, &sensors);
         if exec.feedback.safety_override {
-            self.after_override = true;
             out.events.push(
                 json!({"event": "safety_override", "tool": d.action.name(), "message": exec.feedback.safety_message}),
             );
@@ -75,8 +75,7 @@ impl LoopState {
         self.stats.add_call(r);
         let ok = r.fallback.is_none();
         let latency_s = (now - call.started_s).max(r.latency_ms / 1000.0);
-        self.network.record_call(now, latency_s, ok);
-        self.scheduler.record_latency(now, latency_s);
+        self.safety.call_finished(now, latency_s, ok);
         out.tool = Some(reply.decision.action.name());
         out.planner = Some(PlannerRecord::of(r, decision_json(&reply.decision.action)));
         if let Some(reason) = &r.fallback {
@@ -118,7 +117,10 @@ impl LoopState {
         let (pose, now) = (tick.pose, tick.now);
         self.active = match &exec.target {
             Target::Velocity(v) => Active::Velocity { v: *v, started_s: now },
-            Target::NavGoal(g) => Active::Goal(GoalRun::new(Point2::new(g.x, g.y), pose, now, path_speed)),
+            Target::NavGoal(g) => {
+                out.events.push(json!({"event": "nav_goal", "x": g.x, "y": g.y, "frontier_id": g.frontier_id}));
+                Active::Goal(GoalRun::new(Point2::new(g.x, g.y), pose, now, path_speed))
+            }
             Target::Observe(_) => Active::Hold { until_s: now + 1.0 },
             Target::Stop(s) => {
                 if matches!(action, ToolCall::StopRobot { reason: StopReason::ExplorationComplete }) {

@@ -12,8 +12,8 @@ use crate::navigator::{NavError, RunContext};
 use nav_core::geometry::Pose2;
 use nav_core::local_map::LocalMap;
 use nav_core::time::Clock;
-use nav_hal::hal::{Capabilities, Robot};
-use nav_safety::{GuardedVelocity, SafetyExecutor, WatchdogTier};
+use nav_hal::hal::{Capabilities, Robot, VelocityCommand};
+use nav_safety::{GuardedVelocity, SafetyLayer, WatchdogTier};
 use serde_json::json;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
@@ -33,6 +33,8 @@ pub(super) struct Run {
     calls: Calls,
     /// Ticks so far.
     tick: u64,
+    /// The pause signal as last seen (its edges are logged).
+    paused: bool,
     /// The next tick's deadline (real-time pacing).
     deadline: tokio::time::Instant,
 }
@@ -43,6 +45,8 @@ struct TickEnd {
     pose: Pose2,
     tier: WatchdogTier,
     guarded: GuardedVelocity,
+    /// A velocity command went out (not during a real robot's pause).
+    published: bool,
 }
 
 impl Run {
@@ -63,10 +67,10 @@ impl Run {
         // the robot's own kinematics (differential or Ackermann) bound what the safety layer allows
         cfg.safety.drive = caps.drive;
         let invalid = |e: &dyn std::fmt::Display| NavError::Config(e.to_string());
-        let executor = SafetyExecutor::new(cfg.safety.clone()).map_err(|e| invalid(&e))?;
-        let st = LoopState::new(executor, t0);
-        let control = Control::new(&cfg.safety, caps.drive);
-        let calls = Calls::new(&cfg);
+        let safety = SafetyLayer::new(cfg.safety.clone(), t0).map_err(|e| invalid(&e))?;
+        let control = Control::new(&safety, caps.drive);
+        let st = LoopState::new(safety);
+        let calls = Calls::new();
         let start_pose = robot.odometry().await.map(|o| o.pose).unwrap_or_default();
         let map = LocalMap::new(cfg.map.clone(), start_pose.position()).map_err(|e| invalid(&e))?;
         Ok(Self {
@@ -80,6 +84,7 @@ impl Run {
             control,
             calls,
             tick: 0,
+            paused: false,
             deadline: tokio::time::Instant::now(),
         })
     }
@@ -126,11 +131,10 @@ impl Run {
         let started = Instant::now();
         let mut out = TickLog::default();
         self.st.memory.update_time(elapsed);
-        let sensed =
-            self.odo.sense(robot, now, &self.cfg.safety, &mut self.control.arbiter, &mut self.st, &mut out).await;
+        let sensed = self.odo.sense(robot, now, &mut self.st, &mut out).await;
         if let Some(s) = &sensed.scan {
             if self.tick % 2 == 0 {
-                self.map.integrate(sensed.pose, s);
+                self.map.integrate(sensed.pose, &s.scan);
             }
         }
         let paused = signals.pause.load(Ordering::SeqCst);
@@ -145,6 +149,11 @@ impl Run {
         };
         self.calls.collect(decider, &calls, &mut self.st, &mut out);
         self.calls.maybe_call(decider, robot, &calls, &mut self.st, &self.map, &mut out).await;
+        if let Some(line) = self.st.safety.stats_line(now) {
+            // the seed's per-minute decision statistics (task 5.5)
+            tracing::info!("{line}");
+            out.events.push(json!({"event": "vlm_stats", "line": line}));
+        }
 
         let t = ControlTick { cfg: &self.cfg, now, sensed: &sensed, home: self.start_pose.position(), paused };
         let tier = self.control.tier(&mut self.st, now, &mut out.events);
@@ -152,12 +161,41 @@ impl Run {
         let guarded = self.control.guard(&command, &t, &mut self.st, &mut out.events);
         let stopping = paused || signals.shutdown.load(Ordering::SeqCst);
         let cmd = velocity_command(&guarded, stopping, self.cfg.tick_s);
-        self.control.publish(robot, cmd, &mut self.st, &mut self.odo, &mut out.events).await?;
+        let published = self.publish_or_pause(robot, cmd, paused, &mut out).await?;
 
-        let end = TickEnd { started, pose: sensed.pose, tier, guarded };
+        let end = TickEnd { started, pose: sensed.pose, tier, guarded, published };
         self.log_step(robot, ctx, &end, out)?;
         self.pace().await;
         Ok(self.ended_after(&end))
+    }
+
+    /// Publishes the tick's command, except during a pause (the seed's
+    /// voice override: another node drives the robot meanwhile). On a real
+    /// robot (its `drive` publishes and returns at once) a pause sends one
+    /// zero-velocity burst (the HAL's stop) when it begins and then
+    /// nothing until it ends; a simulator, whose clock advances only
+    /// through `drive`, keeps stepping with zero velocity. False when
+    /// nothing was published.
+    async fn publish_or_pause<R: Robot + ?Sized>(
+        &mut self,
+        robot: &mut R,
+        cmd: VelocityCommand,
+        paused: bool,
+        out: &mut TickLog,
+    ) -> Result<bool, NavError> {
+        if paused != self.paused {
+            self.paused = paused;
+            let event = if paused { "paused" } else { "resumed" };
+            out.events.push(json!({"event": event}));
+            if paused && self.odo.motion_from_odometry {
+                robot.stop().await.ok();
+            }
+        }
+        if paused && self.odo.motion_from_odometry {
+            return Ok(false);
+        }
+        self.control.publish(robot, cmd, &mut self.st, &mut self.odo, &mut out.events).await?;
+        Ok(true)
     }
 
     /// The ends checked before a tick: shutdown, the time budget, and
@@ -212,7 +250,7 @@ impl Run {
             planner_called: out.planner.is_some(),
             planner: out.planner,
             events: out.events,
-            velocity: Some([end.guarded.linear, end.guarded.angular]),
+            velocity: end.published.then_some([end.guarded.linear, end.guarded.angular]),
             ..StepRecord::default()
         };
         ctx.log.write(&record)?;
@@ -247,16 +285,17 @@ impl Run {
         }
     }
 
-    /// The outcome, once the robot has been stopped.
-    pub(super) fn finish(self, end: ExploreEnd, clock: &dyn Clock) -> ExploreOutcome {
+    /// The outcome of the run.
+    pub(super) fn finish(self, end: ExploreEnd) -> ExploreOutcome {
         let st = self.st;
-        let _ = st.network.tier(clock.now_s());
+        let mut stats = st.stats;
+        stats.safety_overrides = st.safety.overrides();
         ExploreOutcome {
             end,
-            stats: st.stats,
+            stats,
             memory: st.memory,
             collisions: self.control.collisions,
-            worst_tier: self.control.worst_tier,
+            worst_tier: st.safety.worst_tier(),
         }
     }
 }

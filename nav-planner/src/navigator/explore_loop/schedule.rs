@@ -15,15 +15,15 @@ use nav_core::lidar::{LidarConfig, LidarSummary};
 use nav_core::local_map::LocalMap;
 use nav_core::similarity::Thumbnail;
 use nav_hal::hal::{CameraFrame, Capabilities, Robot};
-use nav_safety::{CallDecision, EventTriggers, ScheduleInput};
+use nav_safety::{CallDecision, ScheduleInput};
 use serde_json::json;
 
-/// The calls of one run: the one in flight, the event triggers and the
-/// frame of the last call (for frame skipping).
+/// The calls of one run: the one in flight and the frame of the last call
+/// (for frame skipping); the triggers and the scheduler are the safety
+/// layer's.
 pub(super) struct Calls {
     /// The call in flight (at most one).
     pub(super) pending: Option<PendingCall>,
-    triggers: EventTriggers,
     last_thumb: Option<Thumbnail>,
     lidar: LidarConfig,
 }
@@ -44,13 +44,8 @@ pub(super) struct CallTick<'a> {
 
 impl Calls {
     /// No call yet.
-    pub(super) fn new(cfg: &ExploreLoopConfig) -> Self {
-        Self {
-            pending: None,
-            triggers: EventTriggers::new(cfg.safety.triggers.clone()),
-            last_thumb: None,
-            lidar: LidarConfig::default(),
-        }
+    pub(super) fn new() -> Self {
+        Self { pending: None, last_thumb: None, lidar: LidarConfig::default() }
     }
 
     /// Applies the reply to the call in flight, if it has arrived.
@@ -77,15 +72,16 @@ impl Calls {
         if st.active.is_recovering() {
             return; // a boxed-in back-out runs to its end, then hands back
         }
-        let Some(scan) = &t.sensed.scan else { return };
         let (pose, now) = (t.sensed.pose, t.now);
-        let trig = self.triggers.check(scan, pose, now);
-        let idle = st.active.is_idle();
-        let due = idle
-            || !trig.is_empty()
-            || st.after_override
-            || st.scheduler.last_call_s().is_none_or(|t0| now - t0 >= t.cfg.safety.schedule.base_period_s);
-        if !due {
+        // a blind LiDAR (a sensor fault) is no reason to stay silent: the model is told, once per
+        // base period at most, that the robot is held and why, and offered no frontiers
+        let blind = if t.sensed.blind { t.sensed.failure.clone() } else { None };
+        let (scan, trig, idle) = match (&t.sensed.scan, &blind) {
+            (Some(s), _) => (Some(&s.scan), st.safety.triggers(&s.scan, pose, now), st.active.is_idle()),
+            (None, Some(_)) if st.safety.base_period_passed(now) => (None, Vec::new(), true),
+            (None, _) => return,
+        };
+        if !st.safety.call_due(now, idle, &trig) {
             return;
         }
         let frame = if t.cfg.use_camera && t.caps.rgb { robot.rgb().await.ok() } else { None };
@@ -94,23 +90,22 @@ impl Calls {
             (Some(a), Some(b)) => Some(a.similarity(b)),
             _ => None,
         };
-        let nearest = f64::from(LidarSummary::from_scan(scan, &self.lidar).nearest_m());
+        let nearest = scan.map_or(0.0, |s| f64::from(LidarSummary::from_scan(s, &self.lidar).nearest_m()));
         let input = ScheduleInput {
             now_s: now,
             triggers: &trig,
             similarity,
             nearest_obstacle_m: nearest,
-            after_override: st.after_override,
+            after_override: false,
         };
-        match schedule(st, idle, input) {
+        match st.safety.schedule(idle, input) {
             CallDecision::Call { text_only, reasons } => {
-                st.after_override = false;
-                self.triggers.mark_call(pose, now);
+                st.safety.call_started(pose, now);
                 if thumb.is_some() {
                     self.last_thumb = thumb;
                 }
-                let snap = snapshot(robot, t, st, map, scan, frame, text_only).await;
-                st.waiting_since.get_or_insert(now);
+                let view = SnapshotView { scan, fault: blind, frame, text_only };
+                let snap = snapshot(robot, t, st, map, view).await;
                 match decider.dispatch(snap, now).await {
                     Dispatch::Answered(reply, call) => {
                         out.events.push(json!({"event": "planner_call", "reasons": reasons}));
@@ -156,45 +151,48 @@ fn memory_parts(st: &LoopState) -> nav_memory::PromptParts {
     nav_memory::PromptParts { without_frontiers: true, without_latest_action: shown }
 }
 
-/// Whether to call now. With no action in progress the loop always calls
-/// (keeping the scheduler's clock in step, as if after an override);
-/// otherwise the scheduler decides.
-fn schedule(st: &mut LoopState, idle: bool, input: ScheduleInput<'_>) -> CallDecision {
-    if !idle {
-        return st.scheduler.decide(&input);
-    }
-    let _ = st.scheduler.decide(&ScheduleInput { similarity: None, after_override: true, ..input });
-    CallDecision::Call { text_only: false, reasons: Vec::new() }
+/// What a snapshot is taken from besides the robot's state: the scan
+/// (none when the LiDAR is blind, with the fault), the camera frame, and
+/// whether the call is text-only.
+struct SnapshotView<'a> {
+    scan: Option<&'a LaserScan>,
+    fault: Option<String>,
+    frame: Option<CameraFrame>,
+    text_only: bool,
 }
 
 /// The snapshot a call sends: the robot's state and sensors (the depth
 /// image unless the call is text-only, ground-truth detections where the
 /// robot has them), the previous action's result, the exploration memory
-/// and the reachable frontiers (which also go to the memory).
+/// and the reachable frontiers (which also go to the memory). A blind
+/// LiDAR sends an empty scan, no frontiers, and the fault.
 async fn snapshot<R: Robot + ?Sized>(
     robot: &mut R,
     t: &CallTick<'_>,
     st: &mut LoopState,
     map: &LocalMap,
-    scan: &LaserScan,
-    frame: Option<CameraFrame>,
-    text_only: bool,
+    view: SnapshotView<'_>,
 ) -> ExploreSnapshot {
     let s = t.sensed;
+    let text_only = view.text_only;
     let depth = if t.cfg.use_camera && t.caps.depth && !text_only { robot.depth().await.ok() } else { None };
     let detections = if t.caps.detections { robot.detections().await.unwrap_or_default() } else { Vec::new() };
-    let frontiers = frontier_list(map, s.pose);
-    st.memory.update_frontiers(memory_frontiers(&frontiers, s.pose));
-    update_room_coverage(st, map, s.pose);
+    let frontiers = if view.scan.is_some() { frontier_list(map, s.pose) } else { Vec::new() };
+    if view.scan.is_some() {
+        st.memory.update_frontiers(memory_frontiers(&frontiers, s.pose));
+        update_room_coverage(st, map, s.pose);
+    }
+    let frame = view.frame;
     let hfov = frame.as_ref().map_or(std::f64::consts::FRAC_PI_2, |f| f.hfov_rad);
+    let no_scan = || LaserScan { ranges: Vec::new(), ..LaserScan::full_circle(1, 0.0, 0.0, f32::NAN) };
     ExploreSnapshot {
         pose: s.pose,
         speed_mps: s.speed_mps,
         distance_traveled_m: t.distance_m,
         elapsed_s: t.elapsed,
         coverage: None,
-        scan: scan.clone(),
-        scan_age_s: s.scan_age,
+        scan: view.scan.cloned().unwrap_or_else(no_scan),
+        scan_age_s: s.scan_age(t.now),
         image: frame.map(|f| f.frame),
         depth,
         hfov_rad: hfov,
@@ -205,5 +203,6 @@ async fn snapshot<R: Robot + ?Sized>(
         frontiers,
         detections,
         text_only,
+        sensor_fault: view.fault,
     }
 }

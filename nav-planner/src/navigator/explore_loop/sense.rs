@@ -4,28 +4,34 @@
 
 use super::state::{LoopState, TickLog, TickView};
 use nav_core::geometry::Pose2;
-use nav_core::lidar::LaserScan;
+use nav_core::lidar::StampedScan;
+use nav_hal::HalError;
 use nav_hal::hal::Robot;
-use nav_safety::{SafetyConfig, StopArbiter, StopSource};
 use serde_json::json;
 
 /// What this tick sensed.
 pub(super) struct Sensed {
     pub(super) pose: Pose2,
     pub(super) speed_mps: f64,
-    /// The scan, or `None` while sensing fails.
-    pub(super) scan: Option<LaserScan>,
-    /// Age of the scan, s (infinite without one).
-    pub(super) scan_age: f64,
+    /// The scan with its stamp, or `None` while sensing fails.
+    pub(super) scan: Option<StampedScan>,
     /// Why sensing failed this tick (the source named: a stale topic, a
     /// LiDAR sensor fault, the lost link), if it did.
     pub(super) failure: Option<String>,
+    /// The LiDAR answered but is blind (a sensor fault: too few valid
+    /// beams); the failure says why.
+    pub(super) blind: bool,
 }
 
 impl Sensed {
     /// The view a reply is applied with, at loop time `now`.
     pub(super) fn view(&self, now: f64) -> TickView<'_> {
-        TickView { now, pose: self.pose, scan: self.scan.as_ref(), scan_age: self.scan_age }
+        TickView { now, pose: self.pose, scan: self.scan.as_ref() }
+    }
+
+    /// Age of the scan at `now`, s (infinite without one).
+    pub(super) fn scan_age(&self, now: f64) -> f64 {
+        self.scan.as_ref().map_or(f64::INFINITY, |s| s.age_s(now))
     }
 }
 
@@ -47,17 +53,14 @@ impl Odometer {
     }
 
     /// Reads odometry and the scan at loop time `now`. A failure of either
-    /// (stale, a LiDAR sensor fault, the link lost) holds the robot (the
-    /// stop arbiter's sensor-loss source, with the failure's own words),
-    /// no decision is asked for (the planner is never offered frontiers
-    /// from a blind scan), and the time counts toward the watchdog tiers (a
-    /// decision is due once sensing is back); a stale scan holds it too.
+    /// (stale, a LiDAR sensor fault, the link lost) goes to the safety
+    /// layer, which holds the robot with the failure's own words and
+    /// counts the time toward the watchdog tiers (a decision is due once
+    /// sensing is back); a stale scan holds it too (the guard's check).
     pub(super) async fn sense<R: Robot + ?Sized>(
         &mut self,
         robot: &mut R,
         now: f64,
-        safety: &SafetyConfig,
-        arbiter: &mut StopArbiter,
         st: &mut LoopState,
         out: &mut TickLog,
     ) -> Sensed {
@@ -65,27 +68,16 @@ impl Odometer {
         let scanned = robot.scan().await;
         let pose = odometry.as_ref().map_or(self.last_pose, |o| o.pose);
         let speed_mps = odometry.as_ref().map_or(0.0, |o| o.linear);
+        let blind = matches!(scanned, Err(HalError::SensorFault { .. }));
         let failure = match (&odometry, &scanned) {
             (Err(e), _) | (_, Err(e)) => Some(e.to_string()),
             _ => None,
         };
-        let (scan, scan_age) = match (failure.clone(), scanned) {
-            (None, Ok(s)) => {
-                let age = (now - s.stamp_s).max(0.0);
-                arbiter.update(StopSource::SensorLoss, age > safety.sensors.max_scan_age_s, "scan is stale");
-                (Some(s.scan), age)
-            }
-            (e, _) => {
-                // disconnected or stale: treat the robot as stopped; no decision can be made, so the
-                // time counts toward the watchdog tiers (and a decision is due once sensing is back)
-                let e = e.unwrap_or_default();
-                arbiter.request(StopSource::SensorLoss, e.clone());
-                out.events.push(json!({"event": "sensor_error", "error": e}));
-                st.waiting_since.get_or_insert(now);
-                st.after_override = true;
-                (None, f64::INFINITY)
-            }
-        };
+        if let Some(e) = &failure {
+            out.events.push(json!({"event": "sensor_error", "error": e}));
+        }
+        st.safety.sensing(failure.clone(), now);
+        let scan = if failure.is_none() { scanned.ok() } else { None };
         let step_m = self.last_pose.distance(pose);
         self.distance += step_m;
         if self.motion_from_odometry {
@@ -94,6 +86,6 @@ impl Odometer {
         }
         self.last_pose = pose;
         self.last_now = now;
-        Sensed { pose, speed_mps, scan, scan_age, failure }
+        Sensed { pose, speed_mps, scan, failure, blind }
     }
 }

@@ -5,22 +5,20 @@ use crate::navigator::EpisodeStats;
 use crate::navigator::log::PlannerRecord;
 use nav_core::geometry::Pose2;
 use nav_core::geometry::compass_deg;
-use nav_core::lidar::LaserScan;
+use nav_core::lidar::StampedScan;
 use nav_memory::{ActionRecord, ExplorationMemory};
-use nav_safety::ToolCall;
 use nav_safety::executor::{ExecutionOutcome, MotionReport, Target};
 use nav_safety::tools::GoalSpec;
-use nav_safety::{CallScheduler, NetworkMonitor, SafetyExecutor, Watchdog};
+use nav_safety::{SafetyLayer, ToolCall};
 use serde_json::Value;
 
 /// The loop state a decision changes: the safety layer, the exploration
 /// memory, the statistics and the action in progress, with what the model
 /// hears about the previous one.
 pub(super) struct LoopState {
-    pub(super) executor: SafetyExecutor,
-    pub(super) watchdog: Watchdog,
-    pub(super) network: NetworkMonitor,
-    pub(super) scheduler: CallScheduler,
+    /// Executor, guard, watchdog, network monitor, scheduler, triggers and
+    /// stop arbiter.
+    pub(super) safety: SafetyLayer,
     pub(super) memory: ExplorationMemory,
     pub(super) stats: EpisodeStats,
     pub(super) active: Active,
@@ -32,24 +30,15 @@ pub(super) struct LoopState {
     pub(super) prev_result: Option<String>,
     /// The model called `stop_robot(exploration_complete)`.
     pub(super) complete: bool,
-    /// Since when the loop has been waiting for a decision.
-    pub(super) waiting_since: Option<f64>,
-    /// A safety override happened: the next decision is due at once.
-    pub(super) after_override: bool,
 }
 
 impl LoopState {
-    /// The state at the start of a run, at loop time `t0`.
-    pub(super) fn new(executor: SafetyExecutor, t0: f64) -> Self {
-        let config = executor.config();
-        let mut watchdog = Watchdog::new(config.watchdog.clone());
-        // exploration starts now: the tiers count from here, not from the clock's epoch
-        watchdog.record_response(t0);
+    /// The state at the start of a run, with the safety layer started at
+    /// the run's start (the watchdog tiers count from there, not from the
+    /// clock's epoch).
+    pub(super) fn new(safety: SafetyLayer) -> Self {
         Self {
-            watchdog,
-            network: NetworkMonitor::new(config.network.clone(), t0),
-            scheduler: CallScheduler::new(config.schedule.clone()),
-            executor,
+            safety,
             memory: ExplorationMemory::new(0.0),
             stats: EpisodeStats::default(),
             active: Active::Idle,
@@ -58,8 +47,6 @@ impl LoopState {
             prev_action: None,
             prev_result: None,
             complete: false,
-            waiting_since: None,
-            after_override: false,
         }
     }
 
@@ -70,7 +57,7 @@ impl LoopState {
         self.active = Active::Idle;
         let Some(mut out) = self.outcome.take() else { return };
         self.motion.final_pose = Some(pose);
-        self.executor.finish(&mut out, &self.motion, now);
+        self.safety.finish(&mut out, &self.motion, now);
         let text = out.result_text();
         let summary = if out.feedback.safety_override && !out.feedback.success {
             format!("safety_override: {}", out.feedback.stopped_reason.clone().unwrap_or_default())
@@ -141,6 +128,5 @@ pub(super) struct TickLog {
 pub(super) struct TickView<'a> {
     pub(super) now: f64,
     pub(super) pose: Pose2,
-    pub(super) scan: Option<&'a LaserScan>,
-    pub(super) scan_age: f64,
+    pub(super) scan: Option<&'a StampedScan>,
 }
