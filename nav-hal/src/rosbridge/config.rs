@@ -141,7 +141,10 @@ pub struct RosbridgeConfig {
     /// With nothing received from the robot (any topic, any probe reply)
     /// for this long the link is *unhealthy*: no velocity command is
     /// published (a frozen socket would queue them, and the server would
-    /// replay them when the link thaws) until something arrives again, s.
+    /// replay them when the link thaws) until something arrives again, and
+    /// if the robot was moving one zero Twist goes out at once, so a replay
+    /// ends at rest, s. Keep it above a few odometry periods (0.1 s = five
+    /// at 50 Hz).
     pub link_quiet_s: f64,
     /// A publish that takes longer marks the link lost, s.
     pub publish_timeout_s: f64,
@@ -184,7 +187,7 @@ impl Default for RosbridgeConfig {
             connect_timeout_s: 3.0,
             probe_interval_s: 0.25,
             probe_timeout_s: 0.6,
-            link_quiet_s: 0.15,
+            link_quiet_s: 0.1,
             publish_timeout_s: 0.5,
             stop_repeats: 5,
             stop_interval_s: 0.02,

@@ -28,6 +28,10 @@ use tracing::{info, warn};
 
 const LOG: &str = "nav_hal::rosbridge";
 
+/// How often the connection task checks, while the robot moves, whether
+/// the link has gone quiet.
+const QUIET_CHECK: Duration = Duration::from_millis(10);
+
 /// Opens a connection to a ROS graph through one of roslibrust's backends.
 ///
 /// [`RosbridgeConnector`] is the rosbridge one. Another backend (roslibrust's
@@ -268,6 +272,8 @@ struct Session<C: Connect> {
     goal: Option<<C::Link as TopicProvider>::Publisher<PoseStamped>>,
     readers: JoinSet<String>,
     link: C::Link,
+    /// The newest Twist published on `cmd_vel` moves the robot.
+    moving: bool,
 }
 
 fn link_error(what: &str, e: roslibrust::Error) -> String {
@@ -385,7 +391,7 @@ impl<C: Connect> Session<C> {
             let goal = link.advertise::<PoseStamped>(t.goal.as_str()).await.map_err(|e| link_error(&t.goal, e))?;
             (Some(cmd), Some(goal))
         };
-        Ok(Self { cmd_vel, speech, goal, readers, link })
+        Ok(Self { cmd_vel, speech, goal, readers, link, moving: false })
     }
 
     /// Publishes requests and probes the link until it fails or every
@@ -400,8 +406,15 @@ impl<C: Connect> Session<C> {
         let mut tick = tokio::time::interval(RosbridgeConfig::secs(config.probe_interval_s));
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         let mut probe: Option<tokio::task::JoinHandle<Result<f64, String>>> = None;
+        let mut quiet_tick = tokio::time::interval(QUIET_CHECK);
+        quiet_tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
             tokio::select! {
+                _ = quiet_tick.tick(), if self.moving => {
+                    if let Err(reason) = self.zero_if_quiet(config, shared).await {
+                        return End::Lost(reason);
+                    }
+                }
                 req = requests.recv() => {
                     let Some(req) = req else { return End::Closed };
                     if let Err(reason) = self.handle(req, config, shared).await {
@@ -439,10 +452,7 @@ impl<C: Connect> Session<C> {
         let timeout = RosbridgeConfig::secs(config.publish_timeout_s);
         // Outer error: the link is lost; inner error: this request failed.
         let outcome: Result<Result<(), HalError>, String> = match &req {
-            Request::Twist(twist, _) => match &self.cmd_vel {
-                Some(p) => publish(p, twist, timeout, &config.topics.cmd_vel).await.map(Ok),
-                None => Ok(Ok(())),
-            },
+            Request::Twist(twist, _) => self.twist(twist, config, shared).await,
             Request::Stop(_) => self.stop_burst(config).await.map(Ok),
             Request::Say(text, _) => {
                 publish(&self.speech, &StringMsg { data: text.clone() }, timeout, &config.topics.speech).await.map(Ok)
@@ -476,9 +486,57 @@ impl<C: Connect> Session<C> {
         }
     }
 
+    /// Publishes one Twist, unless it moves the robot while the link is
+    /// quiet (nothing received for `link_quiet_s`): then nothing goes out
+    /// and the request fails. The check is made here, where the Twists are
+    /// written, so nothing that moves can follow the zero Twist
+    /// [`zero_if_quiet`](Self::zero_if_quiet) queued.
+    async fn twist(
+        &mut self,
+        twist: &Twist,
+        config: &RosbridgeConfig,
+        shared: &Shared,
+    ) -> Result<Result<(), HalError>, String> {
+        let Some(p) = &self.cmd_vel else { return Ok(Ok(())) };
+        let moving = twist.linear.x != 0.0 || twist.angular.z != 0.0;
+        let quiet = shared.quiet_s();
+        if moving && quiet > config.link_quiet_s {
+            let reason = format!("link unhealthy: nothing received from the robot for {quiet:.2} s; velocity withheld");
+            return Ok(Err(HalError::Disconnected { endpoint: shared.endpoint.clone(), reason }));
+        }
+        publish(p, twist, RosbridgeConfig::secs(config.publish_timeout_s), &config.topics.cmd_vel).await?;
+        self.moving = moving;
+        Ok(Ok(()))
+    }
+
+    /// The moment the link goes quiet (nothing received for
+    /// `link_quiet_s`) with the robot moving, one zero Twist goes out: in a
+    /// frozen socket it waits right behind the last command, so when the
+    /// link thaws and the server replays what was queued, the replay ends
+    /// at rest within milliseconds instead of holding the stale motion.
+    async fn zero_if_quiet(&mut self, config: &RosbridgeConfig, shared: &Shared) -> Result<(), String> {
+        if shared.quiet_s() <= config.link_quiet_s {
+            return Ok(());
+        }
+        if let Some(p) = &self.cmd_vel {
+            let timeout = RosbridgeConfig::secs(config.publish_timeout_s);
+            publish(p, &Twist::default(), timeout, &config.topics.cmd_vel).await?;
+        }
+        self.moving = false;
+        shared.data().withholding = true;
+        let message = format!(
+            "link quiet for {:.2} s while moving: zero velocity queued behind the last command; velocity withheld \
+             until data flows",
+            shared.quiet_s()
+        );
+        shared.warn_limited("quiet while moving", &message);
+        Ok(())
+    }
+
     /// `stop_repeats` zero Twists, `stop_interval_s` apart (seed 003 §4.6).
     /// Nothing in a dry run.
-    async fn stop_burst(&self, config: &RosbridgeConfig) -> Result<(), String> {
+    async fn stop_burst(&mut self, config: &RosbridgeConfig) -> Result<(), String> {
+        self.moving = false;
         let Some(p) = &self.cmd_vel else { return Ok(()) };
         let zero = Twist::default();
         let timeout = RosbridgeConfig::secs(config.publish_timeout_s);

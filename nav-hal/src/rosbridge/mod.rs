@@ -57,7 +57,9 @@
 //!   stops.
 //! - While nothing has arrived for `link_quiet_s` the link is unhealthy:
 //!   `drive` publishes nothing and answers `Disconnected` (a frozen socket
-//!   would queue the Twists and rosbridge replay them on the thaw).
+//!   would queue the Twists and rosbridge replay them on the thaw). If the
+//!   robot was moving, one zero Twist goes out the moment the link goes
+//!   quiet, so a replay on the thaw ends at rest right away.
 //! - On connection loss the HAL tries the stop burst (it reaches the robot
 //!   only if the link is half-open) and publishes it again as soon as a new
 //!   session is up, before any other command. Dropping the last handle also
