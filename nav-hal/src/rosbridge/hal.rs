@@ -3,17 +3,20 @@
 use super::config::RosbridgeConfig;
 use super::convert;
 use super::link::{self, Connect, Request, RosbridgeConnector};
+use super::msg::action_msgs::GoalStatus;
 use super::msg::geometry_msgs::{Point, Pose, PoseStamped, Quaternion, Twist};
 use super::msg::std_msgs::Header;
-use super::state::{LastCommand, LinkStatus, RawImage, Sample, Shared};
+use super::nav2::{nav2_goal_state, nav2_usable};
+use super::state::{LastCommand, LinkStatus, Nav2Goal, RawImage, Sample, Shared};
 use crate::HalError;
 use crate::clock::MonotonicClock;
 use crate::hal::{
-    Actuators, CameraFrame, Capabilities, DepthFrame, MotionGuard, MotionOutcome, Odometry, Panorama, PanoramaView,
-    Sensors, StampedScan, StepOutcome, VelocityCommand,
+    Actuators, CameraFrame, Capabilities, DepthFrame, MotionGuard, MotionOutcome, NavGoalState, Odometry, Panorama,
+    PanoramaView, Sensors, StampedScan, StepOutcome, VelocityCommand,
 };
 use async_trait::async_trait;
 use nav_core::action::Action;
+use nav_core::geometry::Pose2;
 use nav_core::time::Clock;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -624,5 +627,75 @@ impl Actuators for RosbridgeHal {
     /// run.
     async fn stop(&mut self) -> Result<(), HalError> {
         self.commands.stop().await
+    }
+
+    /// Sends the goal to Nav2 on the goal topic (`geometry_msgs/PoseStamped`
+    /// in the odometry's frame) when `[rosbridge] nav2` allows it: `on`, or
+    /// `auto` with Nav2 found this session. `Unsupported` (the caller
+    /// drives the path itself) with `nav2 = "off"`, when Nav2 is not found,
+    /// and in a dry run (which sends no goals).
+    async fn start_goal(&mut self, goal: Pose2) -> Result<(), HalError> {
+        for (field, v) in [("x", goal.x), ("y", goal.y), ("yaw", goal.yaw)] {
+            if !v.is_finite() {
+                return Err(HalError::invalid_command(field, format!("must be finite, got {v}")));
+            }
+        }
+        let c = &self.commands;
+        if c.shared.is_latched() {
+            return Err(latched_error("start_goal"));
+        }
+        c.shared.ensure_connected()?;
+        let frame = {
+            let d = c.shared.data();
+            nav2_usable(&c.config, &d.nav2)?;
+            if d.odom_frame.is_empty() { "odom".to_string() } else { d.odom_frame.clone() }
+        };
+        let msg = PoseStamped {
+            header: Header { stamp: convert::time_from_s(0.0), frame_id: frame },
+            pose: Pose {
+                position: Point { x: goal.x, y: goal.y, z: 0.0 },
+                orientation: Quaternion::from_yaw(goal.yaw),
+            },
+        };
+        {
+            let mut d = c.shared.data();
+            let known = d.nav2.seen.keys().cloned().collect();
+            d.nav2.goal = Some(Nav2Goal { sent_s: c.shared.now_s(), known, id: None, status: 0 });
+        }
+        c.request("send Nav2 goal", |tx| Request::Goal(msg, tx)).await?;
+        c.shared.data().goal_sent = true;
+        info!(target: LOG, "goal ({:.2}, {:.2}) handed to Nav2 on {}", goal.x, goal.y, c.config.topics.goal);
+        Ok(())
+    }
+
+    /// The goal's state from Nav2's status topic: `Pending` until its id
+    /// shows up (`Failed` with `not_accepted` after
+    /// `nav2_accept_timeout_s`), then accepted/executing → `Active`,
+    /// succeeded, aborted, cancelled.
+    async fn goal_state(&mut self) -> Result<NavGoalState, HalError> {
+        let c = &self.commands;
+        c.shared.ensure_connected()?;
+        let now = c.shared.now_s();
+        let d = c.shared.data();
+        let Some(goal) = &d.nav2.goal else {
+            return Err(HalError::invalid_command("goal_state", "no goal was handed to Nav2"));
+        };
+        Ok(nav2_goal_state(goal, now, &c.config))
+    }
+
+    /// Cancels every NavigateToPose goal (Nav2's cancel service); the goal
+    /// handed over counts as cancelled from now on.
+    async fn cancel_goal(&mut self) -> Result<(), HalError> {
+        let c = &self.commands;
+        if c.config.dry_run {
+            return c.shared.ensure_connected();
+        }
+        if let Some(goal) = &mut c.shared.data().nav2.goal {
+            goal.status = goal.status.max(GoalStatus::CANCELING);
+        }
+        c.request("cancel Nav2 goals", Request::CancelGoals).await?;
+        c.shared.data().goal_sent = false;
+        info!(target: LOG, "Nav2 goal cancelled");
+        Ok(())
     }
 }

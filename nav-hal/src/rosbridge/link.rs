@@ -7,7 +7,7 @@
 //! roslibrust's [`TopicProvider`] + [`ServiceProvider`] traits; only
 //! [`RosbridgeConnector`] names the rosbridge backend.
 
-use super::config::{RosbridgeConfig, TopicsConfig};
+use super::config::{Nav2Mode, RosbridgeConfig, TopicsConfig};
 use super::convert;
 use super::msg::action_msgs::{CancelGoal, CancelGoalRequest};
 use super::msg::geometry_msgs::{PoseStamped, Twist};
@@ -15,6 +15,7 @@ use super::msg::nav_msgs::Odometry as OdometryMsg;
 use super::msg::rosapi::{GetTime, GetTimeRequest};
 use super::msg::sensor_msgs::{CompressedImage, Image, LaserScan};
 use super::msg::std_msgs::{Bool, String as StringMsg};
+use super::nav2;
 use super::state::{RawImage, Sample, Shared};
 use crate::HalError;
 use crate::hal::StampedScan;
@@ -61,6 +62,18 @@ pub trait Connect: Send + Sync + 'static {
         let service = service.to_string();
         async move { link.call_service::<S>(service.as_str(), request).await }
     }
+
+    /// Subscribes to a topic whose name roslibrust's [`TopicProvider`]
+    /// refuses (ROS 2's hidden names, `/navigate_to_pose/_action/status`).
+    /// The default goes through [`TopicProvider`]; a backend that can reach
+    /// hidden names overrides it.
+    fn subscribe_hidden<M: RosMessageType>(
+        link: &Self::Link,
+        topic: &str,
+    ) -> impl Future<Output = Result<<Self::Link as TopicProvider>::Subscriber<M>, roslibrust::Error>> + Send {
+        let topic = topic.to_string();
+        async move { link.subscribe::<M>(topic.as_str()).await }
+    }
 }
 
 /// Connects to rosbridge_server over WebSocket (`ws://HOST:9090`).
@@ -97,6 +110,14 @@ impl Connect for RosbridgeConnector {
         request: S::Request,
     ) -> Result<S::Response, roslibrust::Error> {
         link.call_service::<S>(service, request).await
+    }
+
+    /// rosbridge takes any topic the graph has (no client-side check).
+    async fn subscribe_hidden<M: RosMessageType>(
+        link: &Self::Link,
+        topic: &str,
+    ) -> Result<roslibrust::rosbridge::Subscriber<M>, roslibrust::Error> {
+        link.subscribe::<M>(topic).await
     }
 }
 
@@ -208,6 +229,12 @@ pub(crate) async fn run<C: Connect>(
         backoff.reset();
         shared.set_connected();
         info!(target: LOG, "connected to {}", shared.endpoint);
+        if had_session && !config.dry_run && std::mem::take(&mut shared.data().goal_sent) {
+            // Nav2 may still drive a goal navkit could not follow while the link was down.
+            if let Err(e) = session.cancel_goals(&config).await {
+                warn!(target: LOG, "cancelling Nav2 goals after reconnect failed: {e}");
+            }
+        }
         if had_session && !config.dry_run {
             // The base may still hold the last Twist from before the loss.
             if let Err(e) = session.stop_burst(&config).await {
@@ -319,10 +346,14 @@ impl<C: Connect> Session<C> {
         spawn_reader::<C::Link, OdometryMsg, _>(&link, &t.odom, shared, &mut readers, |msg, now| {
             let odom = convert::odometry_from_msg(&msg, now)?;
             let header_s = convert::stamp_s(&msg.header);
+            let frame = msg.header.frame_id;
             Ok((
                 header_s,
                 Box::new(move |d: &mut super::state::Data| {
                     d.odom = Some(Sample { value: odom, received_s: now });
+                    if d.odom_frame != frame {
+                        d.odom_frame = frame;
+                    }
                 }),
             ))
         })
@@ -383,6 +414,9 @@ impl<C: Connect> Session<C> {
             Ok((f64::NAN, Box::new(move |d: &mut super::state::Data| d.paused = msg.data)))
         })
         .await?;
+        if config.nav2 != Nav2Mode::Off {
+            readers.spawn(nav2::nav2_task::<C>(link.clone(), nav2::Nav2Watch::new(config), Arc::clone(shared)));
+        }
         let speech = link.advertise::<StringMsg>(t.speech.as_str()).await.map_err(|e| link_error(&t.speech, e))?;
         let (cmd_vel, goal) = if config.dry_run {
             (None, None)
@@ -461,18 +495,7 @@ impl<C: Connect> Session<C> {
                 Some(p) => publish(p, goal, timeout, &config.topics.goal).await.map(Ok),
                 None => Ok(Ok(())),
             },
-            Request::CancelGoals(_) => {
-                let service = config.topics.nav2_cancel_service.clone();
-                let call = C::call::<CancelGoal>(&self.link, &service, CancelGoalRequest::all());
-                match tokio::time::timeout(RosbridgeConfig::secs(config.probe_timeout_s), call).await {
-                    Ok(Ok(_)) => Ok(Ok(())),
-                    Ok(Err(roslibrust::Error::ServerError(m))) => {
-                        Ok(Err(HalError::Protocol { message: format!("{service}: {m}") }))
-                    }
-                    Ok(Err(e)) => Err(link_error(&service, e)),
-                    Err(_) => Err(format!("{service}: no reply within {:.1} s", config.probe_timeout_s)),
-                }
-            }
+            Request::CancelGoals(_) => self.cancel_goals(config).await,
         };
         match outcome {
             Ok(result) => {
@@ -531,6 +554,21 @@ impl<C: Connect> Session<C> {
         );
         shared.warn_limited("quiet while moving", &message);
         Ok(())
+    }
+
+    /// Cancels every NavigateToPose goal through Nav2's cancel service.
+    /// Outer error: the link is lost; inner error: the server refused.
+    async fn cancel_goals(&self, config: &RosbridgeConfig) -> Result<Result<(), HalError>, String> {
+        let service = config.topics.nav2_cancel_service.clone();
+        let call = C::call::<CancelGoal>(&self.link, &service, CancelGoalRequest::all());
+        match tokio::time::timeout(RosbridgeConfig::secs(config.probe_timeout_s), call).await {
+            Ok(Ok(_)) => Ok(Ok(())),
+            Ok(Err(roslibrust::Error::ServerError(m))) => {
+                Ok(Err(HalError::Protocol { message: format!("{service}: {m}") }))
+            }
+            Ok(Err(e)) => Err(link_error(&service, e)),
+            Err(_) => Err(format!("{service}: no reply within {:.1} s", config.probe_timeout_s)),
+        }
     }
 
     /// `stop_repeats` zero Twists, `stop_interval_s` apart (seed 003 §4.6).

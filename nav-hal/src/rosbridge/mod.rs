@@ -112,13 +112,14 @@ pub mod convert;
 mod hal;
 mod link;
 pub mod msg;
+mod nav2;
 mod state;
 mod steps;
 #[cfg(feature = "rosbridge-testing")]
 pub mod testing;
 pub mod wire;
 
-pub use config::{RosbridgeConfig, TopicsConfig};
+pub use config::{Nav2Mode, RosbridgeConfig, TopicsConfig};
 pub use hal::{RosbridgeHal, SpeechHandle, StopHandle};
 pub use link::{Connect, RosbridgeConnector};
 pub use state::{LastCommand, LinkStatus, TopicStatus};

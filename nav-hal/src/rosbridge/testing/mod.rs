@@ -46,8 +46,11 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+mod nav2;
 mod protocol;
 mod sim;
+
+pub use nav2::{BLOCKED_M as NAV2_BLOCKED_M, GOAL_TOLERANCE_M as NAV2_GOAL_TOLERANCE_M, Nav2GoalRecord};
 
 use super::config::TopicsConfig;
 use super::msg::geometry_msgs::Twist;
@@ -77,11 +80,24 @@ pub struct PeerConfig {
     /// The simulated base zeroes a Twist older than this; `None` (the
     /// default) holds it forever, the worst case a client must handle.
     pub cmd_vel_timeout_s: Option<f64>,
+    /// Emulate Nav2 ([`Nav2GoalRecord`], [`RosbridgePeer::nav2_abort`]): `/rosapi/topics`
+    /// lists its status topic, goals on the goal topic are driven to by
+    /// the peer itself (its Twists take precedence over `cmd_vel` while a
+    /// goal runs), with status on the status topic and the cancel service
+    /// honoured. Off by default: a robot without Nav2.
+    pub nav2: bool,
 }
 
 impl Default for PeerConfig {
     fn default() -> Self {
-        Self { topics: TopicsConfig::default(), tick_hz: 50.0, scan_hz: 10.0, camera_hz: 2.0, cmd_vel_timeout_s: None }
+        Self {
+            topics: TopicsConfig::default(),
+            tick_hz: 50.0,
+            scan_hz: 10.0,
+            camera_hz: 2.0,
+            cmd_vel_timeout_s: None,
+            nav2: false,
+        }
     }
 }
 
@@ -108,6 +124,7 @@ pub(crate) struct PeerState {
     pub scan_paused: bool,
     pub odom_paused: bool,
     pub null_arc: Option<(f64, f64)>,
+    pub nav2: nav2::Nav2Sim,
 }
 
 /// Shared by the peer's tasks.
@@ -200,7 +217,13 @@ impl RosbridgePeer {
             frozen: tokio::sync::watch::Sender::new(false),
             conns: Connections::default(),
             sim_clock: world.clock(),
-            state: Mutex::new(PeerState { world, scan_paused: false, odom_paused: false, null_arc: None }),
+            state: Mutex::new(PeerState {
+                world,
+                scan_paused: false,
+                odom_paused: false,
+                null_arc: None,
+                nav2: nav2::Nav2Sim::default(),
+            }),
             command: Mutex::new((Twist::default(), 0.0)),
             log: Mutex::new(Vec::new()),
         });
@@ -326,6 +349,26 @@ impl RosbridgePeer {
     /// The robot's true pose.
     pub fn pose(&self) -> Pose2 {
         self.shared.state().world.ground_truth_pose()
+    }
+
+    /// The goals the Nav2 emulation received, oldest first
+    /// ([`PeerConfig::nav2`]).
+    pub fn nav2_goals(&self) -> Vec<Nav2GoalRecord> {
+        self.shared.state().nav2.goals.clone()
+    }
+
+    /// Makes the emulated Nav2 abort its running goal (status 6 on the
+    /// status topic, as when its planner finds no path); false if none runs.
+    pub fn nav2_abort(&self) -> bool {
+        let now = self.shared.now_s();
+        let (aborted, status) = {
+            let mut st = self.shared.state();
+            (st.nav2.end(6, now), st.nav2.status_msg())
+        };
+        if aborted {
+            self.shared.conns.publish(&self.shared, &self.shared.config.topics.nav2_status, &status);
+        }
+        aborted
     }
 
     /// The Twist the simulated base is executing.

@@ -218,6 +218,16 @@ fn handle(shared: &PeerShared, id: u64, text: &str) {
                     ),
                 }
             }
+            if t == topics.goal && shared.config.nav2 {
+                let accepted = {
+                    let mut st = shared.state();
+                    st.nav2.accept(msg, now).map(|()| st.nav2.status_msg())
+                };
+                match accepted {
+                    Ok(status) => shared.conns.publish(shared, &topics.nav2_status, &status),
+                    Err(e) => status(shared, id, "error", &format!("publish on {t}: {e}"), op_id.as_ref()),
+                }
+            }
             // rosbridge delivers a publish to every subscriber of the topic.
             shared.conns.publish(shared, &t, msg);
         }
@@ -237,7 +247,23 @@ fn call_service(shared: &PeerShared, id: u64, service: Option<String>, op_id: Op
         let t = Time::from_secs_f64(nav_core::time::Clock::now_s(&shared.sim_clock));
         (json!({ "time": t }), true)
     } else if service == topics.nav2_cancel_service {
+        if shared.config.nav2 {
+            let now = shared.now_s();
+            let status = {
+                let mut st = shared.state();
+                st.nav2.end(5, now).then(|| st.nav2.status_msg())
+            };
+            if let Some(status) = status {
+                shared.conns.publish(shared, &topics.nav2_status, &status);
+            }
+        }
         (json!({ "return_code": 0, "goals_canceling": [] }), true)
+    } else if service == topics.topics_service {
+        let mut names = vec![topics.scan.clone(), topics.odom.clone(), topics.cmd_vel.clone(), "/rosout".to_string()];
+        if shared.config.nav2 {
+            names.extend([topics.goal.clone(), topics.nav2_status.clone()]);
+        }
+        (json!({ "topics": names, "types": [] }), true)
     } else {
         (json!(format!("Service {service} does not exist")), false)
     };
