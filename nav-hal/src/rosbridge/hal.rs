@@ -1,6 +1,6 @@
 //! [`RosbridgeHal`]: the HAL traits over a ROS graph, and [`StopHandle`].
 
-use super::config::RosbridgeConfig;
+use super::config::{Nav2Mode, RosbridgeConfig};
 use super::convert;
 use super::link::{self, Connect, Request, RosbridgeConnector};
 use super::msg::action_msgs::GoalStatus;
@@ -219,7 +219,8 @@ impl RosbridgeHal {
     }
 
     /// Waits until a fresh scan and odometry have arrived (what a control
-    /// loop needs before its first cycle). A scan that arrives but is a
+    /// loop needs before its first cycle) and, with `nav2 = "auto"`, until
+    /// the Nav2 detection has answered (or the timeout has passed). A scan that arrives but is a
     /// [`HalError::SensorFault`] counts as arrived: the topics work, and
     /// the control loop holds the robot still until the LiDAR recovers.
     pub async fn wait_for_sensors(&mut self, timeout: Duration) -> Result<(), HalError> {
@@ -229,8 +230,16 @@ impl RosbridgeHal {
                 Err(HalError::SensorFault { .. }) => Ok(()),
                 other => other.map(|_| ()),
             };
+            let nav2_answered = self.commands.config.nav2 == Nav2Mode::Off
+                || self.commands.config.dry_run
+                || self.commands.shared.data().nav2.available.is_some();
             let last = match (scan, self.odometry().await) {
-                (Ok(_), Ok(_)) => return Ok(()),
+                // the sensors are there; give Nav2's detection (one service call) the same time
+                (Ok(_), Ok(_)) if nav2_answered || tokio::time::Instant::now() >= deadline => return Ok(()),
+                (Ok(_), Ok(_)) => {
+                    tokio::time::sleep(Duration::from_millis(10)).await;
+                    continue;
+                }
                 (Err(e), _) | (_, Err(e)) => e,
             };
             if tokio::time::Instant::now() >= deadline {
@@ -238,6 +247,13 @@ impl RosbridgeHal {
             }
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
+    }
+
+    /// Whether Nav2 is there in this session (`[rosbridge] nav2 = "auto"`):
+    /// `None` until detection has answered (and with `nav2 = "off"`), else
+    /// `Ok` or why not.
+    pub fn nav2_status(&self) -> Option<Result<(), String>> {
+        self.commands.shared.data().nav2.available.clone()
     }
 
     /// Installs the safety check every Twist of a discrete action passes

@@ -46,6 +46,8 @@
 //! - `schedule`: when a call is due and the snapshot it sends;
 //! - `reply`: a reply applied to the loop state;
 //! - `active`: the action in progress and how it is followed;
+//! - `handoff`: navigation goals handed to the robot's own navigation
+//!   stack (Nav2), with the guard and the stop arbiter on top;
 //! - `control`: the watchdog tiers' commands, the guard and the stop
 //!   arbiter, the velocity published;
 //! - `state`: the loop state a decision changes.
@@ -53,6 +55,7 @@
 mod active;
 mod control;
 mod decision;
+mod handoff;
 mod reply;
 mod run;
 mod schedule;
@@ -259,10 +262,17 @@ impl ExploreLoop {
         let mut run = Run::start(&self.config, robot, ctx.clock).await?;
         run.write_start(robot, ctx, &self.planner_name)?;
         let end = loop {
-            if let Some(end) = run.tick(&mut self.decider, &self.signals, robot, ctx).await? {
-                break end;
+            match run.tick(&mut self.decider, &self.signals, robot, ctx).await {
+                Ok(Some(end)) => break end,
+                Ok(None) => {}
+                Err(e) => {
+                    // a goal the robot's own stack drives must not outlive the run
+                    run.close_handoff(robot).await;
+                    return Err(e);
+                }
             }
         };
+        run.close_handoff(robot).await;
         // stop: zero velocity (the HAL repeats it as its stop requires)
         robot.stop().await.ok();
         Ok(run.finish(end, ctx.clock))

@@ -13,6 +13,8 @@ use serde_json::json;
 pub(super) struct Sensed {
     pub(super) pose: Pose2,
     pub(super) speed_mps: f64,
+    /// Yaw rate from odometry, rad/s.
+    pub(super) angular_rps: f64,
     /// The scan, or `None` while sensing fails.
     pub(super) scan: Option<LaserScan>,
     /// Age of the scan, s (infinite without one).
@@ -65,6 +67,7 @@ impl Odometer {
         let scanned = robot.scan().await;
         let pose = odometry.as_ref().map_or(self.last_pose, |o| o.pose);
         let speed_mps = odometry.as_ref().map_or(0.0, |o| o.linear);
+        let angular_rps = odometry.as_ref().map_or(0.0, |o| o.angular);
         let failure = match (&odometry, &scanned) {
             (Err(e), _) | (_, Err(e)) => Some(e.to_string()),
             _ => None,
@@ -94,6 +97,6 @@ impl Odometer {
         }
         self.last_pose = pose;
         self.last_now = now;
-        Sensed { pose, speed_mps, scan, scan_age, failure }
+        Sensed { pose, speed_mps, angular_rps, scan, scan_age, failure }
     }
 }
