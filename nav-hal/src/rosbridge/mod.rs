@@ -17,14 +17,19 @@
 //! | `/navkit/pause` | `std_msgs/Bool` | in ([`RosbridgeHal::paused`]) |
 //! | `/cmd_vel` | `geometry_msgs/Twist` | out |
 //! | `/speech_output` | `std_msgs/String` | out ([`RosbridgeHal::say`]) |
-//! | `/goal_pose` | `geometry_msgs/PoseStamped` | out ([`RosbridgeHal::send_goal`]) |
+//! | `/goal_pose` | `geometry_msgs/PoseStamped` | out ([`RosbridgeHal::send_goal`], `start_goal`) |
+//! | `/navigate_to_pose/_action/status` | `action_msgs/GoalStatusArray` | in (Nav2 goals) |
 //!
 //! **Nav2 goals go to the `/goal_pose` topic, not the NavigateToPose
 //! action**: Nav2's bt_navigator subscribes to `/goal_pose` and starts the
 //! action itself, so no action client is needed over rosbridge (whose
 //! action support differs between ROS distributions and which roslibrust
-//! does not offer). Goals are cancelled through the action's
-//! `_action/cancel_goal` service, a plain service call.
+//! does not offer). [`Actuators::start_goal`](crate::hal::Actuators::start_goal)
+//! hands a goal over when `[rosbridge] nav2` allows it ([`Nav2Mode`]:
+//! `auto` finds Nav2 in rosapi's topic list) and follows it on the
+//! action's status topic (`/navigate_to_pose/_action/status`); goals are
+//! cancelled through the action's `_action/cancel_goal` service, a plain
+//! service call.
 //!
 //! # Time and staleness
 //!

@@ -22,7 +22,8 @@
 //! controls pause the scan or odometry stream, inject `null` ranges, drop or refuse
 //! connections, go silent (a half-open link), freeze the link both ways
 //! (messages queue in the socket and are replayed on the thaw), place an
-//! obstacle ahead and publish the pause flag.
+//! obstacle ahead and publish the pause flag. [`PeerConfig::nav2`] adds a
+//! Nav2 emulation (goals on `/goal_pose`, status, cancel, abort on request).
 //!
 //! ```
 //! use nav_hal::rosbridge::testing::RosbridgePeer;
