@@ -132,3 +132,19 @@ async fn without_nav2_off_or_in_a_dry_run_goals_are_unsupported() {
     tokio::time::sleep(Duration::from_millis(200)).await;
     assert!(with_nav2.published("/goal_pose").is_empty() && with_nav2.nav2_goals().is_empty());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stop_cancels_the_goal_nav2_drives_before_the_zero_twists() {
+    let peer = peer_with(PeerConfig { nav2: true, ..PeerConfig::default() }).await;
+    let mut hal = connected(fast_config(&peer.url())).await;
+    let goal = ahead(&mut hal, 0.6).await;
+    start(&mut hal, goal).await.unwrap();
+    eventually(3.0, async || (hal.goal_state().await.unwrap() == NavGoalState::Active).then_some(())).await.unwrap();
+    hal.stop().await.unwrap();
+    assert!(matches!(hal.goal_state().await.unwrap(), NavGoalState::Failed { code, .. } if code == "canceled"));
+    eventually(2.0, async || peer.nav2_goals().last().is_some_and(|g| g.status == 5).then_some(())).await.unwrap();
+    let received = peer.received();
+    let cancel = received.iter().position(|m| m.topic.as_deref() == Some("/navigate_to_pose/_action/cancel_goal"));
+    let first_zero = received.iter().position(|m| m.op == "publish" && m.topic.as_deref() == Some("/cmd_vel"));
+    assert!(cancel.unwrap() < first_zero.unwrap(), "the goal is cancelled before the stop burst");
+}

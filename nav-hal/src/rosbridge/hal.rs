@@ -93,9 +93,31 @@ impl Commands {
             self.record(0.0, 0.0, false);
             return Ok(());
         }
+        self.cancel_nav2_goal().await;
         self.request("stop", Request::Stop).await?;
         self.record(0.0, 0.0, true);
         Ok(())
+    }
+
+    /// Before a stop: a goal Nav2 still drives is cancelled first (its
+    /// controller would override the zero Twists). Best effort.
+    async fn cancel_nav2_goal(&self) {
+        let open = {
+            let mut d = self.shared.data();
+            let running = d.nav2.goal.as_ref().is_some_and(|g| g.status < GoalStatus::CANCELING);
+            if running && d.goal_sent {
+                if let Some(g) = &mut d.nav2.goal {
+                    g.status = GoalStatus::CANCELING;
+                }
+            }
+            running && d.goal_sent
+        };
+        if open {
+            match self.request("cancel Nav2 goals", Request::CancelGoals).await {
+                Ok(()) => self.shared.data().goal_sent = false,
+                Err(e) => warn!(target: LOG, "cancelling the Nav2 goal before stopping failed: {e}"),
+            }
+        }
     }
 
     async fn say(&self, text: &str) -> Result<(), HalError> {
@@ -639,8 +661,8 @@ impl Actuators for RosbridgeHal {
     }
 
     /// Publishes the stop burst: `stop_repeats` (5) zero Twists
-    /// `stop_interval_s` (20 ms) apart, seed 003 §4.6. Logged only in a dry
-    /// run.
+    /// `stop_interval_s` (20 ms) apart, seed 003 §4.6, after cancelling a
+    /// goal Nav2 still drives. Logged only in a dry run.
     async fn stop(&mut self) -> Result<(), HalError> {
         self.commands.stop().await
     }
