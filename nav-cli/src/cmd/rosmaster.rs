@@ -68,7 +68,9 @@ pub enum RobotProtocol {
 /// Explore with a real robot through rosbridge, or find an object
 /// (--protocol objectnav --target chair --planner vlm; docs/ROSMASTER.md).
 /// Start with --dry-run; Ctrl-C stops the robot (zero velocity) before
-/// exiting.
+/// exiting. Navigation goals go to Nav2 when rosapi lists its
+/// NavigateToPose status topic ([rosbridge] nav2 = "auto" | "on" | "off");
+/// navkit then publishes no cmd_vel and cancels the goal on any safety stop.
 #[derive(Args, Debug)]
 pub struct RosmasterArgs {
     /// explore (default) or objectnav (needs --target and --planner vlm).
