@@ -123,7 +123,10 @@ async fn serve(stream: TcpStream, shared: Arc<PeerShared>) {
                 _ = kill.changed() => break,
             }
         }
+        // biased: what the client sent is read before anything is written, so after a thaw every queued
+        // message is handled (as rosbridge_server replays them) even when writing to the client fails
         tokio::select! {
+            biased;
             _ = frozen.changed() => continue,
             incoming = source.next() => match incoming {
                 Some(Ok(Message::Text(text))) => handle(&shared, id, text.as_str()),
