@@ -166,3 +166,73 @@ pub(crate) async fn nav2_task<C: Connect>(link: C::Link, watch: Nav2Watch, share
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn id(n: u8) -> Vec<u8> {
+        vec![n; 16]
+    }
+
+    fn sent(state: &mut Nav2State, at_s: f64) {
+        let known = state.seen.keys().cloned().collect();
+        state.goal = Some(Nav2Goal { sent_s: at_s, known, id: None, status: 0 });
+    }
+
+    #[test]
+    fn the_goal_is_the_first_new_running_id_and_follows_its_status() {
+        let config = RosbridgeConfig::default();
+        let mut nav2 = Nav2State::default();
+        // goals from before (someone else's, finished) are not ours
+        nav2.update(&[(id(1), GoalStatus::SUCCEEDED), (id(2), GoalStatus::EXECUTING)]);
+        sent(&mut nav2, 10.0);
+        let goal = |n: &Nav2State| nav2_goal_state(n.goal.as_ref().unwrap(), 10.5, &config);
+        assert_eq!(goal(&nav2), NavGoalState::Pending);
+        // the old running goal is preempted (aborted); the new id is ours, the aborted old one is not
+        nav2.update(&[(id(1), 4), (id(2), GoalStatus::ABORTED), (id(7), 5), (id(3), GoalStatus::ACCEPTED)]);
+        assert_eq!(nav2.goal.as_ref().unwrap().id, Some(id(3)), "a new running id is preferred");
+        assert_eq!(goal(&nav2), NavGoalState::Active);
+        nav2.update(&[(id(3), GoalStatus::EXECUTING)]);
+        assert_eq!(goal(&nav2), NavGoalState::Active);
+        nav2.update(&[(id(3), GoalStatus::SUCCEEDED)]);
+        assert_eq!(goal(&nav2), NavGoalState::Succeeded);
+        nav2.update(&[(id(3), GoalStatus::ABORTED)]);
+        assert!(matches!(goal(&nav2), NavGoalState::Failed { code, .. } if code == "aborted"));
+    }
+
+    #[test]
+    fn a_goal_nobody_accepts_fails_after_the_timeout_and_cancelled_ones_say_so() {
+        let config = RosbridgeConfig { nav2_accept_timeout_s: 2.0, ..RosbridgeConfig::default() };
+        let mut nav2 = Nav2State::default();
+        sent(&mut nav2, 1.0);
+        let g = nav2.goal.clone().unwrap();
+        assert_eq!(nav2_goal_state(&g, 2.9, &config), NavGoalState::Pending);
+        match nav2_goal_state(&g, 3.1, &config) {
+            NavGoalState::Failed { code, reason } => {
+                assert_eq!(code, "not_accepted");
+                assert!(reason.contains("within 2.0 s") && reason.contains("/goal_pose"), "{reason}");
+            }
+            other => panic!("{other:?}"),
+        }
+        let cancelled = Nav2Goal { status: GoalStatus::CANCELING, ..g };
+        assert!(
+            matches!(nav2_goal_state(&cancelled, 1.5, &config), NavGoalState::Failed { code, .. } if code == "canceled")
+        );
+    }
+
+    #[test]
+    fn usable_only_when_allowed_and_found() {
+        let mut nav2 = Nav2State::default();
+        let auto = RosbridgeConfig::default();
+        assert!(nav2_usable(&auto, &nav2).is_err(), "still looking");
+        nav2.available = Some(Err("not in /rosapi/topics".into()));
+        assert!(matches!(nav2_usable(&auto, &nav2), Err(HalError::Unsupported { what }) if what.contains("not found")));
+        nav2.available = Some(Ok(()));
+        assert!(nav2_usable(&auto, &nav2).is_ok());
+        assert!(nav2_usable(&RosbridgeConfig { nav2: Nav2Mode::Off, ..auto.clone() }, &nav2).is_err());
+        assert!(nav2_usable(&RosbridgeConfig { dry_run: true, ..auto.clone() }, &nav2).is_err());
+        nav2.available = None;
+        assert!(nav2_usable(&RosbridgeConfig { nav2: Nav2Mode::On, ..auto }, &nav2).is_ok(), "on: no detection");
+    }
+}
