@@ -1,15 +1,18 @@
 //! The peer's Nav2 emulation ([`PeerConfig::nav2`](super::PeerConfig::nav2)):
 //! goals on the goal topic become NavigateToPose goals with ids of their
-//! own, listed on the action's status topic; the emulated controller drives
-//! the simulated robot toward the goal, succeeds within
-//! [`GOAL_TOLERANCE_M`], aborts when something is within [`BLOCKED_M`]
-//! ahead, and honours the cancel service, like Nav2's bt_navigator and
-//! controller server do from a client's point of view.
+//! own, listed on the action's status topic; the emulation plans an A*
+//! path on a costmap it builds from the simulated LiDAR (replanned every
+//! second), follows it with pure pursuit on the arcs the base allows,
+//! succeeds within [`GOAL_TOLERANCE_M`], aborts when it finds no path or
+//! something is within [`BLOCKED_M`] ahead, and honours the cancel service,
+//! like Nav2's bt_navigator, planner and controller servers do from a
+//! client's point of view.
 
 use crate::rosbridge::msg::geometry_msgs::{PoseStamped, Twist};
 use crate::sim::SimWorld;
 use base64::Engine as _;
 use nav_core::geometry::{Point2, normalize_angle};
+use nav_core::local_map::{LocalMap, LocalMapConfig};
 use serde::Serialize;
 use serde_json::{Value, json};
 
@@ -23,6 +26,8 @@ const SPEED_MPS: f64 = 0.15;
 /// Yaw-rate limit of the emulated controller, rad/s (0.3 m turning radius
 /// at [`SPEED_MPS`]).
 const MAX_YAW_RATE: f64 = 0.5;
+/// Look-ahead of the emulated path follower, m.
+const LOOKAHEAD_M: f64 = 0.4;
 
 /// One NavigateToPose goal the emulation received.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -54,6 +59,13 @@ impl Nav2GoalRecord {
 pub(crate) struct Nav2Sim {
     pub goals: Vec<Nav2GoalRecord>,
     next_id: u8,
+    /// Its costmap, built from the simulated LiDAR in the odometry frame
+    /// (Nav2's local and global costmaps in one).
+    map: Option<LocalMap>,
+    /// The planned path to the running goal and when it was planned.
+    path: Vec<Point2>,
+    planned_s: f64,
+    ticks: u64,
 }
 
 impl Nav2Sim {
@@ -84,6 +96,7 @@ impl Nav2Sim {
             return Err("the goal position is not finite".into());
         }
         self.end(6, now_s);
+        self.path.clear();
         self.next_id = self.next_id.wrapping_add(1);
         let id = (0..16u8).map(|i| self.next_id.wrapping_mul(31).wrapping_add(i)).collect();
         self.goals.push(Nav2GoalRecord {
@@ -120,12 +133,34 @@ impl Nav2Sim {
     /// says a goal ended this tick.
     pub fn control(&mut self, world: &mut SimWorld, now_s: f64, changed: &mut bool) -> Option<Twist> {
         let pose = world.odometry().pose;
+        self.ticks += 1;
+        let scan = (self.ticks % 5 == 0 || self.map.is_none()).then(|| world.scan().scan);
+        if let Some(scan) = &scan {
+            let map = match &mut self.map {
+                Some(m) => m,
+                None => self.map.insert(LocalMap::new(LocalMapConfig::default(), pose.position()).ok()?),
+            };
+            map.integrate(pose, scan);
+        }
         let target = self.running()?.target;
         if pose.position().distance(target) <= GOAL_TOLERANCE_M {
             *changed = self.end(4, now_s);
             return Some(Twist::default());
         }
-        let scan = world.scan().scan;
+        if self.path.is_empty() || now_s - self.planned_s >= 1.0 {
+            self.planned_s = now_s;
+            let map = self.map.as_mut()?;
+            let costs = map.costmap();
+            let plan = map.plan(&costs, pose.position(), target);
+            self.path =
+                if plan.success { plan.cells.iter().map(|c| costs.grid_to_world(*c)).collect() } else { Vec::new() };
+            if self.path.is_empty() {
+                // the planner finds no way: Nav2 aborts the goal
+                *changed = self.end(6, now_s);
+                return Some(Twist::default());
+            }
+        }
+        let scan = scan.unwrap_or_else(|| world.scan().scan);
         let blocked = (0..scan.len())
             .filter(|&i| normalize_angle(scan.angle(i)).abs() <= 20f64.to_radians())
             .filter_map(|i| scan.obstacle(scan.ranges[i]))
@@ -134,8 +169,15 @@ impl Nav2Sim {
             *changed = self.end(6, now_s);
             return Some(Twist::default());
         }
-        let bearing = pose.relative_bearing(target);
-        let w = (1.5 * bearing).clamp(-MAX_YAW_RATE, MAX_YAW_RATE);
+        // pure pursuit: the first path point at least LOOKAHEAD_M away, after the nearest one
+        let nearest = (0..self.path.len())
+            .min_by(|&a, &b| self.path[a].distance(pose.position()).total_cmp(&self.path[b].distance(pose.position())))
+            .unwrap_or(0);
+        let aim =
+            self.path[nearest..].iter().find(|p| p.distance(pose.position()) >= LOOKAHEAD_M).copied().unwrap_or(target);
+        let alpha = pose.relative_bearing(aim);
+        let w = (2.0 * SPEED_MPS * alpha.sin() / LOOKAHEAD_M).clamp(-MAX_YAW_RATE, MAX_YAW_RATE);
+        let w = if alpha.abs() > std::f64::consts::FRAC_PI_2 { MAX_YAW_RATE.copysign(alpha) } else { w };
         Some(Twist::planar(SPEED_MPS, w))
     }
 }
