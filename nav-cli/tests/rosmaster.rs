@@ -361,24 +361,34 @@ async fn a_frozen_link_is_noticed_within_a_second_and_replays_no_late_motion() {
     let received = peer.received();
     let first_conn = received[before.saturating_sub(1)].connection;
     // what the frozen connection delivered on the thaw: everything it had queued
-    let replay: Vec<Twist> = received[before..]
+    let replay: Vec<(f64, Twist)> = received[before..]
         .iter()
         .filter(|m| m.connection == first_conn && m.at_s >= thawed_at)
         .filter(|m| m.op == "publish" && m.topic.as_deref() == Some("/cmd_vel"))
-        .map(|m| serde_json::from_value(m.raw["msg"].clone()).unwrap())
+        .map(|m| (m.at_s, serde_json::from_value(m.raw["msg"].clone()).unwrap()))
         .collect();
-    let moving = replay.iter().filter(|t| !zero(t)).count();
+    let moving = replay.iter().filter(|(_, t)| !zero(t)).count();
+    // how long the replayed stale motion lasted on the base: from the first replayed non-zero Twist
+    // to the zero Twist right behind the last one
+    let first_moving = replay.iter().find(|(_, t)| !zero(t)).map(|(at, _)| *at);
+    let stale_ms = first_moving.map_or(0.0, |from| {
+        let last_moving = replay.iter().rposition(|(_, t)| !zero(t)).unwrap();
+        let rest = replay[last_moving..].iter().find(|(_, t)| zero(t)).map_or(f64::INFINITY, |(at, _)| *at);
+        (rest - from) * 1000.0
+    });
 
     println!(
-        "frozen link: noticed after {noticed:.2} s; replayed on the thaw: {} Twists, {moving} non-zero, last {:?}",
+        "frozen link: noticed after {noticed:.2} s; replayed on the thaw: {} Twists, {moving} non-zero, \
+         stale motion for {stale_ms:.1} ms, last {:?}",
         replay.len(),
-        replay.last().map(|t| (t.linear.x, t.angular.z))
+        replay.last().map(|(_, t)| (t.linear.x, t.angular.z))
     );
     assert!(noticed <= 1.0 + SLACK_S, "noticed after {noticed:.2} s");
-    // at most the Twists of the link_quiet_s window (0.15 s at 20 Hz) before the link looked unhealthy;
-    // what is sent later (the zero Twist on the unhealthy link, the stop burst) queues in the client
-    // behind the outstanding link probe and never reaches the frozen socket
+    // at most the Twists of the link_quiet_s window (0.1 s at 20 Hz) before the link looked quiet, and the
+    // zero Twist queued the moment it did right behind them: the replay ends at rest at once
     assert!(moving <= 4, "{moving} stale non-zero Twists replayed: {replay:?}");
+    assert!(replay.last().is_none_or(|(_, t)| zero(t)), "the replay ends at rest: {replay:?}");
+    assert!(stale_ms <= 50.0, "the replayed stale motion lasted {stale_ms:.1} ms: {replay:?}");
     let second: Vec<Twist> = received
         .iter()
         .filter(|m| m.connection > first_conn && m.op == "publish" && m.topic.as_deref() == Some("/cmd_vel"))

@@ -30,12 +30,12 @@
 
 use crate::HalError;
 use crate::hal::{
-    Actuators, CameraFrame, Capabilities, DepthFrame, Detection, LabelFrame, MotionOutcome, Odometry, Panorama,
-    Sensors, StampedScan, StepOutcome, VelocityCommand,
+    Actuators, CameraFrame, Capabilities, DepthFrame, Detection, LabelFrame, MotionOutcome, NavGoalState, Odometry,
+    Panorama, Sensors, StampedScan, StepOutcome, VelocityCommand,
 };
 use async_trait::async_trait;
 use nav_core::action::Action;
-use nav_core::geometry::Point2;
+use nav_core::geometry::{Point2, Pose2};
 use std::sync::{Arc, Mutex};
 
 /// Sees every sensor reading taken through a [`Tapped`] robot. Every method
@@ -174,6 +174,18 @@ impl<R: Actuators> Actuators for Tapped<R> {
 
     async fn stop(&mut self) -> Result<(), HalError> {
         self.inner.stop().await
+    }
+
+    async fn start_goal(&mut self, goal: Pose2) -> Result<(), HalError> {
+        self.inner.start_goal(goal).await
+    }
+
+    async fn goal_state(&mut self) -> Result<NavGoalState, HalError> {
+        self.inner.goal_state().await
+    }
+
+    async fn cancel_goal(&mut self) -> Result<(), HalError> {
+        self.inner.cancel_goal().await
     }
 }
 

@@ -27,7 +27,7 @@ use link::RobotLink;
 use nav_core::drive::DriveKind;
 use nav_hal::HalError;
 use nav_hal::hal::Sensors;
-use nav_hal::rosbridge::{RosbridgeConfig, RosbridgeHal, StopHandle};
+use nav_hal::rosbridge::{Nav2Mode, RosbridgeConfig, RosbridgeHal, StopHandle};
 use nav_hal::tap::Tapped;
 use nav_planner::navigator::billing::{BackendSummary, backend_line};
 use nav_planner::navigator::explore_loop::{ExploreLoop, ExploreLoopConfig, ExploreOutcome, ExploreSignals, Pacing};
@@ -68,7 +68,9 @@ pub enum RobotProtocol {
 /// Explore with a real robot through rosbridge, or find an object
 /// (--protocol objectnav --target chair --planner vlm; docs/ROSMASTER.md).
 /// Start with --dry-run; Ctrl-C stops the robot (zero velocity) before
-/// exiting.
+/// exiting. Navigation goals go to Nav2 when rosapi lists its
+/// NavigateToPose status topic ([rosbridge] nav2 = "auto" | "on" | "off");
+/// navkit then publishes no cmd_vel and cancels the goal on any safety stop.
 #[derive(Args, Debug)]
 pub struct RosmasterArgs {
     /// explore (default) or objectnav (needs --target and --planner vlm).
@@ -396,6 +398,24 @@ async fn announce(hal: &mut RosbridgeHal, setup: &Setup, dry_run: bool, explore:
     let planner = if setup.vlm.is_some() { "vlm" } else { "offline" };
     if !explore {
         return;
+    }
+    match (c.nav2, hal.nav2_status()) {
+        (Nav2Mode::Off, _) => eprintln!("nav rosmaster: nav2 = \"off\": navkit drives its own paths"),
+        _ if dry_run => eprintln!("nav rosmaster: DRY RUN: no goals go to Nav2; navkit plans its own paths"),
+        (Nav2Mode::On, _) => {
+            eprintln!("nav rosmaster: nav2 = \"on\": navigation goals go to Nav2 on {}", c.topics.goal)
+        }
+        (Nav2Mode::Auto, Some(Ok(()))) => eprintln!(
+            "nav rosmaster: Nav2 found ({}): navigation goals go to Nav2 on {}; navkit publishes no cmd_vel while \
+             Nav2 drives and cancels the goal on any safety stop",
+            c.topics.nav2_status, c.topics.goal
+        ),
+        (Nav2Mode::Auto, Some(Err(why))) => {
+            eprintln!("nav rosmaster: Nav2 not found ({why}): navkit drives its own paths")
+        }
+        (Nav2Mode::Auto, None) => {
+            eprintln!("nav rosmaster: still looking for Nav2: navkit drives its own paths meanwhile")
+        }
     }
     eprintln!(
         "nav rosmaster: exploring with the {planner} planner for up to {:.0} s; pause with {} (std_msgs/Bool); \

@@ -20,14 +20,14 @@ pub use guard::{GuardVerdict, MotionGuard};
 /// shared with the safety layer); re-exported here because every `Sensors::scan` caller needs it.
 pub use nav_core::lidar::StampedScan;
 pub use types::{
-    CameraFrame, Capabilities, DepthFrame, Detection, LabelFrame, LabelRegion, MotionOutcome, Odometry, Panorama,
-    PanoramaView, StepOutcome, VelocityCommand,
+    CameraFrame, Capabilities, DepthFrame, Detection, LabelFrame, LabelRegion, MotionOutcome, NavGoalState, Odometry,
+    Panorama, PanoramaView, StepOutcome, VelocityCommand,
 };
 
 use crate::HalError;
 use async_trait::async_trait;
 use nav_core::action::Action;
-use nav_core::geometry::Point2;
+use nav_core::geometry::{Point2, Pose2};
 
 /// Reading the robot's sensors.
 #[async_trait]
@@ -109,6 +109,29 @@ pub trait Actuators: Send {
     /// Stops all motion now.
     async fn stop(&mut self) -> Result<(), HalError> {
         Err(HalError::unsupported("stop"))
+    }
+
+    /// Hands a navigation goal (odometry frame; `goal.yaw` is the heading
+    /// to arrive with) to the robot's own navigation stack (Nav2 on a ROS 2
+    /// robot), which then drives the robot itself: the caller publishes no
+    /// velocity commands until the goal ends ([`goal_state`](Self::goal_state)),
+    /// and calls [`cancel_goal`](Self::cancel_goal) whenever it must stop
+    /// the robot. [`HalError::Unsupported`] when the robot has no such
+    /// stack or it is not available now: the caller drives the path itself.
+    async fn start_goal(&mut self, goal: Pose2) -> Result<(), HalError> {
+        let _ = goal;
+        Err(HalError::unsupported("navigation goals for the robot's own navigation stack"))
+    }
+
+    /// The state of the goal handed over with [`start_goal`](Self::start_goal).
+    async fn goal_state(&mut self) -> Result<NavGoalState, HalError> {
+        Err(HalError::unsupported("navigation goals for the robot's own navigation stack"))
+    }
+
+    /// Cancels the goal handed over with [`start_goal`](Self::start_goal):
+    /// the robot's stack stops driving.
+    async fn cancel_goal(&mut self) -> Result<(), HalError> {
+        Err(HalError::unsupported("navigation goals for the robot's own navigation stack"))
     }
 }
 

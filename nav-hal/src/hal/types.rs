@@ -23,6 +23,26 @@ pub struct Odometry {
     pub ground_truth: bool,
 }
 
+/// The state of a navigation goal handed to the robot's own navigation
+/// stack with [`Actuators::start_goal`](super::Actuators::start_goal).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "state", rename_all = "snake_case")]
+pub enum NavGoalState {
+    /// Sent; the stack has not accepted it yet.
+    Pending,
+    /// Accepted: the stack drives the robot.
+    Active,
+    /// Reached.
+    Succeeded,
+    /// Ended without reaching it.
+    Failed {
+        /// A short code: `aborted`, `canceled`, `rejected`, `not_accepted`.
+        code: String,
+        /// The reason in words.
+        reason: String,
+    },
+}
+
 /// An RGB camera image with its field of view.
 #[derive(Debug, Clone, PartialEq)]
 pub struct CameraFrame {

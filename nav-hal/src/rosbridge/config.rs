@@ -8,6 +8,21 @@ use nav_core::drive::DriveKind;
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
 
+/// Whether `navigate_to_goal` goals go to Nav2 (`[rosbridge] nav2`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Nav2Mode {
+    /// When rosapi's topic list (`topics.topics_service`) holds Nav2's
+    /// status topic (`topics.nav2_status`), checked on every connection;
+    /// otherwise navkit follows its own path.
+    #[default]
+    Auto,
+    /// Always (no detection): a goal Nav2 does not accept fails.
+    On,
+    /// Never: navkit follows its own A* path with its 20 Hz control loop.
+    Off,
+}
+
 /// Topic and service names. Defaults are the ROSMASTER A1's (seed 003
 /// §2.1) plus navkit's own pause and speech topics.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -38,8 +53,15 @@ pub struct TopicsConfig {
     pub goal: String,
     /// Nav2's cancel service (`action_msgs/CancelGoal`), called by
     /// [`emergency_stop`](super::RosbridgeHal::emergency_stop) after a goal
-    /// was sent.
+    /// was sent and whenever a goal handed to Nav2 must end.
     pub nav2_cancel_service: String,
+    /// Nav2's NavigateToPose status topic (`action_msgs/GoalStatusArray`):
+    /// how a goal sent on [`goal`](Self::goal) is followed (accepted,
+    /// succeeded, aborted, cancelled).
+    pub nav2_status: String,
+    /// rosapi's topic list (`rosapi/Topics`): `nav2 = "auto"` uses Nav2
+    /// when [`nav2_status`](Self::nav2_status) is in it.
+    pub topics_service: String,
     /// Service called as the link probe (any reply, even "no such
     /// service", proves the link is alive); empty disables the probe.
     /// rosbridge's launch file starts rosapi, which offers
@@ -59,6 +81,8 @@ impl Default for TopicsConfig {
             speech: "/speech_output".into(),
             goal: "/goal_pose".into(),
             nav2_cancel_service: "/navigate_to_pose/_action/cancel_goal".into(),
+            nav2_status: "/navigate_to_pose/_action/status".into(),
+            topics_service: "/rosapi/topics".into(),
             probe_service: "/rosapi/get_time".into(),
         }
     }
@@ -150,7 +174,10 @@ pub struct RosbridgeConfig {
     /// With nothing received from the robot (any topic, any probe reply)
     /// for this long the link is *unhealthy*: no velocity command is
     /// published (a frozen socket would queue them, and the server would
-    /// replay them when the link thaws) until something arrives again, s.
+    /// replay them when the link thaws) until something arrives again, and
+    /// if the robot was moving one zero Twist goes out at once, so a replay
+    /// ends at rest, s. Keep it above a few odometry periods (0.1 s = five
+    /// at 50 Hz).
     pub link_quiet_s: f64,
     /// A publish that takes longer marks the link lost, s.
     pub publish_timeout_s: f64,
@@ -158,8 +185,17 @@ pub struct RosbridgeConfig {
     pub stop_repeats: u32,
     /// Spacing of the stop Twists, s (seed 003 §4.6: 20 ms, 50 Hz).
     pub stop_interval_s: f64,
-    /// Frame of Nav2 goals.
+    /// Frame of Nav2 goals sent with [`send_goal`](super::RosbridgeHal::send_goal)
+    /// (goals of [`start_goal`](crate::hal::Actuators::start_goal) are in
+    /// the odometry frame and carry the odometry's `frame_id`).
     pub goal_frame: String,
+    /// Whether `navigate_to_goal` hands its goals to Nav2
+    /// ([`Nav2Mode`]): `auto` (the default) when rosapi lists Nav2's
+    /// status topic, `on` always, `off` never (navkit drives the path).
+    pub nav2: Nav2Mode,
+    /// A goal handed to Nav2 that does not show up as accepted on the
+    /// status topic within this long fails (`not_accepted`), s.
+    pub nav2_accept_timeout_s: f64,
     /// `nav rosmaster` speaks every `report_discovery` on the speech topic
     /// (`topics.speech`); never in a dry run.
     pub speak_discoveries: bool,
@@ -194,11 +230,13 @@ impl Default for RosbridgeConfig {
             connect_timeout_s: 3.0,
             probe_interval_s: 0.25,
             probe_timeout_s: 0.6,
-            link_quiet_s: 0.15,
+            link_quiet_s: 0.1,
             publish_timeout_s: 0.5,
             stop_repeats: 5,
             stop_interval_s: 0.02,
             goal_frame: "map".into(),
+            nav2: Nav2Mode::Auto,
+            nav2_accept_timeout_s: 3.0,
             speak_discoveries: true,
             steps: StepMotionConfig::default(),
         }
@@ -239,7 +277,11 @@ impl RosbridgeConfig {
                 return bad(field, e.to_string());
             }
         }
-        let mut services = vec![("topics.nav2_cancel_service", &t.nav2_cancel_service)];
+        let mut services = vec![
+            ("topics.nav2_cancel_service", &t.nav2_cancel_service),
+            ("topics.nav2_status", &t.nav2_status),
+            ("topics.topics_service", &t.topics_service),
+        ];
         if !t.probe_service.is_empty() {
             services.push(("topics.probe_service", &t.probe_service));
         }
@@ -262,6 +304,7 @@ impl RosbridgeConfig {
             ("probe_timeout_s", self.probe_timeout_s),
             ("link_quiet_s", self.link_quiet_s),
             ("publish_timeout_s", self.publish_timeout_s),
+            ("nav2_accept_timeout_s", self.nav2_accept_timeout_s),
         ];
         for (field, v) in positive {
             if !(v.is_finite() && v > 0.0) {

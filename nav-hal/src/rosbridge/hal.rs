@@ -1,19 +1,22 @@
 //! [`RosbridgeHal`]: the HAL traits over a ROS graph, and [`StopHandle`].
 
-use super::config::RosbridgeConfig;
+use super::config::{Nav2Mode, RosbridgeConfig};
 use super::convert;
 use super::link::{self, Connect, Request, RosbridgeConnector};
+use super::msg::action_msgs::GoalStatus;
 use super::msg::geometry_msgs::{Point, Pose, PoseStamped, Quaternion, Twist};
 use super::msg::std_msgs::Header;
-use super::state::{LastCommand, LinkStatus, RawImage, Sample, Shared};
+use super::nav2::{nav2_goal_state, nav2_usable};
+use super::state::{LastCommand, LinkStatus, Nav2Goal, RawImage, Sample, Shared};
 use crate::HalError;
 use crate::clock::MonotonicClock;
 use crate::hal::{
-    Actuators, CameraFrame, Capabilities, DepthFrame, MotionGuard, MotionOutcome, Odometry, Panorama, PanoramaView,
-    Sensors, StampedScan, StepOutcome, VelocityCommand,
+    Actuators, CameraFrame, Capabilities, DepthFrame, MotionGuard, MotionOutcome, NavGoalState, Odometry, Panorama,
+    PanoramaView, Sensors, StampedScan, StepOutcome, VelocityCommand,
 };
 use async_trait::async_trait;
 use nav_core::action::Action;
+use nav_core::geometry::Pose2;
 use nav_core::time::Clock;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -90,9 +93,31 @@ impl Commands {
             self.record(0.0, 0.0, false);
             return Ok(());
         }
+        self.cancel_nav2_goal().await;
         self.request("stop", Request::Stop).await?;
         self.record(0.0, 0.0, true);
         Ok(())
+    }
+
+    /// Before a stop: a goal Nav2 still drives is cancelled first (its
+    /// controller would override the zero Twists). Best effort.
+    async fn cancel_nav2_goal(&self) {
+        let open = {
+            let mut d = self.shared.data();
+            let running = d.nav2.goal.as_ref().is_some_and(|g| g.status < GoalStatus::CANCELING);
+            if running && d.goal_sent {
+                if let Some(g) = &mut d.nav2.goal {
+                    g.status = GoalStatus::CANCELING;
+                }
+            }
+            running && d.goal_sent
+        };
+        if open {
+            match self.request("cancel Nav2 goals", Request::CancelGoals).await {
+                Ok(()) => self.shared.data().goal_sent = false,
+                Err(e) => warn!(target: LOG, "cancelling the Nav2 goal before stopping failed: {e}"),
+            }
+        }
     }
 
     async fn say(&self, text: &str) -> Result<(), HalError> {
@@ -216,7 +241,8 @@ impl RosbridgeHal {
     }
 
     /// Waits until a fresh scan and odometry have arrived (what a control
-    /// loop needs before its first cycle). A scan that arrives but is a
+    /// loop needs before its first cycle) and, with `nav2 = "auto"`, until
+    /// the Nav2 detection has answered (or the timeout has passed). A scan that arrives but is a
     /// [`HalError::SensorFault`] counts as arrived: the topics work, and
     /// the control loop holds the robot still until the LiDAR recovers.
     pub async fn wait_for_sensors(&mut self, timeout: Duration) -> Result<(), HalError> {
@@ -226,8 +252,16 @@ impl RosbridgeHal {
                 Err(HalError::SensorFault { .. }) => Ok(()),
                 other => other.map(|_| ()),
             };
+            let nav2_answered = self.commands.config.nav2 == Nav2Mode::Off
+                || self.commands.config.dry_run
+                || self.commands.shared.data().nav2.available.is_some();
             let last = match (scan, self.odometry().await) {
-                (Ok(_), Ok(_)) => return Ok(()),
+                // the sensors are there; give Nav2's detection (one service call) the same time
+                (Ok(_), Ok(_)) if nav2_answered || tokio::time::Instant::now() >= deadline => return Ok(()),
+                (Ok(_), Ok(_)) => {
+                    tokio::time::sleep(Duration::from_millis(10)).await;
+                    continue;
+                }
                 (Err(e), _) | (_, Err(e)) => e,
             };
             if tokio::time::Instant::now() >= deadline {
@@ -235,6 +269,13 @@ impl RosbridgeHal {
             }
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
+    }
+
+    /// Whether Nav2 is there in this session (`[rosbridge] nav2 = "auto"`):
+    /// `None` until detection has answered (and with `nav2 = "off"`), else
+    /// `Ok` or why not.
+    pub fn nav2_status(&self) -> Option<Result<(), String>> {
+        self.commands.shared.data().nav2.available.clone()
     }
 
     /// Installs the safety check every Twist of a discrete action passes
@@ -620,9 +661,79 @@ impl Actuators for RosbridgeHal {
     }
 
     /// Publishes the stop burst: `stop_repeats` (5) zero Twists
-    /// `stop_interval_s` (20 ms) apart, seed 003 §4.6. Logged only in a dry
-    /// run.
+    /// `stop_interval_s` (20 ms) apart, seed 003 §4.6, after cancelling a
+    /// goal Nav2 still drives. Logged only in a dry run.
     async fn stop(&mut self) -> Result<(), HalError> {
         self.commands.stop().await
+    }
+
+    /// Sends the goal to Nav2 on the goal topic (`geometry_msgs/PoseStamped`
+    /// in the odometry's frame) when `[rosbridge] nav2` allows it: `on`, or
+    /// `auto` with Nav2 found this session. `Unsupported` (the caller
+    /// drives the path itself) with `nav2 = "off"`, when Nav2 is not found,
+    /// and in a dry run (which sends no goals).
+    async fn start_goal(&mut self, goal: Pose2) -> Result<(), HalError> {
+        for (field, v) in [("x", goal.x), ("y", goal.y), ("yaw", goal.yaw)] {
+            if !v.is_finite() {
+                return Err(HalError::invalid_command(field, format!("must be finite, got {v}")));
+            }
+        }
+        let c = &self.commands;
+        if c.shared.is_latched() {
+            return Err(latched_error("start_goal"));
+        }
+        c.shared.ensure_connected()?;
+        let frame = {
+            let d = c.shared.data();
+            nav2_usable(&c.config, &d.nav2)?;
+            if d.odom_frame.is_empty() { "odom".to_string() } else { d.odom_frame.clone() }
+        };
+        let msg = PoseStamped {
+            header: Header { stamp: convert::time_from_s(0.0), frame_id: frame },
+            pose: Pose {
+                position: Point { x: goal.x, y: goal.y, z: 0.0 },
+                orientation: Quaternion::from_yaw(goal.yaw),
+            },
+        };
+        {
+            let mut d = c.shared.data();
+            let known = d.nav2.seen.keys().cloned().collect();
+            d.nav2.goal = Some(Nav2Goal { sent_s: c.shared.now_s(), known, id: None, status: 0 });
+        }
+        c.request("send Nav2 goal", |tx| Request::Goal(msg, tx)).await?;
+        c.shared.data().goal_sent = true;
+        info!(target: LOG, "goal ({:.2}, {:.2}) handed to Nav2 on {}", goal.x, goal.y, c.config.topics.goal);
+        Ok(())
+    }
+
+    /// The goal's state from Nav2's status topic: `Pending` until its id
+    /// shows up (`Failed` with `not_accepted` after
+    /// `nav2_accept_timeout_s`), then accepted/executing → `Active`,
+    /// succeeded, aborted, cancelled.
+    async fn goal_state(&mut self) -> Result<NavGoalState, HalError> {
+        let c = &self.commands;
+        c.shared.ensure_connected()?;
+        let now = c.shared.now_s();
+        let d = c.shared.data();
+        let Some(goal) = &d.nav2.goal else {
+            return Err(HalError::invalid_command("goal_state", "no goal was handed to Nav2"));
+        };
+        Ok(nav2_goal_state(goal, now, &c.config))
+    }
+
+    /// Cancels every NavigateToPose goal (Nav2's cancel service); the goal
+    /// handed over counts as cancelled from now on.
+    async fn cancel_goal(&mut self) -> Result<(), HalError> {
+        let c = &self.commands;
+        if c.config.dry_run {
+            return c.shared.ensure_connected();
+        }
+        if let Some(goal) = &mut c.shared.data().nav2.goal {
+            goal.status = goal.status.max(GoalStatus::CANCELING);
+        }
+        c.request("cancel Nav2 goals", Request::CancelGoals).await?;
+        c.shared.data().goal_sent = false;
+        info!(target: LOG, "Nav2 goal cancelled");
+        Ok(())
     }
 }

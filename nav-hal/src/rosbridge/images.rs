@@ -54,10 +54,6 @@ use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
 /// 1280×720 `rgb8` image as base64 JSON is 3.7 MB).
 pub const MAX_MESSAGE_BYTES: usize = 32 << 20;
 
-/// rosapi's service listing every topic and its type (rosbridge's launch
-/// file starts rosapi), asked when a camera's transport is `auto`.
-pub const ROSAPI_TOPICS: &str = "/rosapi/topics";
-
 /// Largest image a PNG or JPEG may decode to, bytes.
 const MAX_DECODED_BYTES: u64 = 64 << 20;
 

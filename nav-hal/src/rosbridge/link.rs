@@ -7,7 +7,7 @@
 //! roslibrust's [`TopicProvider`] + [`ServiceProvider`] traits; only
 //! [`RosbridgeConnector`] names the rosbridge backend.
 
-use super::config::{RosbridgeConfig, TopicsConfig};
+use super::config::{Nav2Mode, RosbridgeConfig, TopicsConfig};
 use super::convert;
 use super::images::{self, Camera, ImageRoute, ImageTransport};
 use super::msg::action_msgs::{CancelGoal, CancelGoalRequest};
@@ -16,6 +16,7 @@ use super::msg::nav_msgs::Odometry as OdometryMsg;
 use super::msg::rosapi::{GetTime, GetTimeRequest, Topics, TopicsRequest};
 use super::msg::sensor_msgs::{CompressedImage, Image, LaserScan};
 use super::msg::std_msgs::{Bool, String as StringMsg};
+use super::nav2;
 use super::state::{RawImage, Sample, Shared};
 use crate::HalError;
 use crate::hal::StampedScan;
@@ -28,6 +29,10 @@ use tokio::task::JoinSet;
 use tracing::{info, warn};
 
 const LOG: &str = "nav_hal::rosbridge";
+
+/// How often the connection task checks, while the robot moves, whether
+/// the link has gone quiet.
+const QUIET_CHECK: Duration = Duration::from_millis(10);
 
 /// Opens a connection to a ROS graph through one of roslibrust's backends.
 ///
@@ -66,6 +71,18 @@ pub trait Connect: Send + Sync + 'static {
     ) -> impl Future<Output = Result<S::Response, roslibrust::Error>> + Send {
         let service = service.to_string();
         async move { link.call_service::<S>(service.as_str(), request).await }
+    }
+
+    /// Subscribes to a topic whose name roslibrust's [`TopicProvider`]
+    /// refuses (ROS 2's hidden names, `/navigate_to_pose/_action/status`).
+    /// The default goes through [`TopicProvider`]; a backend that can reach
+    /// hidden names overrides it.
+    fn subscribe_hidden<M: RosMessageType>(
+        link: &Self::Link,
+        topic: &str,
+    ) -> impl Future<Output = Result<<Self::Link as TopicProvider>::Subscriber<M>, roslibrust::Error>> + Send {
+        let topic = topic.to_string();
+        async move { link.subscribe::<M>(topic.as_str()).await }
     }
 }
 
@@ -107,6 +124,14 @@ impl Connect for RosbridgeConnector {
         request: S::Request,
     ) -> Result<S::Response, roslibrust::Error> {
         link.call_service::<S>(service, request).await
+    }
+
+    /// rosbridge takes any topic the graph has (no client-side check).
+    async fn subscribe_hidden<M: RosMessageType>(
+        link: &Self::Link,
+        topic: &str,
+    ) -> Result<roslibrust::rosbridge::Subscriber<M>, roslibrust::Error> {
+        link.subscribe::<M>(topic).await
     }
 }
 
@@ -218,6 +243,12 @@ pub(crate) async fn run<C: Connect>(
         backoff.reset();
         shared.set_connected();
         info!(target: LOG, "connected to {}", shared.endpoint);
+        if had_session && !config.dry_run && std::mem::take(&mut shared.data().goal_sent) {
+            // Nav2 may still drive a goal navkit could not follow while the link was down.
+            if let Err(e) = session.cancel_goals(&config).await {
+                warn!(target: LOG, "cancelling Nav2 goals after reconnect failed: {e}");
+            }
+        }
         if had_session && !config.dry_run {
             // The base may still hold the last Twist from before the loss.
             if let Err(e) = session.stop_burst(&config).await {
@@ -282,6 +313,8 @@ struct Session<C: Connect> {
     goal: Option<<C::Link as TopicProvider>::Publisher<PoseStamped>>,
     readers: JoinSet<String>,
     link: C::Link,
+    /// The newest Twist published on `cmd_vel` moves the robot.
+    moving: bool,
 }
 
 fn link_error(what: &str, e: roslibrust::Error) -> String {
@@ -332,10 +365,14 @@ impl<C: Connect> Session<C> {
         spawn_reader::<C::Link, OdometryMsg, _>(&link, &t.odom, shared, &mut readers, |msg, now| {
             let odom = convert::odometry_from_msg(&msg, now)?;
             let header_s = convert::stamp_s(&msg.header);
+            let frame = msg.header.frame_id;
             Ok((
                 header_s,
                 Box::new(move |d: &mut super::state::Data| {
                     d.odom = Some(Sample { value: odom, received_s: now });
+                    if d.odom_frame != frame {
+                        d.odom_frame = frame;
+                    }
                 }),
             ))
         })
@@ -345,6 +382,9 @@ impl<C: Connect> Session<C> {
             Ok((f64::NAN, Box::new(move |d: &mut super::state::Data| d.paused = msg.data)))
         })
         .await?;
+        if config.nav2 != Nav2Mode::Off {
+            readers.spawn(nav2::nav2_task::<C>(link.clone(), nav2::Nav2Watch::new(config), Arc::clone(shared)));
+        }
         let speech = link.advertise::<StringMsg>(t.speech.as_str()).await.map_err(|e| link_error(&t.speech, e))?;
         let (cmd_vel, goal) = if config.dry_run {
             (None, None)
@@ -353,7 +393,7 @@ impl<C: Connect> Session<C> {
             let goal = link.advertise::<PoseStamped>(t.goal.as_str()).await.map_err(|e| link_error(&t.goal, e))?;
             (Some(cmd), Some(goal))
         };
-        Ok(Self { cmd_vel, speech, goal, readers, link })
+        Ok(Self { cmd_vel, speech, goal, readers, link, moving: false })
     }
 
     /// Publishes requests and probes the link until it fails or every
@@ -368,8 +408,15 @@ impl<C: Connect> Session<C> {
         let mut tick = tokio::time::interval(RosbridgeConfig::secs(config.probe_interval_s));
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         let mut probe: Option<tokio::task::JoinHandle<Result<f64, String>>> = None;
+        let mut quiet_tick = tokio::time::interval(QUIET_CHECK);
+        quiet_tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
             tokio::select! {
+                _ = quiet_tick.tick(), if self.moving => {
+                    if let Err(reason) = self.zero_if_quiet(config, shared).await {
+                        return End::Lost(reason);
+                    }
+                }
                 req = requests.recv() => {
                     let Some(req) = req else { return End::Closed };
                     if let Err(reason) = self.handle(req, config, shared).await {
@@ -407,10 +454,7 @@ impl<C: Connect> Session<C> {
         let timeout = RosbridgeConfig::secs(config.publish_timeout_s);
         // Outer error: the link is lost; inner error: this request failed.
         let outcome: Result<Result<(), HalError>, String> = match &req {
-            Request::Twist(twist, _) => match &self.cmd_vel {
-                Some(p) => publish(p, twist, timeout, &config.topics.cmd_vel).await.map(Ok),
-                None => Ok(Ok(())),
-            },
+            Request::Twist(twist, _) => self.twist(twist, config, shared).await,
             Request::Stop(_) => self.stop_burst(config).await.map(Ok),
             Request::Say(text, _) => {
                 publish(&self.speech, &StringMsg { data: text.clone() }, timeout, &config.topics.speech).await.map(Ok)
@@ -419,18 +463,7 @@ impl<C: Connect> Session<C> {
                 Some(p) => publish(p, goal, timeout, &config.topics.goal).await.map(Ok),
                 None => Ok(Ok(())),
             },
-            Request::CancelGoals(_) => {
-                let service = config.topics.nav2_cancel_service.clone();
-                let call = C::call::<CancelGoal>(&self.link, &service, CancelGoalRequest::all());
-                match tokio::time::timeout(RosbridgeConfig::secs(config.probe_timeout_s), call).await {
-                    Ok(Ok(_)) => Ok(Ok(())),
-                    Ok(Err(roslibrust::Error::ServerError(m))) => {
-                        Ok(Err(HalError::Protocol { message: format!("{service}: {m}") }))
-                    }
-                    Ok(Err(e)) => Err(link_error(&service, e)),
-                    Err(_) => Err(format!("{service}: no reply within {:.1} s", config.probe_timeout_s)),
-                }
-            }
+            Request::CancelGoals(_) => self.cancel_goals(config).await,
         };
         match outcome {
             Ok(result) => {
@@ -444,9 +477,72 @@ impl<C: Connect> Session<C> {
         }
     }
 
+    /// Publishes one Twist, unless it moves the robot while the link is
+    /// quiet (nothing received for `link_quiet_s`): then nothing goes out
+    /// and the request fails. The check is made here, where the Twists are
+    /// written, so nothing that moves can follow the zero Twist
+    /// [`zero_if_quiet`](Self::zero_if_quiet) queued.
+    async fn twist(
+        &mut self,
+        twist: &Twist,
+        config: &RosbridgeConfig,
+        shared: &Shared,
+    ) -> Result<Result<(), HalError>, String> {
+        let Some(p) = &self.cmd_vel else { return Ok(Ok(())) };
+        let moving = twist.linear.x != 0.0 || twist.angular.z != 0.0;
+        let quiet = shared.quiet_s();
+        if moving && quiet > config.link_quiet_s {
+            let reason = format!("link unhealthy: nothing received from the robot for {quiet:.2} s; velocity withheld");
+            return Ok(Err(HalError::Disconnected { endpoint: shared.endpoint.clone(), reason }));
+        }
+        publish(p, twist, RosbridgeConfig::secs(config.publish_timeout_s), &config.topics.cmd_vel).await?;
+        self.moving = moving;
+        Ok(Ok(()))
+    }
+
+    /// The moment the link goes quiet (nothing received for
+    /// `link_quiet_s`) with the robot moving, one zero Twist goes out: in a
+    /// frozen socket it waits right behind the last command, so when the
+    /// link thaws and the server replays what was queued, the replay ends
+    /// at rest within milliseconds instead of holding the stale motion.
+    async fn zero_if_quiet(&mut self, config: &RosbridgeConfig, shared: &Shared) -> Result<(), String> {
+        if shared.quiet_s() <= config.link_quiet_s {
+            return Ok(());
+        }
+        if let Some(p) = &self.cmd_vel {
+            let timeout = RosbridgeConfig::secs(config.publish_timeout_s);
+            publish(p, &Twist::default(), timeout, &config.topics.cmd_vel).await?;
+        }
+        self.moving = false;
+        shared.data().withholding = true;
+        let message = format!(
+            "link quiet for {:.2} s while moving: zero velocity queued behind the last command; velocity withheld \
+             until data flows",
+            shared.quiet_s()
+        );
+        shared.warn_limited("quiet while moving", &message);
+        Ok(())
+    }
+
+    /// Cancels every NavigateToPose goal through Nav2's cancel service.
+    /// Outer error: the link is lost; inner error: the server refused.
+    async fn cancel_goals(&self, config: &RosbridgeConfig) -> Result<Result<(), HalError>, String> {
+        let service = config.topics.nav2_cancel_service.clone();
+        let call = C::call::<CancelGoal>(&self.link, &service, CancelGoalRequest::all());
+        match tokio::time::timeout(RosbridgeConfig::secs(config.probe_timeout_s), call).await {
+            Ok(Ok(_)) => Ok(Ok(())),
+            Ok(Err(roslibrust::Error::ServerError(m))) => {
+                Ok(Err(HalError::Protocol { message: format!("{service}: {m}") }))
+            }
+            Ok(Err(e)) => Err(link_error(&service, e)),
+            Err(_) => Err(format!("{service}: no reply within {:.1} s", config.probe_timeout_s)),
+        }
+    }
+
     /// `stop_repeats` zero Twists, `stop_interval_s` apart (seed 003 §4.6).
     /// Nothing in a dry run.
-    async fn stop_burst(&self, config: &RosbridgeConfig) -> Result<(), String> {
+    async fn stop_burst(&mut self, config: &RosbridgeConfig) -> Result<(), String> {
+        self.moving = false;
         let Some(p) = &self.cmd_vel else { return Ok(()) };
         let zero = Twist::default();
         let timeout = RosbridgeConfig::secs(config.publish_timeout_s);
@@ -506,7 +602,7 @@ async fn open_cameras<C: Connect>(
         wanted.push((Camera::Depth, t.depth.as_str(), config.depth_transport));
     }
     let available = if wanted.iter().any(|(_, _, tr)| *tr == ImageTransport::Auto) {
-        list_topics::<C>(link, RosbridgeConfig::secs(config.probe_timeout_s.max(1.0)), shared).await
+        list_topics::<C>(link, &t.topics_service, RosbridgeConfig::secs(config.probe_timeout_s.max(1.0)), shared).await
     } else {
         None
     };
@@ -552,14 +648,15 @@ async fn open_cameras<C: Connect>(
     Ok(())
 }
 
-/// rosapi's topic list (name → type), or `None` (logged) when rosapi does
-/// not answer within `timeout`.
+/// rosapi's topic list (name → type) from `service`, or `None` (logged)
+/// when rosapi does not answer within `timeout`.
 async fn list_topics<C: Connect>(
     link: &C::Link,
+    service: &str,
     timeout: Duration,
     shared: &Shared,
 ) -> Option<std::collections::BTreeMap<String, String>> {
-    let call = C::call::<Topics>(link, images::ROSAPI_TOPICS, TopicsRequest {});
+    let call = C::call::<Topics>(link, service, TopicsRequest {});
     let why = match tokio::time::timeout(timeout, call).await {
         Ok(Ok(r)) => return Some(r.topics.into_iter().zip(r.types).collect()),
         Ok(Err(e)) => describe(&e),
@@ -567,7 +664,7 @@ async fn list_topics<C: Connect>(
     };
     shared.warn_limited(
         "rosapi topics",
-        &format!("{}: {why}; cameras with transport auto use the raw topic as CBOR", images::ROSAPI_TOPICS),
+        &format!("{service}: {why}; cameras with transport auto use the raw topic as CBOR"),
     );
     None
 }

@@ -17,14 +17,19 @@
 //! | `/navkit/pause` | `std_msgs/Bool` | in ([`RosbridgeHal::paused`]) |
 //! | `/cmd_vel` | `geometry_msgs/Twist` | out |
 //! | `/speech_output` | `std_msgs/String` | out ([`RosbridgeHal::say`]) |
-//! | `/goal_pose` | `geometry_msgs/PoseStamped` | out ([`RosbridgeHal::send_goal`]) |
+//! | `/goal_pose` | `geometry_msgs/PoseStamped` | out ([`RosbridgeHal::send_goal`], `start_goal`) |
+//! | `/navigate_to_pose/_action/status` | `action_msgs/GoalStatusArray` | in (Nav2 goals) |
 //!
 //! **Nav2 goals go to the `/goal_pose` topic, not the NavigateToPose
 //! action**: Nav2's bt_navigator subscribes to `/goal_pose` and starts the
 //! action itself, so no action client is needed over rosbridge (whose
 //! action support differs between ROS distributions and which roslibrust
-//! does not offer). Goals are cancelled through the action's
-//! `_action/cancel_goal` service, a plain service call.
+//! does not offer). [`Actuators::start_goal`](crate::hal::Actuators::start_goal)
+//! hands a goal over when `[rosbridge] nav2` allows it ([`Nav2Mode`]:
+//! `auto` finds Nav2 in rosapi's topic list) and follows it on the
+//! action's status topic (`/navigate_to_pose/_action/status`); goals are
+//! cancelled through the action's `_action/cancel_goal` service, a plain
+//! service call.
 //!
 //! The cameras travel on a WebSocket of their own, throttled to
 //! `image_rate_hz` and as `CompressedImage` or CBOR by default: see
@@ -61,7 +66,9 @@
 //!   stops.
 //! - While nothing has arrived for `link_quiet_s` the link is unhealthy:
 //!   `drive` publishes nothing and answers `Disconnected` (a frozen socket
-//!   would queue the Twists and rosbridge replay them on the thaw).
+//!   would queue the Twists and rosbridge replay them on the thaw). If the
+//!   robot was moving, one zero Twist goes out the moment the link goes
+//!   quiet, so a replay on the thaw ends at rest right away.
 //! - On connection loss the HAL tries the stop burst (it reaches the robot
 //!   only if the link is half-open) and publishes it again as soon as a new
 //!   session is up, before any other command. Dropping the last handle also
@@ -117,13 +124,14 @@ mod hal;
 pub mod images;
 mod link;
 pub mod msg;
+mod nav2;
 mod state;
 mod steps;
 #[cfg(feature = "rosbridge-testing")]
 pub mod testing;
 pub mod wire;
 
-pub use config::{RosbridgeConfig, TopicsConfig};
+pub use config::{Nav2Mode, RosbridgeConfig, TopicsConfig};
 pub use hal::{RosbridgeHal, SpeechHandle, StopHandle};
 pub use images::ImageTransport;
 pub use link::{Connect, RosbridgeConnector};

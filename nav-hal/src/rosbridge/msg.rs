@@ -386,23 +386,23 @@ pub mod rosapi {
         type Response = GetTimeResponse;
     }
 
-    /// Request of `rosapi/Topics` (empty).
-    #[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
+    /// Request of `rosapi/Topics` (no fields).
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
     pub struct TopicsRequest {}
 
-    /// Response of `rosapi/Topics`: every topic and its type, in the same
-    /// order.
-    #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+    /// Response of `rosapi/Topics`: every topic of the graph and its type.
+    #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
     #[serde(default)]
     pub struct TopicsResponse {
         /// Topic names.
         pub topics: Vec<std::string::String>,
-        /// Their types (`sensor_msgs/msg/Image` on ROS 2).
+        /// Their types, in the same order.
         pub types: Vec<std::string::String>,
     }
 
     /// `rosapi/Topics` (`/rosapi/topics`): the topic list, used to find
-    /// `<camera>/compressed`.
+    /// `<camera>/compressed` and whether Nav2's NavigateToPose action
+    /// server is up (`nav2 = "auto"`).
     #[derive(Debug, Clone, Copy)]
     pub struct Topics;
 
@@ -444,6 +444,41 @@ pub mod action_msgs {
         pub uuid: Vec<u8>,
     }
 
+    /// One goal's state in `action_msgs/GoalStatusArray`.
+    #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+    #[serde(default)]
+    pub struct GoalStatus {
+        /// The goal.
+        pub goal_info: GoalInfo,
+        /// 0 unknown, 1 accepted, 2 executing, 3 canceling, 4 succeeded,
+        /// 5 canceled, 6 aborted.
+        pub status: i8,
+    }
+
+    impl GoalStatus {
+        /// Accepted by the action server.
+        pub const ACCEPTED: i8 = 1;
+        /// Being executed.
+        pub const EXECUTING: i8 = 2;
+        /// Cancel requested, not finished yet.
+        pub const CANCELING: i8 = 3;
+        /// Reached.
+        pub const SUCCEEDED: i8 = 4;
+        /// Cancelled.
+        pub const CANCELED: i8 = 5;
+        /// Given up by the server (no path, no progress, a failed recovery).
+        pub const ABORTED: i8 = 6;
+    }
+
+    /// `action_msgs/GoalStatusArray`: an action server's
+    /// `_action/status` topic (every goal it still remembers).
+    #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+    #[serde(default)]
+    pub struct GoalStatusArray {
+        /// The goals.
+        pub status_list: Vec<GoalStatus>,
+    }
+
     /// Request of `action_msgs/CancelGoal`. A zero id and zero stamp cancel
     /// every goal of the action server.
     #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
@@ -482,6 +517,8 @@ pub mod action_msgs {
     }
 
     ros_message!(GoalInfo, "action_msgs/GoalInfo", "action_msgs::msg::dds_::GoalInfo_");
+    ros_message!(GoalStatus, "action_msgs/GoalStatus", "action_msgs::msg::dds_::GoalStatus_");
+    ros_message!(GoalStatusArray, "action_msgs/GoalStatusArray", "action_msgs::msg::dds_::GoalStatusArray_");
     ros_message!(Uuid, "unique_identifier_msgs/UUID", "unique_identifier_msgs::msg::dds_::UUID_");
     ros_message!(CancelGoalRequest, "action_msgs/CancelGoalRequest", "action_msgs::srv::dds_::CancelGoal_Request_");
     ros_message!(CancelGoalResponse, "action_msgs/CancelGoalResponse", "action_msgs::srv::dds_::CancelGoal_Response_");

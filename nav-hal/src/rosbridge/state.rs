@@ -116,6 +116,58 @@ pub struct LastCommand {
     pub published: bool,
 }
 
+/// What the HAL knows about Nav2 (`[rosbridge] nav2`).
+#[derive(Debug, Default)]
+pub(crate) struct Nav2State {
+    /// Whether Nav2 is there in this session: `None` until detection has
+    /// answered, with the reason when it is not.
+    pub available: Option<Result<(), String>>,
+    /// The newest status of every goal the status topic has shown.
+    pub seen: BTreeMap<Vec<u8>, i8>,
+    /// The goal handed over with `start_goal`, if any.
+    pub goal: Option<Nav2Goal>,
+}
+
+/// A goal sent on the goal topic. Nav2's bt_navigator turns it into a
+/// NavigateToPose goal with an id of its own: the first id on the status
+/// topic that was not there when the goal was sent is this goal's.
+#[derive(Debug, Clone)]
+pub(crate) struct Nav2Goal {
+    /// When it was sent, s on the HAL's clock.
+    pub sent_s: f64,
+    /// The ids the status topic had shown before.
+    pub known: std::collections::BTreeSet<Vec<u8>>,
+    /// Its id, once seen.
+    pub id: Option<Vec<u8>>,
+    /// Its newest status (`action_msgs/GoalStatus`), 0 until seen.
+    pub status: i8,
+}
+
+impl Nav2State {
+    /// Takes in one status array: every goal's newest status, and this
+    /// HAL's goal matched to its id.
+    pub fn update(&mut self, list: &[(Vec<u8>, i8)]) {
+        if let Some(goal) = &mut self.goal {
+            if goal.id.is_none() {
+                // a new id, preferably one that is running (Nav2 runs one goal at a time)
+                let new = || list.iter().filter(|(id, _)| !goal.known.contains(id));
+                let running = new().find(|(_, s)| matches!(*s, 1 | 2));
+                goal.id = running.or_else(|| new().next()).map(|(id, _)| id.clone());
+            }
+            if let Some(status) = goal.id.as_ref().and_then(|id| list.iter().find(|(i, _)| i == id)) {
+                goal.status = status.1;
+            }
+        }
+        for (id, status) in list {
+            self.seen.insert(id.clone(), *status);
+        }
+        // a long run must not grow this without bound: Nav2 forgets finished goals too
+        while self.seen.len() > 256 {
+            self.seen.pop_first();
+        }
+    }
+}
+
 #[derive(Debug, Default)]
 pub(crate) struct Data {
     pub scan: Option<Sample<StampedScan>>,
@@ -143,6 +195,11 @@ pub(crate) struct Data {
     pub rgb_topic: Option<String>,
     /// The depth topic this session subscribed to.
     pub depth_topic: Option<String>,
+    /// Nav2: detection, goal statuses, the goal handed over.
+    pub nav2: Nav2State,
+    /// `frame_id` of the newest odometry message (the frame of the poses
+    /// the HAL reports, so of the goals handed to Nav2).
+    pub odom_frame: String,
     topics: BTreeMap<String, (TopicStatus, Option<f64>)>,
 }
 
@@ -223,6 +280,7 @@ impl Shared {
         d.rgb = None;
         d.depth = None;
         d.probe_rtt_s = None;
+        d.nav2.available = None;
     }
 
     /// Counts an accepted message on `topic`.

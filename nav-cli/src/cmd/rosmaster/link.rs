@@ -6,9 +6,11 @@
 
 use super::progress::Progress;
 use async_trait::async_trait;
+use nav_core::geometry::Pose2;
 use nav_hal::HalError;
 use nav_hal::hal::{
-    Actuators, CameraFrame, Capabilities, DepthFrame, MotionOutcome, Odometry, Sensors, StampedScan, VelocityCommand,
+    Actuators, CameraFrame, Capabilities, DepthFrame, MotionOutcome, NavGoalState, Odometry, Sensors, StampedScan,
+    VelocityCommand,
 };
 use nav_hal::rosbridge::RosbridgeHal;
 use std::sync::Arc;
@@ -154,5 +156,17 @@ impl Actuators for RobotLink {
 
     async fn stop(&mut self) -> Result<(), HalError> {
         self.hal.stop().await
+    }
+
+    async fn start_goal(&mut self, goal: Pose2) -> Result<(), HalError> {
+        self.hal.start_goal(goal).await
+    }
+
+    async fn goal_state(&mut self) -> Result<NavGoalState, HalError> {
+        self.hal.goal_state().await
+    }
+
+    async fn cancel_goal(&mut self) -> Result<(), HalError> {
+        self.hal.cancel_goal().await
     }
 }

@@ -173,6 +173,17 @@ impl State {
                     let why = e["stopped_by"].as_str().map(|w| format!(" (stopped: {w})")).unwrap_or_default();
                     out.push(format!("navigation goal handed back: boxed in, backed out {backed:.2} m{why}"));
                 }
+                "nav2_goal" => out.push(format!(
+                    "navigation goal ({:.2}, {:.2}) handed to Nav2: navkit publishes no cmd_vel while it drives",
+                    e["x"].as_f64().unwrap_or(f64::NAN),
+                    e["y"].as_f64().unwrap_or(f64::NAN)
+                )),
+                "nav2_goal_succeeded" => out.push("Nav2 reached the goal".into()),
+                "nav2_goal_failed" => {
+                    out.push(format!("Nav2 goal failed ({}): {}", text(e, "code"), text(e, "reason")));
+                }
+                "nav2_goal_cancelled" => out.push(format!("Nav2 goal cancelled: {}", text(e, "reason"))),
+                "own_path" => out.push(format!("navkit follows its own path ({})", text(e, "reason"))),
                 "collision" => out.push("the robot reports a collision".into()),
                 "sensor_error" => sensor_error = Some(text(e, "error").to_string()),
                 "publish_failed" => publish_error = Some(text(e, "error").to_string()),

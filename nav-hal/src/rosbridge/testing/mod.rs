@@ -30,7 +30,8 @@
 //! the camera images, drop or refuse
 //! connections, go silent (a half-open link), freeze the link both ways
 //! (messages queue in the socket and are replayed on the thaw), place an
-//! obstacle ahead and publish the pause flag.
+//! obstacle ahead and publish the pause flag. [`PeerConfig::nav2`] adds a
+//! Nav2 emulation (goals on `/goal_pose`, status, cancel, abort on request).
 //!
 //! ```
 //! use nav_hal::rosbridge::testing::RosbridgePeer;
@@ -54,8 +55,11 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+mod nav2;
 mod protocol;
 mod sim;
+
+pub use nav2::{BLOCKED_M as NAV2_BLOCKED_M, GOAL_TOLERANCE_M as NAV2_GOAL_TOLERANCE_M, Nav2GoalRecord};
 
 use super::config::TopicsConfig;
 use super::msg::geometry_msgs::Twist;
@@ -93,6 +97,12 @@ pub struct PeerConfig {
     /// Honour `compression` (`png`, `cbor`); `false` answers every
     /// subscription in JSON, as a rosbridge_server older than CBOR support.
     pub compression: bool,
+    /// Emulate Nav2 ([`Nav2GoalRecord`], [`RosbridgePeer::nav2_abort`]): `/rosapi/topics`
+    /// lists its status topic, goals on the goal topic are driven to by
+    /// the peer itself (its Twists take precedence over `cmd_vel` while a
+    /// goal runs), with status on the status topic and the cancel service
+    /// honoured. Off by default: a robot without Nav2.
+    pub nav2: bool,
 }
 
 impl Default for PeerConfig {
@@ -106,6 +116,7 @@ impl Default for PeerConfig {
             serve_compressed: true,
             rosapi_topics: true,
             compression: true,
+            nav2: false,
         }
     }
 }
@@ -148,6 +159,7 @@ pub(crate) struct PeerState {
     pub odom_paused: bool,
     pub null_arc: Option<(f64, f64)>,
     pub image_corruption: ImageCorruption,
+    pub nav2: nav2::Nav2Sim,
 }
 
 /// Shared by the peer's tasks.
@@ -246,6 +258,7 @@ impl RosbridgePeer {
                 odom_paused: false,
                 null_arc: None,
                 image_corruption: ImageCorruption::None,
+                nav2: nav2::Nav2Sim::default(),
             }),
             command: Mutex::new((Twist::default(), 0.0)),
             log: Mutex::new(Vec::new()),
@@ -378,6 +391,26 @@ impl RosbridgePeer {
     /// The robot's true pose.
     pub fn pose(&self) -> Pose2 {
         self.shared.state().world.ground_truth_pose()
+    }
+
+    /// The goals the Nav2 emulation received, oldest first
+    /// ([`PeerConfig::nav2`]).
+    pub fn nav2_goals(&self) -> Vec<Nav2GoalRecord> {
+        self.shared.state().nav2.goals.clone()
+    }
+
+    /// Makes the emulated Nav2 abort its running goal (status 6 on the
+    /// status topic, as when its planner finds no path); false if none runs.
+    pub fn nav2_abort(&self) -> bool {
+        let now = self.shared.now_s();
+        let (aborted, status) = {
+            let mut st = self.shared.state();
+            (st.nav2.end(6, now), st.nav2.status_msg())
+        };
+        if aborted {
+            self.shared.conns.publish(&self.shared, &self.shared.config.topics.nav2_status, &status);
+        }
+        aborted
     }
 
     /// The Twist the simulated base is executing.

@@ -203,7 +203,10 @@ async fn serve(stream: TcpStream, shared: Arc<PeerShared>) {
                 _ = kill.changed() => break,
             }
         }
+        // biased: what the client sent is read before anything is written, so after a thaw every queued
+        // message is handled (as rosbridge_server replays them) even when writing to the client fails
         tokio::select! {
+            biased;
             _ = frozen.changed() => continue,
             incoming = source.next() => match incoming {
                 Some(Ok(Message::Text(text))) => handle(&shared, id, text.as_str()),
@@ -296,6 +299,16 @@ fn handle(shared: &PeerShared, id: u64, text: &str) {
                     ),
                 }
             }
+            if t == topics.goal && shared.config.nav2 {
+                let accepted = {
+                    let mut st = shared.state();
+                    st.nav2.accept(msg, now).map(|()| st.nav2.status_msg())
+                };
+                match accepted {
+                    Ok(status) => shared.conns.publish(shared, &topics.nav2_status, &status),
+                    Err(e) => status(shared, id, "error", &format!("publish on {t}: {e}"), op_id.as_ref()),
+                }
+            }
             // rosbridge delivers a publish to every subscriber of the topic.
             shared.conns.publish(shared, &t, msg);
         }
@@ -349,6 +362,10 @@ fn topic_list(shared: &PeerShared) -> Value {
         list.push((t.rgb_topic(true), "sensor_msgs/msg/CompressedImage"));
         list.push((t.depth_topic(true), "sensor_msgs/msg/CompressedImage"));
     }
+    if shared.config.nav2 {
+        list.push((t.goal.clone(), "geometry_msgs/msg/PoseStamped"));
+        list.push((t.nav2_status.clone(), "action_msgs/msg/GoalStatusArray"));
+    }
     let (topics, types): (Vec<_>, Vec<_>) = list.into_iter().unzip();
     json!({ "topics": topics, "types": types })
 }
@@ -361,9 +378,19 @@ fn call_service(shared: &PeerShared, id: u64, service: Option<String>, op_id: Op
     let (values, result) = if service == topics.probe_service || service == "/rosapi/get_time" {
         let t = Time::from_secs_f64(nav_core::time::Clock::now_s(&shared.sim_clock));
         (json!({ "time": t }), true)
-    } else if service == images::ROSAPI_TOPICS && shared.config.rosapi_topics {
+    } else if service == topics.topics_service && shared.config.rosapi_topics {
         (topic_list(shared), true)
     } else if service == topics.nav2_cancel_service {
+        if shared.config.nav2 {
+            let now = shared.now_s();
+            let status = {
+                let mut st = shared.state();
+                st.nav2.end(5, now).then(|| st.nav2.status_msg())
+            };
+            if let Some(status) = status {
+                shared.conns.publish(shared, &topics.nav2_status, &status);
+            }
+        }
         (json!({ "return_code": 0, "goals_canceling": [] }), true)
     } else {
         (json!(format!("Service {service} does not exist")), false)

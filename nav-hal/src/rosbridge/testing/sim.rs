@@ -63,6 +63,10 @@ fn step(shared: &PeerShared, dt: f64, scan_due: bool, camera_due: bool, cams: Ca
     let expired = shared.config.cmd_vel_timeout_s.is_some_and(|t| now - command_at_s > t);
     let twist = if expired { Twist::default() } else { command };
     let mut st = shared.state();
+    // while the emulated Nav2 runs a goal, its controller drives the base
+    let mut nav2_changed = false;
+    let st_ref = &mut *st;
+    let twist = st_ref.nav2.control(&mut st_ref.world, now, &mut nav2_changed).unwrap_or(twist);
     let before = st.world.odometry().pose;
     let cmd = VelocityCommand { linear: twist.linear.x, angular: twist.angular.z, duration_s: dt };
     let clock = st.world.clock();
@@ -83,6 +87,9 @@ fn step(shared: &PeerShared, dt: f64, scan_due: bool, camera_due: bool, cams: Ca
     let v = if forward < 0.0 { -ds / dt } else { ds / dt };
     let w = normalize_angle(after.yaw - before.yaw) / dt;
     let mut out = Vec::new();
+    if nav2_changed {
+        out.push(Outgoing { topic: topics.nav2_status.clone(), msg: st.nav2.status_msg(), ..Outgoing::default() });
+    }
     let odom = convert::odometry_to_msg(after, v, w, stamp);
     if !st.odom_paused {
         out.push(Outgoing { topic: topics.odom.clone(), msg: json(&odom), ..Outgoing::default() });

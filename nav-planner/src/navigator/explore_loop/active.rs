@@ -37,6 +37,19 @@ pub(super) struct GoalRun {
     /// Backing out after the path follower found itself boxed in: where
     /// the back-out started.
     backing_from: Option<Point2>,
+    /// Who drives to it: the robot's own navigation stack, or this loop.
+    pub(super) handoff: Handoff,
+}
+
+/// Who drives a navigation goal (see the `handoff` module).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Handoff {
+    /// Not offered to the robot yet.
+    Untried,
+    /// The robot's own stack (Nav2) drives; the loop publishes nothing.
+    Robot,
+    /// The loop follows its own A* path.
+    Own,
 }
 
 /// A boxed-in goal backs out this far before handing back, m.
@@ -57,7 +70,18 @@ impl GoalRun {
             progress_at: pose.position(),
             progress_s: now,
             backing_from: None,
+            handoff: Handoff::Untried,
         }
+    }
+
+    /// Where the goal is.
+    pub(super) fn goal(&self) -> Point2 {
+        self.goal
+    }
+
+    /// When the goal times out, loop time.
+    pub(super) fn deadline_s(&self) -> f64 {
+        self.deadline_s
     }
 }
 
@@ -158,6 +182,11 @@ impl Active {
         matches!(self, Active::Idle)
     }
 
+    /// True while the robot's own navigation stack drives to the goal.
+    pub(super) fn handed_over(&self) -> bool {
+        matches!(self, Active::Goal(g) if g.handoff == Handoff::Robot)
+    }
+
     /// True while a boxed-in goal backs out: the planner is not asked
     /// until the back-out ends and hands the goal back.
     pub(super) fn is_recovering(&self) -> bool {
@@ -192,6 +221,10 @@ impl GoalRun {
     /// Follows the goal's path (replanned every second); done when the goal
     /// is reached, progress stalls, the deadline passes or no path is left.
     fn follow(&mut self, tick: &mut FollowTick<'_>, steer: &mut Steering<'_>) -> Following {
+        if self.handoff == Handoff::Robot {
+            // the robot's stack drives; the handoff closes the goal
+            return Following::Command(VelocityTarget::STOP);
+        }
         let (pose, now) = (tick.pose, tick.now);
         if pose.position().distance(self.progress_at) > 0.1 {
             self.progress_at = pose.position();

@@ -117,6 +117,11 @@ impl Control {
         events: &mut Vec<Value>,
     ) -> VelocityTarget {
         let (pose, now) = (t.sensed.pose, t.now);
+        if st.active.handed_over() {
+            // the robot's own stack drives: the guard judges the motion odometry reports
+            let s = t.sensed;
+            return VelocityTarget { linear: s.speed_mps, angular: s.angular_rps, duration_s: t.cfg.tick_s };
+        }
         let mut tick =
             FollowTick { map, pose, now, tolerance_m: t.cfg.goal_tolerance_m, motion: &mut st.motion, events };
         let mut steering = Steering {

@@ -53,6 +53,8 @@
 //! - `schedule`: when a call is due and the snapshot it sends;
 //! - `reply`: a reply applied to the loop state;
 //! - `active`: the action in progress and how it is followed;
+//! - `handoff`: navigation goals handed to the robot's own navigation
+//!   stack (Nav2), with the guard and the stop arbiter on top;
 //! - `control`: the watchdog tiers' commands, the safety layer's tick, the
 //!   velocity published;
 //! - `state`: the loop state a decision changes.
@@ -60,6 +62,7 @@
 mod active;
 mod control;
 mod decision;
+mod handoff;
 mod reply;
 mod run;
 mod schedule;
@@ -284,11 +287,19 @@ impl ExploreLoop {
             run.resume_memory(memory);
         }
         run.write_start(robot, ctx, &self.planner_name)?;
-        loop {
-            if let Some(end) = run.tick(&mut self.decider, &self.signals, robot, ctx).await? {
-                return Ok(run.finish(end));
+        let end = loop {
+            match run.tick(&mut self.decider, &self.signals, robot, ctx).await {
+                Ok(Some(end)) => break end,
+                Ok(None) => {}
+                Err(e) => {
+                    // a goal the robot's own stack drives must not outlive the run
+                    run.close_handoff(robot).await;
+                    return Err(e);
+                }
             }
-        }
+        };
+        run.close_handoff(robot).await;
+        Ok(run.finish(end))
     }
 }
 

@@ -3,6 +3,7 @@
 
 use super::control::{Control, ControlTick, velocity_command};
 use super::decision::Decider;
+use super::handoff::{Handoffs, TakeBack};
 use super::schedule::{CallTick, Calls};
 use super::sense::Odometer;
 use super::state::{LoopState, TickLog};
@@ -31,6 +32,8 @@ pub(super) struct Run {
     control: Control,
     odo: Odometer,
     calls: Calls,
+    /// Navigation goals handed to the robot's own stack.
+    handoffs: Handoffs,
     /// Ticks so far.
     tick: u64,
     /// The pause signal as last seen (its edges are logged).
@@ -73,6 +76,7 @@ impl Run {
         let calls = Calls::new();
         let start_pose = robot.odometry().await.map(|o| o.pose).unwrap_or_default();
         let map = LocalMap::new(cfg.map.clone(), start_pose.position()).map_err(|e| invalid(&e))?;
+        let handoffs = Handoffs::new(cfg.goal_tolerance_m);
         Ok(Self {
             odo: Odometer::new(start_pose, t0),
             cfg,
@@ -83,6 +87,7 @@ impl Run {
             map,
             control,
             calls,
+            handoffs,
             tick: 0,
             paused: false,
             deadline: tokio::time::Instant::now(),
@@ -155,13 +160,29 @@ impl Run {
             out.events.push(json!({"event": "vlm_stats", "line": line}));
         }
 
+        self.handoffs.before_control(robot, &mut self.st, sensed.pose, now, &mut out.events).await;
+        // while the robot's stack drives, the command below is the motion odometry reports
+        let handed_over = self.st.active.handed_over();
         let t = ControlTick { cfg: &self.cfg, now, sensed: &sensed, home: self.start_pose.position(), paused };
         let tier = self.control.tier(&mut self.st, now, &mut out.events);
         let command = self.control.command(tier, &t, &mut self.st, &mut self.map, &mut out.events);
-        let guarded = self.control.guard(&command, &t, &mut self.st, &mut out.events);
+        let mut guarded = self.control.guard(&command, &t, &mut self.st, &mut out.events);
         let stopping = paused || signals.shutdown.load(Ordering::SeqCst);
-        let cmd = velocity_command(&guarded, stopping, self.cfg.tick_s);
-        let published = self.publish_or_pause(robot, cmd, paused, &mut out).await?;
+        let take_back =
+            TakeBack { guarded: &guarded, stopping, tier: (tier != WatchdogTier::Continue).then(|| tier.as_str()) };
+        let published =
+            if self.handoffs.after_guard(robot, &mut self.st, take_back, sensed.pose, now, &mut out.events).await {
+                // the robot's own stack drives: nothing is published, odometry measures the motion
+                self.odo.motion_from_odometry = true;
+                false
+            } else {
+                if handed_over {
+                    // taken back this tick: the guarded value is the stack's motion, not a command
+                    guarded = GuardedVelocity { linear: 0.0, angular: 0.0, ..guarded };
+                }
+                let cmd = velocity_command(&guarded, stopping, self.cfg.tick_s);
+                self.publish_or_pause(robot, cmd, paused, &mut out).await?
+            };
 
         let end = TickEnd { started, pose: sensed.pose, tier, guarded, published };
         self.log_step(robot, ctx, &end, out)?;
@@ -196,6 +217,12 @@ impl Run {
         }
         self.control.publish(robot, cmd, &mut self.st, &mut self.odo, &mut out.events).await?;
         Ok(true)
+    }
+
+    /// Cancels a goal still with the robot's own stack (the run ends).
+    pub(super) async fn close_handoff<R: Robot + ?Sized>(&mut self, robot: &mut R) {
+        let mut events = Vec::new();
+        self.handoffs.close(robot, &mut events).await;
     }
 
     /// The ends checked before a tick: shutdown, the time budget, and

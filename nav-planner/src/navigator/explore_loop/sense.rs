@@ -13,6 +13,8 @@ use serde_json::json;
 pub(super) struct Sensed {
     pub(super) pose: Pose2,
     pub(super) speed_mps: f64,
+    /// Yaw rate from odometry, rad/s.
+    pub(super) angular_rps: f64,
     /// The scan with its stamp, or `None` while sensing fails.
     pub(super) scan: Option<StampedScan>,
     /// Why sensing failed this tick (the source named: a stale topic, a
@@ -68,6 +70,7 @@ impl Odometer {
         let scanned = robot.scan().await;
         let pose = odometry.as_ref().map_or(self.last_pose, |o| o.pose);
         let speed_mps = odometry.as_ref().map_or(0.0, |o| o.linear);
+        let angular_rps = odometry.as_ref().map_or(0.0, |o| o.angular);
         let blind = matches!(scanned, Err(HalError::SensorFault { .. }));
         let failure = match (&odometry, &scanned) {
             (Err(e), _) | (_, Err(e)) => Some(e.to_string()),
@@ -86,6 +89,6 @@ impl Odometer {
         }
         self.last_pose = pose;
         self.last_now = now;
-        Sensed { pose, speed_mps, scan, failure, blind }
+        Sensed { pose, speed_mps, angular_rps, scan, failure, blind }
     }
 }
