@@ -260,7 +260,7 @@ fn prompt_neutral_requests() {
     assert_eq!(tools.len(), 7);
     assert!(tools.iter().all(|t| t["strict"] == true && t["parameters"]["additionalProperties"] == false));
     assert_eq!(v["tool_choice"], "required");
-    assert!(texts(&v["user"]).contains("LIDAR m: 0 "));
+    assert!(texts(&v["user"]).contains("LIDAR m: "));
 
     let v = prompt(&["--protocol", "candidates"]);
     let text = texts(&v["user"]);

@@ -509,47 +509,61 @@ impl LidarSummary {
 
     /// The compact prompt block (issue 16): the same sectors, nearest
     /// obstacle and gaps as [`to_text`](Self::to_text) without its
-    /// repetition. Neighbouring sectors that read the same (distance to
-    /// 0.1 m and label) share one entry (`60-120 0.8 OBSTACLE`); sector
-    /// names are left out, since the bearings (clockwise from the front,
-    /// as the explore system prompt states once) say the same; the nearest
-    /// return only when its sector does not already read it; at most
-    /// `max_gaps` gaps, the nearest first.
+    /// repetition. Each label is written once, followed by its sectors in
+    /// clockwise order; neighbouring sectors that read the same (distance
+    /// to 0.1 m and label) share one entry (`60-120 0.8`); sector names are
+    /// left out, since the bearings (clockwise from the front, as the
+    /// explore system prompt states once) say the same; the nearest return
+    /// only when its sector does not already read it; at most `max_gaps`
+    /// gaps, the nearest first.
     ///
     /// ```text
-    /// LIDAR m: 0 3.2 CLEAR, 30 1.1 NEAR, 60-120 0.8 OBSTACLE, …
+    /// LIDAR m: CLEAR 0 3.2, 150-210 2.6; NEAR 30 1.1; OBSTACLE 60-120 0.8, …
     /// Nearest 0.5m at 180°. Gaps: doorway 323° 0.9m wide 1.3m away
     /// ```
     pub fn to_compact_text(&self, max_gaps: usize) -> String {
         let mut s = String::with_capacity(320);
         s.push_str("LIDAR m: ");
-        let reading = |sec: &Sector| match (sec.distance_m, sec.label) {
-            (Some(d), Some(l)) => {
-                let mut r = String::with_capacity(16);
-                push_fixed(&mut r, f64::from(d), 1);
-                r.push(' ');
-                r.push_str(l.as_str());
-                r
-            }
-            _ => "no data".to_string(),
+        let label = |sec: &Sector| match (sec.distance_m, sec.label) {
+            (Some(_), Some(l)) => l.as_str(),
+            _ => "no data",
         };
-        let mut k = 0;
-        while k < self.sectors.len() {
-            let r = reading(&self.sectors[k]);
-            let mut end = k;
-            while end + 1 < self.sectors.len() && reading(&self.sectors[end + 1]) == r {
-                end += 1;
+        let distance = |sec: &Sector| {
+            let mut r = String::with_capacity(8);
+            if let Some(d) = sec.distance_m.filter(|_| sec.label.is_some()) {
+                r.push(' ');
+                push_fixed(&mut r, f64::from(d), 1);
             }
-            if k > 0 {
-                s.push_str(", ");
+            r
+        };
+        // runs of neighbours that read the same: (first, last, label, distance text)
+        let mut runs: Vec<(u16, u16, &str, String)> = Vec::new();
+        for sec in &self.sectors {
+            let (l, d) = (label(sec), distance(sec));
+            match runs.last_mut() {
+                Some(run) if run.2 == l && run.3 == d => run.1 = sec.bearing_deg,
+                _ => runs.push((sec.bearing_deg, sec.bearing_deg, l, d)),
             }
-            let _ = write!(s, "{}", self.sectors[k].bearing_deg);
-            if end > k {
-                let _ = write!(s, "-{}", self.sectors[end].bearing_deg);
+        }
+        let mut labels: Vec<&str> = Vec::new();
+        for run in &runs {
+            if !labels.contains(&run.2) {
+                labels.push(run.2);
             }
-            s.push(' ');
-            s.push_str(&r);
-            k = end + 1;
+        }
+        for (i, l) in labels.iter().enumerate() {
+            if i > 0 {
+                s.push_str("; ");
+            }
+            s.push_str(l);
+            for (j, run) in runs.iter().filter(|r| r.2 == *l).enumerate() {
+                s.push_str(if j == 0 { " " } else { ", " });
+                let _ = write!(s, "{}", run.0);
+                if run.1 != run.0 {
+                    let _ = write!(s, "-{}", run.1);
+                }
+                s.push_str(&run.3);
+            }
         }
         s.push('\n');
         // the nearest return says nothing new when its sector already reads it
@@ -905,14 +919,29 @@ impl AffordanceScores {
     }
 
     /// The compact prompt block: the six scores (0.1 blocked to 1.0 clear)
-    /// on one line, `FEASIBILITY: forward 1.0, forward_left 0.3, …`; the
-    /// advice to prefer high scores is the explore system prompt's.
+    /// on one line, each score written once before its directions,
+    /// `FEASIBILITY: 1.0 forward; 0.3 forward_left, forward_right, left, right; 0.5 backward`;
+    /// the advice to prefer high scores is the explore system prompt's.
     pub fn to_compact_text(&self) -> String {
-        format!(
-            "FEASIBILITY: forward {:.1}, forward_left {:.1}, forward_right {:.1}, \
-             left {:.1}, right {:.1}, backward {:.1}",
-            self.forward, self.forward_left, self.forward_right, self.left, self.right, self.backward
-        )
+        let scores = [
+            ("forward", self.forward),
+            ("forward_left", self.forward_left),
+            ("forward_right", self.forward_right),
+            ("left", self.left),
+            ("right", self.right),
+            ("backward", self.backward),
+        ];
+        // each score once, with its directions (in this order)
+        let mut groups: Vec<(String, Vec<&str>)> = Vec::new();
+        for (name, score) in scores {
+            let score = format!("{score:.1}");
+            match groups.iter_mut().find(|(s, _)| *s == score) {
+                Some((_, names)) => names.push(name),
+                None => groups.push((score, vec![name])),
+            }
+        }
+        let parts: Vec<String> = groups.iter().map(|(score, names)| format!("{score} {}", names.join(", "))).collect();
+        format!("FEASIBILITY: {}", parts.join("; "))
     }
 
     /// The seed's prompt block.

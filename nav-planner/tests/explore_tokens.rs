@@ -2,12 +2,13 @@
 //! a decision cycle as OpenAI bills them — text counted with tiktoken's
 //! `o200k_base`, the tool definitions as the API renders them
 //! ([`openai_tool_tokens`]), the image at `detail: low` (85 tokens) — stay
-//! within [`START_BUDGET`] for the first cycle of a run and [`LATER_BUDGET`]
-//! for every cycle up to the 100th. The issue asked for 1,000 and 1,200;
-//! the seven strict tool schemas (491), the system prompt (238) and the
-//! image (85) leave 186 tokens for the sensor text at the start, which
-//! needs about 260 without dropping what seed 003 lists, so the budgets
-//! here are the measured ones, rounded up, to catch any regression
+//! within [`START_BUDGET`] for the first cycle of a run, [`AFTER_100_BUDGET`]
+//! (the issue's 1,200) for the cycle after 100 and [`LATER_BUDGET`] for every
+//! cycle up to then. The issue asked for 1,000 at the start: the seven
+//! strict tool schemas (472), the system prompt (226) and the image (85)
+//! leave 217 tokens for the sensor text, which needs about 235 without
+//! dropping what seed 003 lists, so the start and worst-cycle budgets are
+//! the measured ones, rounded up, to catch any regression
 //! (docs/PROVIDERS.md, "Explore tokens per cycle").
 //!
 //! The requests measured are the real ones of a run: the explore loop in the
@@ -29,12 +30,13 @@ use nav_planner::protocol::ProtocolKind;
 use nav_planner::vlm::{FnVlm, Provider, RawToolCall, VlmRequest, VlmResponse};
 use serde_json::json;
 
-/// The budget at the start of a run (measured 1,073; the issue's target
+/// The budget at the start of a run (measured 1,018; the issue's target
 /// 1,000).
-const START_BUDGET: u64 = 1_080;
-/// The budget of every cycle up to the 100th (measured at most 1,327; the
-/// issue's target 1,200).
-const LATER_BUDGET: u64 = 1_340;
+const START_BUDGET: u64 = 1_020;
+/// The budget of the cycle after 100 (the issue's target; measured 1,200).
+const AFTER_100_BUDGET: u64 = 1_200;
+/// The budget of every cycle up to the 100th (measured at most 1,248).
+const LATER_BUDGET: u64 = 1_250;
 /// Cycles measured.
 const CYCLES: u32 = 101;
 
@@ -152,6 +154,8 @@ async fn explore_cycles_stay_within_the_token_budget() {
     let (worst_i, worst) = tokens.iter().enumerate().max_by_key(|(_, t)| t.input()).unwrap();
     eprintln!("worst, cycle {worst_i}: {}", breakdown(worst));
     eprintln!("last, cycle {}: {}", tokens.len() - 1, breakdown(&tokens[tokens.len() - 1]));
+    let after_100 = &tokens[CYCLES as usize - 1];
+    assert!(after_100.input() <= AFTER_100_BUDGET, "cycle {}: {}", CYCLES - 1, breakdown(after_100));
     for (i, t) in tokens.iter().enumerate() {
         assert!(t.input() <= LATER_BUDGET, "cycle {i}: {}", breakdown(t));
     }

@@ -143,13 +143,11 @@ async fn prompts_carry_their_protocol_parts() {
     );
     assert!(explore.tools.iter().all(|t| t.strict && t.parameters["additionalProperties"] == false));
     let text = user_text(&explore);
-    for section in
-        ["STATE:", "LIDAR m: 0 ", "Gaps:", "FEASIBILITY: forward ", "FRONTIERS: #1 ", "PREVIOUS ACTION:", "MEMORY:"]
-    {
+    for section in ["STATE:", "LIDAR m: ", "Gaps:", "FEASIBILITY: ", "FRONTIERS: #1 ", "PREVIOUS ACTION:", "MEMORY:"] {
         assert!(text.contains(section), "{section} missing from {text}");
     }
     // one angle convention, stated once in the system prompt: clockwise bearings in [0, 360)
-    assert!(explore.system.contains("ANGLES are degrees clockwise"), "{}", explore.system);
+    assert!(explore.system.contains("ANGLES: clockwise degrees"), "{}", explore.system);
     assert!(!text.contains(" at -") && !text.contains("° at +"), "no signed bearings: {text}");
     let frontiers = text.lines().find(|l| l.starts_with("FRONTIERS: ")).unwrap();
     for bearing in frontiers.split(" at ").skip(1) {

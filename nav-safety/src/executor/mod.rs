@@ -178,8 +178,9 @@ impl ExecutionOutcome {
     /// The result as one line for the next prompt (seed 003 §3.17's
     /// fields, none dropped but the pose, which the prompt's state line
     /// already gives): `success, moved 0.37m in 3.0s`;
-    /// `SAFETY OVERRIDE (obstacle_at_0.3m_ahead), moved 0.12m in 0.8s: <the
-    /// safety message>`; `success, modified by the safety layer, …: <what
+    /// `SAFETY OVERRIDE, moved 0.12m in 0.8s: <the safety message>` (the
+    /// reason's code in parentheses only when there is no message, the
+    /// motion only when there was any); `success, modified by the safety layer, …: <what
     /// it changed>`; `failed (reason), …`; `stopped early (reason)`
     /// when a motion ended before its duration; for `check_path_clear`
     /// `clear, 1.2m wide` or `not clear: wall at 0.8m. <recommendation>`.
@@ -197,7 +198,10 @@ impl ExecutionOutcome {
         }
         let f = &self.feedback;
         let reason = f.stopped_reason.as_deref().unwrap_or("unknown");
-        let mut s = if f.safety_override && !f.success {
+        let mut s = if f.safety_override && !f.success && f.safety_message.is_some() {
+            // the message says what the reason's code says
+            "SAFETY OVERRIDE".to_string()
+        } else if f.safety_override && !f.success {
             format!("SAFETY OVERRIDE ({reason})")
         } else if f.safety_override {
             "success, modified by the safety layer".to_string()
@@ -208,8 +212,13 @@ impl ExecutionOutcome {
         } else {
             "success".to_string()
         };
-        if let (Some(d), Some(t)) = (f.actual_distance_m, f.actual_duration_s) {
-            let _ = write!(s, ", moved {d:.2}m in {t:.1}s");
+        match (f.actual_distance_m, f.actual_duration_s) {
+            // a command refused before it ran moved nothing: nothing to report
+            (Some(d), Some(t)) if d.abs() < 0.005 && t < 0.05 => {}
+            (Some(d), Some(t)) => {
+                let _ = write!(s, ", moved {d:.2}m in {t:.1}s");
+            }
+            _ => {}
         }
         if let Some(m) = &f.safety_message {
             let _ = write!(s, ": {m}");

@@ -22,10 +22,11 @@
 //! wraps each schema as `{"type": "function", "function": {name,
 //! description, parameters, "strict": true}}`; Anthropic uses
 //! `input_schema`; Gemini's OpenAPI subset wants `"nullable": true` in place
-//! of `["T", "null"]` type arrays and string-only enums (so `rotate.degrees`
-//! becomes an integer with its allowed values in the description).
+//! of `["T", "null"]` type arrays and string-only enums; `rotate.degrees` is
+//! an integer whose allowed values the tool's description states (the
+//! parser enforces them).
 
-use super::{GoalType, ObserveFocus, RotateDegrees, Speed, StopReason};
+use super::{GoalType, ObserveFocus, Speed, StopReason};
 use crate::config::SpeedConfig;
 use nav_core::discovery::Significance;
 use nav_core::lidar::Direction;
@@ -62,6 +63,11 @@ fn string_enum(values: impl IntoIterator<Item = &'static str>) -> Value {
 fn directions() -> Value {
     string_enum(Direction::ALL.iter().map(|d| d.as_str()))
 }
+
+/// `rotate`'s allowed angles ([`super::RotateDegrees::ALLOWED`]) as its
+/// description states them: an integer enum of the eight costs a model
+/// about three times the tokens, and the parser enforces them.
+const ROTATE_VALUES: &str = "±45, ±90, ±135 or ±180";
 
 /// The seven tool definitions in the seed's order, with the default speed
 /// tiers (0.08 / 0.12 / 0.18 m/s).
@@ -105,8 +111,8 @@ pub fn tool_schemas_for(speeds: &SpeedConfig) -> Vec<ToolSchema> {
         },
         ToolSchema {
             name: "rotate",
-            description: "Turn; an arc on a car-like base.".into(),
-            parameters: object(vec![("degrees", json!({"type": "integer", "enum": RotateDegrees::ALLOWED}))]),
+            description: format!("Turn by degrees: {ROTATE_VALUES}; an arc on a car-like base."),
+            parameters: object(vec![("degrees", json!({"type": "integer"}))]),
         },
         ToolSchema {
             name: "stop_robot",
@@ -138,6 +144,17 @@ pub fn tool_schemas_for(speeds: &SpeedConfig) -> Vec<ToolSchema> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_rotate_description_states_every_allowed_angle() {
+        use crate::tools::RotateDegrees;
+        for d in RotateDegrees::ALLOWED {
+            let both = RotateDegrees::ALLOWED.contains(&-d);
+            let stated = if both { format!("±{}", d.abs()) } else { d.to_string() };
+            assert!(ROTATE_VALUES.contains(&stated), "{d} is not stated in {ROTATE_VALUES:?}");
+        }
+        assert_eq!(ROTATE_VALUES.matches(|c: char| c.is_ascii_digit()).count(), 10, "no other angle is stated");
+    }
     use crate::tools::ToolCall;
 
     #[test]
