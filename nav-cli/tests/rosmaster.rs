@@ -16,6 +16,9 @@
 //! be loaded.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+#[path = "support/rosmaster_process.rs"]
+#[allow(dead_code)]
+mod rosmaster_process;
 #[path = "support/vlm_server.rs"]
 mod vlm_server;
 
@@ -23,12 +26,9 @@ use nav_core::lidar::{ArcStat, arc_distance};
 use nav_hal::rosbridge::msg::geometry_msgs::Twist;
 use nav_hal::rosbridge::testing::{PeerConfig, RosbridgePeer};
 use nav_hal::sim::{SimConfig, SimWorld};
-use std::process::{ExitStatus, Stdio};
+use rosmaster_process::Nav;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
-use tokio::io::{AsyncBufReadExt, AsyncReadExt, BufReader};
-use tokio::process::{Child, Command};
 use vlm_server::SilentVlm;
 
 /// One control tick plus scheduling slack on a loaded machine, s.
@@ -43,70 +43,6 @@ async fn peer_with(config: PeerConfig) -> RosbridgePeer {
 
 async fn peer() -> RosbridgePeer {
     peer_with(PeerConfig::default()).await
-}
-
-/// A running `nav rosmaster`, its stderr collected as it comes.
-struct Nav {
-    child: Child,
-    stderr: Arc<Mutex<String>>,
-    _config: tempfile::TempDir,
-}
-
-impl Nav {
-    /// `nav rosmaster --url URL --config (toml) ARGS...`
-    fn start(url: &str, toml: &str, args: &[&str]) -> Self {
-        let dir = tempfile::tempdir().unwrap();
-        let config = dir.path().join("nav.toml");
-        std::fs::write(&config, toml).unwrap();
-        let mut child = Command::new(env!("CARGO_BIN_EXE_nav"))
-            .arg("rosmaster")
-            .args(["--url", url, "--config"])
-            .arg(&config)
-            .args(args)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .kill_on_drop(true)
-            .spawn()
-            .expect("nav starts");
-        let stderr = Arc::new(Mutex::new(String::new()));
-        let sink = Arc::clone(&stderr);
-        let pipe = child.stderr.take().unwrap();
-        tokio::spawn(async move {
-            let mut lines = BufReader::new(pipe).lines();
-            while let Ok(Some(line)) = lines.next_line().await {
-                let mut s = sink.lock().unwrap();
-                s.push_str(&line);
-                s.push('\n');
-            }
-        });
-        Self { child, stderr, _config: dir }
-    }
-
-    fn stderr(&self) -> String {
-        self.stderr.lock().unwrap().clone()
-    }
-
-    /// Waits for the exit (at most `secs`): status and stdout.
-    async fn finish(mut self, secs: f64) -> (ExitStatus, String, String) {
-        let status = tokio::time::timeout(Duration::from_secs_f64(secs), self.child.wait())
-            .await
-            .unwrap_or_else(|_| panic!("nav did not exit within {secs} s; stderr:\n{}", self.stderr()))
-            .unwrap();
-        let mut out = String::new();
-        if let Some(mut o) = self.child.stdout.take() {
-            o.read_to_string(&mut out).await.unwrap();
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await; // the last stderr lines
-        (status, out, self.stderr())
-    }
-
-    /// `kill -SIGNAL PID` (`INT`, `TERM`).
-    fn signal(&self, signal: &str) {
-        let pid = self.child.id().expect("running").to_string();
-        let ok = std::process::Command::new("kill").arg(format!("-{signal}")).arg(&pid).status().unwrap().success();
-        assert!(ok, "kill -{signal} {pid}");
-    }
 }
 
 fn zero(t: &Twist) -> bool {

@@ -5,6 +5,9 @@
 //! the goal; without Nav2 navkit drives its own path.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+#[path = "support/rosmaster_process.rs"]
+#[allow(dead_code)]
+mod rosmaster_process;
 #[path = "support/vlm_server.rs"]
 #[allow(dead_code)]
 mod vlm_server;
@@ -12,12 +15,9 @@ mod vlm_server;
 use nav_hal::rosbridge::msg::geometry_msgs::Twist;
 use nav_hal::rosbridge::testing::{Nav2GoalRecord, PeerConfig, RosbridgePeer};
 use nav_hal::sim::{SimConfig, SimWorld};
+use rosmaster_process::Nav;
 use serde_json::Value;
-use std::process::{ExitStatus, Stdio};
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
-use tokio::io::{AsyncBufReadExt, AsyncReadExt, BufReader};
-use tokio::process::{Child, Command};
 use vlm_server::SilentVlm;
 
 /// One control tick plus scheduling slack on a loaded machine, s.
@@ -30,71 +30,6 @@ const DEFAULTS: &str = "[rosbridge]\ndepth_enabled = false\n";
 async fn peer(nav2: bool) -> RosbridgePeer {
     let world = SimWorld::builtin("exploration", SimConfig::default().ackermann(0.3)).unwrap();
     RosbridgePeer::start_with(world, PeerConfig { nav2, ..PeerConfig::default() }).await.unwrap()
-}
-
-/// A running `nav rosmaster`, its stderr collected as it comes.
-struct Nav {
-    child: Child,
-    stderr: Arc<Mutex<String>>,
-    dir: tempfile::TempDir,
-}
-
-impl Nav {
-    /// `nav rosmaster --url URL --config (toml) --log DIR/run.jsonl ARGS...`
-    fn start(url: &str, toml: &str, args: &[&str]) -> Self {
-        let dir = tempfile::tempdir().unwrap();
-        let config = dir.path().join("nav.toml");
-        std::fs::write(&config, toml).unwrap();
-        let mut child = Command::new(env!("CARGO_BIN_EXE_nav"))
-            .arg("rosmaster")
-            .args(["--url", url, "--config"])
-            .arg(&config)
-            .arg("--log")
-            .arg(dir.path().join("run.jsonl"))
-            .args(args)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .kill_on_drop(true)
-            .spawn()
-            .expect("nav starts");
-        let stderr = Arc::new(Mutex::new(String::new()));
-        let sink = Arc::clone(&stderr);
-        let pipe = child.stderr.take().unwrap();
-        tokio::spawn(async move {
-            let mut lines = BufReader::new(pipe).lines();
-            while let Ok(Some(line)) = lines.next_line().await {
-                let mut s = sink.lock().unwrap();
-                s.push_str(&line);
-                s.push('\n');
-            }
-        });
-        Self { child, stderr, dir }
-    }
-
-    fn stderr(&self) -> String {
-        self.stderr.lock().unwrap().clone()
-    }
-
-    /// Waits for the exit (at most `secs`): status, stderr and the step log's events.
-    async fn finish(mut self, secs: f64) -> (ExitStatus, String, Vec<Value>) {
-        let status = tokio::time::timeout(Duration::from_secs_f64(secs), self.child.wait())
-            .await
-            .unwrap_or_else(|_| panic!("nav did not exit within {secs} s; stderr:\n{}", self.stderr()))
-            .unwrap();
-        let mut out = String::new();
-        if let Some(mut o) = self.child.stdout.take() {
-            o.read_to_string(&mut out).await.unwrap();
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await; // the last stderr lines
-        let log = std::fs::read_to_string(self.dir.path().join("run.jsonl")).unwrap_or_default();
-        let events = log
-            .lines()
-            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-            .flat_map(|r| r["events"].as_array().cloned().unwrap_or_default())
-            .collect();
-        (status, self.stderr(), events)
-    }
 }
 
 fn zero(t: &Twist) -> bool {
@@ -136,8 +71,8 @@ async fn a_goal_from_the_model_is_reached_by_nav2_while_navkit_publishes_no_moti
     let vlm = SilentVlm::start(1000, "navigate_to_goal", args).await;
     let base_url = vlm.base_url();
     let model = ["--planner", "vlm", "--vlm", "openai", "--base-url", &base_url, "--model", "m", "--text-only"];
-    let nav = Nav::start(&peer.url(), DEFAULTS, &[&["--max-time", "10"][..], &model[..]].concat());
-    let (status, err, events) = nav.finish(40.0).await;
+    let nav = Nav::start_logged(&peer.url(), DEFAULTS, &[&["--max-time", "10"][..], &model[..]].concat());
+    let (status, err, events) = nav.finish_logged(40.0).await;
     assert!(status.success(), "exit {status}; stderr:\n{err}");
     let goals = peer.nav2_goals();
     let reached = goals.iter().find(|g| g.status == 4).unwrap_or_else(|| panic!("no goal reached: {goals:?}\n{err}"));
@@ -163,8 +98,8 @@ async fn exploring_with_nav2_hands_every_goal_over_and_publishes_no_motion_while
     // the offline planner replaces goals as the frontiers move, and navkit's guard cancels a goal the emulated
     // Nav2 drives too close to a wall: what is checked is the hand-over, not the emulation's success
     let peer = peer(true).await;
-    let nav = Nav::start(&peer.url(), DEFAULTS, &["--max-time", "12"]);
-    let (status, err, events) = nav.finish(40.0).await;
+    let nav = Nav::start_logged(&peer.url(), DEFAULTS, &["--max-time", "12"]);
+    let (status, err, events) = nav.finish_logged(40.0).await;
     assert!(status.success(), "exit {status}; stderr:\n{err}");
     let goals = peer.nav2_goals();
     let count = |s: i8| goals.iter().filter(|g| g.status == s).count();
@@ -197,10 +132,10 @@ async fn exploring_with_nav2_hands_every_goal_over_and_publishes_no_motion_while
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_nav2_abort_is_a_failure_in_the_tool_result() {
     let peer = peer(true).await;
-    let nav = Nav::start(&peer.url(), DEFAULTS, &["--max-time", "6"]);
+    let nav = Nav::start_logged(&peer.url(), DEFAULTS, &["--max-time", "6"]);
     nav2_driving(&peer, &nav, 8.0).await;
     assert!(peer.nav2_abort());
-    let (status, err, events) = nav.finish(30.0).await;
+    let (status, err, events) = nav.finish_logged(30.0).await;
     assert!(status.success(), "exit {status}; stderr:\n{err}");
     let failed: Vec<&Value> = named(&events, "nav2_goal_failed").collect();
     assert!(!failed.is_empty(), "the abort is noticed; stderr:\n{err}");
@@ -212,7 +147,7 @@ async fn a_nav2_abort_is_a_failure_in_the_tool_result() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_safety_stop_cancels_the_nav2_goal() {
     let peer = peer(true).await;
-    let nav = Nav::start(&peer.url(), DEFAULTS, &["--max-time", "7"]);
+    let nav = Nav::start_logged(&peer.url(), DEFAULTS, &["--max-time", "7"]);
     let goal = nav2_driving(&peer, &nav, 8.0).await;
     // the LiDAR goes blind (every beam `null`): a sensor fault, a stop of the arbiter
     peer.set_null_arc(Some((0.0, 4.0)));
@@ -220,7 +155,7 @@ async fn a_safety_stop_cancels_the_nav2_goal() {
     let pose = peer.pose();
     tokio::time::sleep(Duration::from_millis(1500)).await;
     let blind_m = peer.pose().distance(pose);
-    let (status, err, events) = nav.finish(30.0).await;
+    let (status, err, events) = nav.finish_logged(30.0).await;
     assert!(status.success(), "exit {status}; stderr:\n{err}");
     let cancel_at = peer
         .received()
@@ -248,8 +183,8 @@ async fn a_safety_stop_cancels_the_nav2_goal() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn without_nav2_navkit_follows_its_own_path() {
     let peer = peer(false).await;
-    let nav = Nav::start(&peer.url(), DEFAULTS, &["--max-time", "5"]);
-    let (status, err, events) = nav.finish(30.0).await;
+    let nav = Nav::start_logged(&peer.url(), DEFAULTS, &["--max-time", "5"]);
+    let (status, err, events) = nav.finish_logged(30.0).await;
     assert!(status.success(), "exit {status}; stderr:\n{err}");
     assert!(peer.published("/goal_pose").is_empty(), "no goal was sent");
     assert!(peer.twists().iter().any(|(_, t)| t.linear.x > 0.01), "navkit drove itself; stderr:\n{err}");
