@@ -9,6 +9,10 @@
 //! figures docs/ROSMASTER.md quotes.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+#[path = "support/vlm_server.rs"]
+#[allow(dead_code)]
+mod vlm_server;
+
 use nav_core::action::Action;
 use nav_core::drive::DriveKind;
 use nav_core::geometry::{Pose2, normalize_angle};
@@ -20,6 +24,7 @@ use nav_hal::sim::{SimConfig, SimWorld};
 use nav_planner::navigator::motion_guard::SafetyMotionGuard;
 use std::sync::Arc;
 use std::time::Duration;
+use vlm_server::SilentVlm;
 
 const WAIT: Duration = Duration::from_secs(5);
 
@@ -155,56 +160,11 @@ async fn without_a_guard_or_with_stale_odometry_no_step_runs_unchecked() {
     assert!(last.linear.x == 0.0 && last.angular.z == 0.0, "stopped after the failure: {last:?}");
 }
 
-/// An OpenAI-compatible server answering every request with the same text:
-/// an objectnav decision that never sees the target (`goal_flag: false`,
-/// straight ahead). The perception stage and the scene analyzer cannot
-/// parse it and fall back to "not seen" / no place, as with a bad model.
-async fn scripted_model() -> (String, tokio::task::JoinHandle<()>) {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    let text = r#"{"goal_flag": false, "angle": 0, "discovered_context": {"goal_scene_type": "living room", "why": "open space ahead"}}"#;
-    let body = serde_json::json!({
-        "id": "chatcmpl-test", "object": "chat.completion", "model": "test-model",
-        "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": text}}],
-        "usage": {"prompt_tokens": 1000, "completion_tokens": 40, "total_tokens": 1040},
-    })
-    .to_string();
-    let task = tokio::spawn(async move {
-        while let Ok((mut stream, _)) = listener.accept().await {
-            let body = body.clone();
-            tokio::spawn(async move {
-                let mut buf = Vec::new();
-                let mut chunk = [0u8; 65536];
-                loop {
-                    if let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
-                        let head = String::from_utf8_lossy(&buf[..end]).to_ascii_lowercase();
-                        let length: usize = head
-                            .lines()
-                            .find_map(|l| l.strip_prefix("content-length:"))
-                            .and_then(|v| v.trim().parse().ok())
-                            .unwrap_or(0);
-                        if buf.len() >= end + 4 + length {
-                            break;
-                        }
-                    }
-                    match stream.read(&mut chunk).await {
-                        Ok(0) | Err(_) => return,
-                        Ok(n) => buf.extend_from_slice(&chunk[..n]),
-                    }
-                }
-                let head = format!(
-                    "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
-                    body.len()
-                );
-                let _ = stream.write_all(head.as_bytes()).await;
-                let _ = stream.write_all(body.as_bytes()).await;
-                let _ = stream.shutdown().await;
-            });
-        }
-    });
-    (format!("http://{addr}/v1"), task)
-}
+/// An objectnav decision that never sees the target (`goal_flag: false`,
+/// straight ahead): the scripted model's reply to every request. The
+/// perception stage and the scene analyzer cannot parse it and fall back
+/// to "not seen" / no place, as with a bad model.
+const NEVER_SEEN: &str = r#"{"goal_flag": false, "angle": 0, "discovered_context": {"goal_scene_type": "living room", "why": "open space ahead"}}"#;
 
 /// `nav rosmaster ARGS` to completion (at most `secs`): status, stdout, stderr.
 async fn nav_rosmaster(args: &[&str], secs: u64) -> (std::process::ExitStatus, String, String) {
@@ -238,7 +198,8 @@ async fn objectnav_without_a_model_or_in_a_dry_run_is_refused_with_the_reason() 
 async fn objectnav_runs_the_loop_on_the_robot_with_panoramas_and_guarded_steps() {
     let world = SimWorld::builtin("exploration", SimConfig::default().ackermann(0.3)).unwrap();
     let peer = RosbridgePeer::start(world).await.unwrap();
-    let (base_url, _server) = scripted_model().await;
+    let model = SilentVlm::start_text(usize::MAX, NEVER_SEEN).await;
+    let base_url = model.base_url();
     let start = peer.pose();
     let url = peer.url();
     let args = [
