@@ -307,12 +307,10 @@ async fn session(
     announce(&mut hal, &setup, dry_run, task.is_none()).await;
     if let Some(task) = &task {
         // objectnav records the step records and the model calls (its sensor reads are not tapped)
-        let mut record_tap = recording.map(Recording::step_tap);
-        let log = log.with_tap(move |r| {
-            if let Some(t) = record_tap.as_mut() {
-                t(r);
-            }
-        });
+        let log = match recording {
+            Some(r) => log.with_tap(r.step_tap()),
+            None => log,
+        };
         let result = objectnav::run(hal, &setup, task, log, interrupted).await;
         if let Some(r) = recording.map(super::finish_recording).transpose()? {
             eprintln!("  recording: {}", r.line());

@@ -24,13 +24,6 @@ pub struct GuardVerdict {
     pub reason: Option<String>,
 }
 
-impl GuardVerdict {
-    /// The command unchanged.
-    pub fn pass(command: &VelocityCommand) -> Self {
-        Self { linear: command.linear, angular: command.angular, stopped: false, reason: None }
-    }
-}
-
 /// A safety check for each velocity of a HAL-run closed-loop motion.
 pub trait MotionGuard: Send + Sync + std::fmt::Debug {
     /// The safe version of `command` given the newest `scan` (acquired

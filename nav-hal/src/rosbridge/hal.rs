@@ -67,18 +67,18 @@ impl Commands {
     /// last command, so a replay on the thaw ends at rest.
     async fn withhold_if_unhealthy(&self) -> Result<(), HalError> {
         self.shared.ensure_connected()?;
-        let quiet = self.shared.quiet_s();
-        if quiet <= self.config.link_quiet_s {
+        let Some(error) = self.shared.link_unhealthy(self.config.link_quiet_s) else {
             self.shared.data().withholding = false;
             return Ok(());
-        }
+        };
         let first = !std::mem::replace(&mut self.shared.data().withholding, true);
-        let reason = format!("link unhealthy: nothing received from the robot for {quiet:.2} s; velocity withheld");
-        self.shared.warn_limited("unhealthy", &reason);
+        if let HalError::Disconnected { reason, .. } = &error {
+            self.shared.warn_limited("unhealthy", reason);
+        }
         if first && self.request("zero velocity", |tx| Request::Twist(Twist::default(), tx)).await.is_ok() {
             self.record(0.0, 0.0, true);
         }
-        Err(HalError::Disconnected { endpoint: self.shared.endpoint.clone(), reason })
+        Err(error)
     }
 
     fn record(&self, linear: f64, angular: f64, published: bool) {
@@ -364,10 +364,14 @@ impl RosbridgeHal {
         Ok(())
     }
 
-    /// Cancels every Nav2 NavigateToPose goal (the action's cancel service).
+    /// Cancels every Nav2 NavigateToPose goal (the action's cancel service);
+    /// a goal handed over counts as cancelled from now on.
     pub async fn cancel_goals(&self) -> Result<(), HalError> {
         if self.commands.config.dry_run {
             return self.commands.shared.ensure_connected();
+        }
+        if let Some(goal) = &mut self.commands.shared.data().nav2.goal {
+            goal.status = goal.status.max(GoalStatus::CANCELING);
         }
         self.commands.request("cancel Nav2 goals", Request::CancelGoals).await?;
         self.commands.shared.data().goal_sent = false;
@@ -724,16 +728,10 @@ impl Actuators for RosbridgeHal {
     /// Cancels every NavigateToPose goal (Nav2's cancel service); the goal
     /// handed over counts as cancelled from now on.
     async fn cancel_goal(&mut self) -> Result<(), HalError> {
-        let c = &self.commands;
-        if c.config.dry_run {
-            return c.shared.ensure_connected();
+        self.cancel_goals().await?;
+        if !self.commands.config.dry_run {
+            info!(target: LOG, "Nav2 goal cancelled");
         }
-        if let Some(goal) = &mut c.shared.data().nav2.goal {
-            goal.status = goal.status.max(GoalStatus::CANCELING);
-        }
-        c.request("cancel Nav2 goals", Request::CancelGoals).await?;
-        c.shared.data().goal_sent = false;
-        info!(target: LOG, "Nav2 goal cancelled");
         Ok(())
     }
 }

@@ -490,10 +490,8 @@ impl<C: Connect> Session<C> {
     ) -> Result<Result<(), HalError>, String> {
         let Some(p) = &self.cmd_vel else { return Ok(Ok(())) };
         let moving = twist.linear.x != 0.0 || twist.angular.z != 0.0;
-        let quiet = shared.quiet_s();
-        if moving && quiet > config.link_quiet_s {
-            let reason = format!("link unhealthy: nothing received from the robot for {quiet:.2} s; velocity withheld");
-            return Ok(Err(HalError::Disconnected { endpoint: shared.endpoint.clone(), reason }));
+        if let Some(error) = shared.link_unhealthy(config.link_quiet_s).filter(|_| moving) {
+            return Ok(Err(error));
         }
         publish(p, twist, RosbridgeConfig::secs(config.publish_timeout_s), &config.topics.cmd_vel).await?;
         self.moving = moving;

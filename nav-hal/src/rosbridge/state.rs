@@ -314,6 +314,16 @@ impl Shared {
         self.data().last_inbound_s.map_or(f64::INFINITY, |t| (now - t).max(0.0))
     }
 
+    /// The error velocity commands get while nothing has arrived from the
+    /// robot for more than `limit_s` (a frozen link), or `None`.
+    pub fn link_unhealthy(&self, limit_s: f64) -> Option<HalError> {
+        let quiet = self.quiet_s();
+        (quiet > limit_s).then(|| HalError::Disconnected {
+            endpoint: self.endpoint.clone(),
+            reason: format!("link unhealthy: nothing received from the robot for {quiet:.2} s; velocity withheld"),
+        })
+    }
+
     /// Counts a rejected message on `topic`.
     pub fn rejected(&self, topic: &str, error: &HalError) {
         let message = format!("{topic}: {error}");

@@ -59,7 +59,7 @@ mod nav2;
 mod protocol;
 mod sim;
 
-pub use nav2::{BLOCKED_M as NAV2_BLOCKED_M, GOAL_TOLERANCE_M as NAV2_GOAL_TOLERANCE_M, Nav2GoalRecord};
+pub use nav2::{GOAL_TOLERANCE_M as NAV2_GOAL_TOLERANCE_M, Nav2GoalRecord};
 
 use super::config::TopicsConfig;
 use super::msg::geometry_msgs::Twist;

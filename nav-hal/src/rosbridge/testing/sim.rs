@@ -66,7 +66,8 @@ fn step(shared: &PeerShared, dt: f64, scan_due: bool, camera_due: bool, cams: Ca
     // while the emulated Nav2 runs a goal, its controller drives the base
     let mut nav2_changed = false;
     let st_ref = &mut *st;
-    let twist = st_ref.nav2.control(&mut st_ref.world, now, &mut nav2_changed).unwrap_or(twist);
+    let nav2 = if shared.config.nav2 { st_ref.nav2.control(&mut st_ref.world, now, &mut nav2_changed) } else { None };
+    let twist = nav2.unwrap_or(twist);
     let before = st.world.odometry().pose;
     let cmd = VelocityCommand { linear: twist.linear.x, angular: twist.angular.z, duration_s: dt };
     let clock = st.world.clock();
