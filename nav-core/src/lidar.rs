@@ -568,8 +568,7 @@ impl LidarSummary {
         s.push('\n');
         // the nearest return says nothing new when its sector already reads it
         let in_sector = |n: &Nearest| {
-            let k = ((n.bearing_deg + 15.0) / 30.0) as usize % 12;
-            self.sectors[k].distance_m.is_some_and(|d| (d - n.distance_m).abs() < 0.05)
+            self.sectors[sector_index(n.angle_rad)].distance_m.is_some_and(|d| (d - n.distance_m).abs() < 0.05)
         };
         match self.nearest.as_ref().filter(|n| !in_sector(n)) {
             Some(n) => {

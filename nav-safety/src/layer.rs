@@ -274,9 +274,12 @@ impl SafetyLayer {
                 command.angular *= 0.5;
             }
         }
-        let waited = self.watchdog.elapsed(now_s);
-        let stop_wait = self.announced == WatchdogTier::StopWait;
-        self.arbiter.update(StopSource::VlmTimeout, stop_wait, format!("no VLM response for {waited:.1} s"));
+        if self.announced == WatchdogTier::StopWait {
+            let waited = self.watchdog.elapsed(now_s);
+            self.arbiter.request(StopSource::VlmTimeout, format!("no VLM response for {waited:.1} s"));
+        } else {
+            self.arbiter.release(StopSource::VlmTimeout);
+        }
         let mut guarded = match (scan, &self.sensing_failure) {
             (Some(s), None) => self.executor.guard().guard_with_zones(
                 &command,
@@ -301,6 +304,9 @@ impl SafetyLayer {
     /// The overrides of this tick that were not there the tick before,
     /// counted.
     fn count_overrides(&mut self, guarded: &GuardedVelocity) -> Vec<Override> {
+        if guarded.overrides.iter().map(|o| &o.code).eq(self.last_override_codes.iter()) {
+            return Vec::new(); // the same overrides as the tick before (a slowdown that lasts)
+        }
         let new: Vec<Override> =
             guarded.overrides.iter().filter(|o| !self.last_override_codes.contains(&o.code)).cloned().collect();
         self.overrides += new.len() as u32;
@@ -396,12 +402,6 @@ impl SafetyLayer {
     /// ([`SafetyExecutor::finish`]).
     pub fn finish(&mut self, outcome: &mut ExecutionOutcome, report: &MotionReport, now_s: f64) {
         self.executor.finish(outcome, report, now_s);
-    }
-
-    /// Something outside the layer stopped the action (e.g. a path
-    /// follower found itself boxed in): the next decision is due at once.
-    pub fn note_override(&mut self) {
-        self.after_override = true;
     }
 
     /// The seed's statistics line (`VLM stats: X calls/min (Y triggered, Z

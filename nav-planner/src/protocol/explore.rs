@@ -12,7 +12,7 @@ use crate::protocol::json::extract_json_object;
 use crate::protocol::prompts::EXPLORE_SYSTEM;
 use crate::vlm::{ImageDetail, Part, ToolChoice, ToolSpec, Turn, VisionLanguageModel, VlmRequest};
 use async_trait::async_trait;
-use nav_core::geometry::{Point2, Pose2, cardinal, clockwise_deg, compass_deg};
+use nav_core::geometry::{Point2, Pose2, cardinal, clockwise_deg, compass_deg, normalize_angle_deg};
 use nav_core::lidar::{AffordanceScores, LaserScan, LidarConfig, LidarSummary};
 use nav_core::raster::RgbFrame;
 use nav_hal::hal::{DepthFrame, Detection};
@@ -165,7 +165,7 @@ impl ExploreSnapshot {
             for f in &self.frontiers {
                 let d = self.pose.position().distance(f.position);
                 let b = clockwise_deg(self.pose.relative_bearing(f.position));
-                let near = |a: &f64| (a - b).rem_euclid(360.0).min((b - a).rem_euclid(360.0)) < 15.0;
+                let near = |a: &f64| normalize_angle_deg(a - b).abs() < 15.0;
                 if shown.len() >= SHOWN_FRONTIERS || shown.iter().any(near) {
                     continue;
                 }

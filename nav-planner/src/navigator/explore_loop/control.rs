@@ -124,12 +124,7 @@ impl Control {
         }
         let mut tick =
             FollowTick { map, pose, now, tolerance_m: t.cfg.goal_tolerance_m, motion: &mut st.motion, events };
-        let mut steering = Steering {
-            pursuit: &mut self.pursuit,
-            scan: t.sensed.scan.as_ref().map(|s| &s.scan),
-            guard: st.safety.guard(),
-            speed: t.cfg.path_speed_mps,
-        };
+        let mut steering = self.steering(t, &st.safety);
         match st.active.follow(&mut tick, &mut steering) {
             Following::Command(c) => c,
             Following::Finished => {

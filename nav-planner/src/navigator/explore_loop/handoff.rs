@@ -32,10 +32,8 @@ const SAME_GOAL_M: f64 = 0.1;
 /// The goal handed to the robot, if one is.
 #[derive(Debug)]
 pub(super) struct Handoffs {
-    /// A goal is with the robot's stack now.
-    open: bool,
-    /// Where the goal handed over last is.
-    open_goal: Option<Point2>,
+    /// Where the goal with the robot's stack now is, if one is.
+    open: Option<Point2>,
     /// Why the last goal was not handed over (logged when it changes).
     last_refusal: Option<String>,
     /// A goal within this distance is reached (`goal_tolerance_m`), m.
@@ -55,7 +53,7 @@ pub(super) struct TakeBack<'a> {
 impl Handoffs {
     /// No goal handed over yet; goals within `tolerance_m` count as reached.
     pub(super) fn new(tolerance_m: f64) -> Self {
-        Self { open: false, open_goal: None, last_refusal: None, tolerance_m }
+        Self { open: None, last_refusal: None, tolerance_m }
     }
 
     /// Before the control step: offers a new navigation goal to the robot,
@@ -69,12 +67,10 @@ impl Handoffs {
         now: f64,
         events: &mut Vec<Value>,
     ) {
-        if self.open && !matches!(&st.active, Active::Goal(g) if g.handoff == Handoff::Robot) {
-            match (&mut st.active, self.open_goal) {
+        if let Some(open) = self.open.filter(|_| !st.active.handed_over()) {
+            match &mut st.active {
                 // a new decision for the same place: the robot's stack keeps driving to it
-                (Active::Goal(g), Some(open))
-                    if g.handoff == Handoff::Untried && g.goal().distance(open) < SAME_GOAL_M =>
-                {
+                Active::Goal(g) if g.handoff == Handoff::Untried && g.goal().distance(open) < SAME_GOAL_M => {
                     g.handoff = Handoff::Robot;
                 }
                 _ => self.cancel(robot, "replaced by a new decision", events).await,
@@ -92,8 +88,7 @@ impl Handoffs {
                 match robot.start_goal(Pose2::new(goal.x, goal.y, yaw)).await {
                     Ok(()) => {
                         g.handoff = Handoff::Robot;
-                        self.open = true;
-                        self.open_goal = Some(goal);
+                        self.open = Some(goal);
                         events.push(json!({"event": "nav2_goal", "x": goal.x, "y": goal.y}));
                     }
                     // the link is down: sensing holds the robot; offer it again next tick
@@ -113,12 +108,12 @@ impl Handoffs {
                 let late = now > g.deadline_s();
                 match state {
                     Ok(NavGoalState::Succeeded) => {
-                        self.open = false;
+                        self.open = None;
                         events.push(json!({"event": "nav2_goal_succeeded"}));
                         st.finish_active(pose, now);
                     }
                     Ok(NavGoalState::Failed { code, reason }) => {
-                        self.open = false;
+                        self.open = None;
                         events.push(json!({"event": "nav2_goal_failed", "code": code, "reason": reason}));
                         st.motion.interrupted = Some(format!("nav2_{code}"));
                         st.finish_active(pose, now);
@@ -151,7 +146,7 @@ impl Handoffs {
         now: f64,
         events: &mut Vec<Value>,
     ) -> bool {
-        if !self.open {
+        if self.open.is_none() {
             return false;
         }
         let stop = why.guarded.stop().cloned();
@@ -162,7 +157,7 @@ impl Handoffs {
             (None, false, None) => return true,
         };
         self.cancel(robot, &reason, events).await;
-        if matches!(&st.active, Active::Goal(g) if g.handoff == Handoff::Robot) {
+        if st.active.handed_over() {
             match stop {
                 // the layer's tick saw the stop of the measured motion: a decision is due
                 Some(o) => st.motion.safety_stop = Some(o),
@@ -175,13 +170,13 @@ impl Handoffs {
 
     /// Cancels the handed-over goal, if one is open (the end of a run).
     pub(super) async fn close<R: Robot + ?Sized>(&mut self, robot: &mut R, events: &mut Vec<Value>) {
-        if self.open {
+        if self.open.is_some() {
             self.cancel(robot, "the run ended", events).await;
         }
     }
 
     async fn cancel<R: Robot + ?Sized>(&mut self, robot: &mut R, reason: &str, events: &mut Vec<Value>) {
-        self.open = false;
+        self.open = None;
         let mut event = json!({"event": "nav2_goal_cancelled", "reason": reason});
         if let Err(e) = robot.cancel_goal().await {
             event["error"] = json!(e.to_string());

@@ -72,13 +72,7 @@ impl LoopState {
             &summary,
             pose.position(),
         ));
-        if let Some(direction_deg) = blocked_direction(&out, pose) {
-            let reason = match out.feedback.stopped_reason.as_deref() {
-                _ if out.feedback.safety_override => "blocked",
-                Some("goal_unreachable") => "unreachable",
-                Some("boxed_in") => "boxed in",
-                _ => "no progress",
-            };
+        if let Some((direction_deg, reason)) = blocked_direction(&out, pose) {
             self.memory.record_dead_end(direction_deg, reason, pose.position());
         }
         // the action and its own result, together (never the next action's name)
@@ -89,17 +83,23 @@ impl LoopState {
 }
 
 /// The compass direction (degrees clockwise from north, as the prompt
-/// shows dead ends) an action found blocked: a `move_toward` or navigation
+/// shows dead ends) an action found blocked, and why (`blocked`,
+/// `unreachable`, `boxed in`, `no progress`): a `move_toward` or navigation
 /// goal that the safety layer refused or stopped, or whose goal proved
-/// unreachable or boxed in. `None` for anything else (a turn, a stop, a
-/// success).
-fn blocked_direction(out: &ExecutionOutcome, pose: Pose2) -> Option<f64> {
+/// unreachable, boxed in or made no progress. `None` for anything else (a
+/// turn, a stop, a success).
+fn blocked_direction(out: &ExecutionOutcome, pose: Pose2) -> Option<(f64, &'static str)> {
     let f = &out.feedback;
-    let blocked = f.safety_override
-        || matches!(f.stopped_reason.as_deref(), Some("goal_unreachable" | "boxed_in" | "no_progress"));
-    if f.success || !blocked {
+    if f.success {
         return None;
     }
+    let reason = match f.stopped_reason.as_deref() {
+        _ if f.safety_override => "blocked",
+        Some("goal_unreachable") => "unreachable",
+        Some("boxed_in") => "boxed in",
+        Some("no_progress") => "no progress",
+        _ => return None,
+    };
     let bearing_ccw = match (&out.call, &out.target) {
         (ToolCall::MoveToward { direction, .. }, _) => direction.arc().0,
         (ToolCall::NavigateToGoal { .. }, Target::NavGoal(g)) => {
@@ -110,7 +110,7 @@ fn blocked_direction(out: &ExecutionOutcome, pose: Pose2) -> Option<f64> {
         }
         _ => return None,
     };
-    Some(compass_deg((pose.yaw + bearing_ccw).to_degrees()))
+    Some((compass_deg((pose.yaw + bearing_ccw).to_degrees()), reason))
 }
 
 /// What one tick writes to its step-log line besides the pose and the
