@@ -1,12 +1,25 @@
 //! Captures every tracing event of the current thread into a buffer.
+//!
+//! One TRACE subscriber is installed for the whole test process and writes
+//! each event to the buffer of the thread that emitted it, if that thread is
+//! capturing. A per-thread `set_default` subscriber would race with tests on
+//! other threads: tracing caches each callsite's interest process-wide, and
+//! a callsite first hit on a thread without a subscriber while another
+//! thread's subscriber is being registered can stay disabled, which lost
+//! events (a flaky "logged once" failure in CI).
 
+use std::cell::RefCell;
 use std::io::Write;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, Once};
 
-use tracing::subscriber::DefaultGuard;
+type Buffer = Arc<Mutex<Vec<u8>>>;
+
+thread_local! {
+    static SINK: RefCell<Option<Buffer>> = const { RefCell::new(None) };
+}
 
 #[derive(Clone, Default)]
-pub struct Captured(Arc<Mutex<Vec<u8>>>);
+pub struct Captured(Buffer);
 
 impl Captured {
     pub fn text(&self) -> String {
@@ -14,11 +27,25 @@ impl Captured {
     }
 }
 
-struct Sink(Arc<Mutex<Vec<u8>>>);
+/// Stops the capture on this thread when dropped.
+pub struct CaptureGuard;
 
-impl Write for Sink {
+impl Drop for CaptureGuard {
+    fn drop(&mut self) {
+        SINK.with(|sink| sink.borrow_mut().take());
+    }
+}
+
+/// Writes to the emitting thread's buffer, or nowhere.
+struct ThreadSink;
+
+impl Write for ThreadSink {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(buf);
+        SINK.with(|sink| {
+            if let Some(buffer) = sink.borrow().as_ref() {
+                buffer.lock().unwrap().extend_from_slice(buf);
+            }
+        });
         Ok(buf.len())
     }
 
@@ -27,15 +54,22 @@ impl Write for Sink {
     }
 }
 
-/// Installs a TRACE-level subscriber for this thread (tests run on a
+/// Captures this thread's events until the guard drops (tests run on a
 /// current-thread runtime, so the backend's events land here).
-pub fn capture() -> (Captured, DefaultGuard) {
+pub fn capture() -> (Captured, CaptureGuard) {
+    static INIT: Once = Once::new();
+    INIT.call_once(|| {
+        let subscriber = tracing_subscriber::fmt()
+            .with_max_level(tracing::Level::TRACE)
+            .with_ansi(false)
+            .with_writer(|| ThreadSink)
+            .finish();
+        tracing::subscriber::set_global_default(subscriber).unwrap();
+    });
+    // a callsite first hit on another thread while the subscriber was being
+    // installed may have cached "never"; recompute every cached interest
+    tracing::callsite::rebuild_interest_cache();
     let captured = Captured::default();
-    let buffer = Arc::clone(&captured.0);
-    let subscriber = tracing_subscriber::fmt()
-        .with_max_level(tracing::Level::TRACE)
-        .with_ansi(false)
-        .with_writer(move || Sink(Arc::clone(&buffer)))
-        .finish();
-    (captured, tracing::subscriber::set_default(subscriber))
+    SINK.with(|sink| *sink.borrow_mut() = Some(Arc::clone(&captured.0)));
+    (captured, CaptureGuard)
 }
