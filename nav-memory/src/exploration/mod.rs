@@ -549,7 +549,7 @@ mod tests {
         assert!(m.to_prompt_text().contains("Frontiers: 1 open — #1 30° doorway 2.0m (0.9m wide)"));
         let text = m.prompt_text(PromptParts { without_frontiers: true, ..PromptParts::default() });
         assert!(!text.contains("Frontiers"), "{text}");
-        assert!(text.contains("; dead ends: none; discoveries 0; time 0m00s"), "{text}");
+        assert!(text.contains("; dead ends none; discoveries 0; time 0m00s"), "{text}");
     }
 
     #[test]

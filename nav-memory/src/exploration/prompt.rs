@@ -68,7 +68,7 @@ impl ExplorationMemory {
             self.push_frontiers(&mut s);
             s.push_str("  Dead ends: ");
         } else {
-            s.push_str("; dead ends: ");
+            s.push_str("; dead ends ");
         }
         if self.dead_ends.is_empty() {
             s.push_str("none");

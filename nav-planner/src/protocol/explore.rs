@@ -173,7 +173,7 @@ impl ExploreSnapshot {
                     s.push_str(", ");
                 }
                 shown.push(b);
-                let _ = write!(s, "#{} {:.1}m at {:.0}°", f.id, d, b);
+                let _ = write!(s, "#{} {:.1}m {:.0}°", f.id, d, b);
             }
             s.push('\n');
         }

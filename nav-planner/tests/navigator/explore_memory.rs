@@ -108,7 +108,7 @@ async fn failed_moves_become_dead_ends_and_a_saved_session_goes_on() {
     let vlm = Arc::new(ScriptedVlm::new().then_tool_call("stop_robot", json!({"reason": "exploration_complete"})));
     let again = run(Arc::clone(&vlm), 1, Some(loaded)).await;
     let first = text_of(&vlm.requests()[0]);
-    assert!(first.contains("dead ends: ") && !first.contains("dead ends: none"), "the next session knows: {first}");
+    assert!(first.contains("dead ends ") && !first.contains("dead ends none"), "the next session knows: {first}");
     assert!(again.memory.duration_s() > out.memory.duration_s(), "its clock goes on");
     assert_eq!(again.memory.dead_ends().len(), out.memory.dead_ends().len());
 }

@@ -111,7 +111,7 @@ pub fn tool_schemas_for(speeds: &SpeedConfig) -> Vec<ToolSchema> {
         },
         ToolSchema {
             name: "rotate",
-            description: format!("Turn by degrees: {ROTATE_VALUES}; an arc on a car-like base."),
+            description: format!("Turn by degrees: {ROTATE_VALUES}."),
             parameters: object(vec![("degrees", json!({"type": "integer"}))]),
         },
         ToolSchema {
