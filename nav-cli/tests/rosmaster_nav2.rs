@@ -12,6 +12,7 @@ mod rosmaster_process;
 #[allow(dead_code)]
 mod vlm_server;
 
+use nav_hal::rosbridge::msg::action_msgs::GoalStatus;
 use nav_hal::rosbridge::msg::geometry_msgs::Twist;
 use nav_hal::rosbridge::testing::{Nav2GoalRecord, PeerConfig, RosbridgePeer};
 use nav_hal::sim::{SimConfig, SimWorld};
@@ -75,7 +76,10 @@ async fn a_goal_from_the_model_is_reached_by_nav2_while_navkit_publishes_no_moti
     let (status, err, events) = nav.finish_logged(40.0).await;
     assert!(status.success(), "exit {status}; stderr:\n{err}");
     let goals = peer.nav2_goals();
-    let reached = goals.iter().find(|g| g.status == 4).unwrap_or_else(|| panic!("no goal reached: {goals:?}\n{err}"));
+    let reached = goals
+        .iter()
+        .find(|g| g.status == GoalStatus::SUCCEEDED)
+        .unwrap_or_else(|| panic!("no goal reached: {goals:?}\n{err}"));
     let took = reached.ended_s.unwrap() - reached.accepted_s;
     let moving = moving_while_nav2_drove(&peer.twists(), &goals, peer.now_s());
     let moved = peer.pose().position().distance(start.position());
@@ -169,7 +173,7 @@ async fn a_safety_stop_cancels_the_nav2_goal() {
         cancel_at - fault_at
     );
     assert!(cancel_at - fault_at <= 0.5 + SLACK_S, "cancelled {:.2} s after the fault", cancel_at - fault_at);
-    assert_eq!(ended.status, 5, "the goal was cancelled: {ended:?}");
+    assert_eq!(ended.status, GoalStatus::CANCELED, "the goal was cancelled: {ended:?}");
     assert!(blind_m <= 0.1 + 0.18 * SLACK_S, "{blind_m:.3} m driven blind");
     let cancelled: Vec<&Value> = named(&events, "nav2_goal_cancelled").collect();
     assert!(cancelled.iter().any(|e| e["reason"].as_str().unwrap_or("").contains("sensor fault")), "{cancelled:?}");

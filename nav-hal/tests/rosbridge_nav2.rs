@@ -12,6 +12,7 @@ mod support;
 use nav_core::geometry::Pose2;
 use nav_hal::HalError;
 use nav_hal::hal::{Actuators, NavGoalState, Sensors};
+use nav_hal::rosbridge::msg::action_msgs::GoalStatus;
 use nav_hal::rosbridge::testing::{NAV2_GOAL_TOLERANCE_M, PeerConfig};
 use nav_hal::rosbridge::{Nav2Mode, RosbridgeConfig, RosbridgeHal};
 use std::time::Duration;
@@ -60,7 +61,7 @@ async fn a_goal_goes_to_nav2_and_succeeds_with_no_cmd_vel_from_the_hal() {
     assert_eq!(state_until_done(&mut hal, 10.0).await, NavGoalState::Succeeded);
     let goals = peer.nav2_goals();
     assert_eq!(goals.len(), 1);
-    assert_eq!(goals[0].status, 4);
+    assert_eq!(goals[0].status, GoalStatus::SUCCEEDED);
     assert_eq!(goals[0].frame_id, "odom", "goals carry the odometry's frame");
     assert!(peer.pose().position().distance(goal.position()) <= NAV2_GOAL_TOLERANCE_M + 0.05);
     assert!(peer.twists().is_empty(), "the HAL published no cmd_vel while Nav2 drove");
@@ -88,7 +89,9 @@ async fn an_aborted_or_cancelled_goal_is_a_failure_with_its_reason() {
     eventually(3.0, async || (hal.goal_state().await.unwrap() == NavGoalState::Active).then_some(())).await.unwrap();
     hal.cancel_goal().await.unwrap();
     assert!(matches!(hal.goal_state().await.unwrap(), NavGoalState::Failed { code, .. } if code == "canceled"));
-    eventually(2.0, async || peer.nav2_goals().last().is_some_and(|g| g.status == 5).then_some(())).await.unwrap();
+    eventually(2.0, async || peer.nav2_goals().last().is_some_and(|g| g.status == GoalStatus::CANCELED).then_some(()))
+        .await
+        .unwrap();
     assert!(peer.received().iter().any(|m| m.topic.as_deref() == Some("/navigate_to_pose/_action/cancel_goal")));
 }
 
@@ -142,7 +145,9 @@ async fn a_stop_cancels_the_goal_nav2_drives_before_the_zero_twists() {
     eventually(3.0, async || (hal.goal_state().await.unwrap() == NavGoalState::Active).then_some(())).await.unwrap();
     hal.stop().await.unwrap();
     assert!(matches!(hal.goal_state().await.unwrap(), NavGoalState::Failed { code, .. } if code == "canceled"));
-    eventually(2.0, async || peer.nav2_goals().last().is_some_and(|g| g.status == 5).then_some(())).await.unwrap();
+    eventually(2.0, async || peer.nav2_goals().last().is_some_and(|g| g.status == GoalStatus::CANCELED).then_some(()))
+        .await
+        .unwrap();
     let received = peer.received();
     let cancel = received.iter().position(|m| m.topic.as_deref() == Some("/navigate_to_pose/_action/cancel_goal"));
     let first_zero = received.iter().position(|m| m.op == "publish" && m.topic.as_deref() == Some("/cmd_vel"));

@@ -190,7 +190,12 @@ mod tests {
         let goal = |n: &Nav2State| nav2_goal_state(n.goal.as_ref().unwrap(), 10.5, &config);
         assert_eq!(goal(&nav2), NavGoalState::Pending);
         // the old running goal is preempted (aborted); the new id is ours, the aborted old one is not
-        nav2.update(&[(id(1), 4), (id(2), GoalStatus::ABORTED), (id(7), 5), (id(3), GoalStatus::ACCEPTED)]);
+        nav2.update(&[
+            (id(1), GoalStatus::SUCCEEDED),
+            (id(2), GoalStatus::ABORTED),
+            (id(7), GoalStatus::CANCELED),
+            (id(3), GoalStatus::ACCEPTED),
+        ]);
         assert_eq!(nav2.goal.as_ref().unwrap().id, Some(id(3)), "a new running id is preferred");
         assert_eq!(goal(&nav2), NavGoalState::Active);
         nav2.update(&[(id(3), GoalStatus::EXECUTING)]);

@@ -2,6 +2,7 @@
 //! sensor (stamped on our monotonic clock when it arrived), the link state
 //! and per-topic statistics.
 
+use super::msg::action_msgs::GoalStatus;
 use super::msg::sensor_msgs::{CompressedImage, Image};
 use crate::HalError;
 use crate::clock::MonotonicClock;
@@ -151,7 +152,7 @@ impl Nav2State {
             if goal.id.is_none() {
                 // a new id, preferably one that is running (Nav2 runs one goal at a time)
                 let new = || list.iter().filter(|(id, _)| !goal.known.contains(id));
-                let running = new().find(|(_, s)| matches!(*s, 1 | 2));
+                let running = new().find(|(_, s)| matches!(*s, GoalStatus::ACCEPTED | GoalStatus::EXECUTING));
                 goal.id = running.or_else(|| new().next()).map(|(id, _)| id.clone());
             }
             if let Some(status) = goal.id.as_ref().and_then(|id| list.iter().find(|(i, _)| i == id)) {

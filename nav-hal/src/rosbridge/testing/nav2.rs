@@ -8,6 +8,7 @@
 //! like Nav2's bt_navigator, planner and controller servers do from a
 //! client's point of view.
 
+use crate::rosbridge::msg::action_msgs::GoalStatus;
 use crate::rosbridge::msg::geometry_msgs::{PoseStamped, Twist};
 use crate::sim::SimWorld;
 use base64::Engine as _;
@@ -38,8 +39,7 @@ pub struct Nav2GoalRecord {
     pub target: Point2,
     /// The frame the client named.
     pub frame_id: String,
-    /// `action_msgs/GoalStatus`: 2 executing, 4 succeeded, 5 cancelled,
-    /// 6 aborted.
+    /// Its [`GoalStatus`] (executing, succeeded, canceled or aborted).
     pub status: i8,
     /// When it was accepted, s since the peer started.
     pub accepted_s: f64,
@@ -95,7 +95,7 @@ impl Nav2Sim {
         if !target.is_finite() {
             return Err("the goal position is not finite".into());
         }
-        self.end(6, now_s);
+        self.end(GoalStatus::ABORTED, now_s);
         self.path.clear();
         self.next_id = self.next_id.wrapping_add(1);
         let id = (0..16u8).map(|i| self.next_id.wrapping_mul(31).wrapping_add(i)).collect();
@@ -103,7 +103,7 @@ impl Nav2Sim {
             id,
             target,
             frame_id: goal.header.frame_id,
-            status: 2,
+            status: GoalStatus::EXECUTING,
             accepted_s: now_s,
             ended_s: None,
         });
@@ -144,7 +144,7 @@ impl Nav2Sim {
         }
         let target = self.running()?.target;
         if pose.position().distance(target) <= GOAL_TOLERANCE_M {
-            *changed = self.end(4, now_s);
+            *changed = self.end(GoalStatus::SUCCEEDED, now_s);
             return Some(Twist::default());
         }
         if self.path.is_empty() || now_s - self.planned_s >= 1.0 {
@@ -156,7 +156,7 @@ impl Nav2Sim {
                 if plan.success { plan.cells.iter().map(|c| costs.grid_to_world(*c)).collect() } else { Vec::new() };
             if self.path.is_empty() {
                 // the planner finds no way: Nav2 aborts the goal
-                *changed = self.end(6, now_s);
+                *changed = self.end(GoalStatus::ABORTED, now_s);
                 return Some(Twist::default());
             }
         }
@@ -166,7 +166,7 @@ impl Nav2Sim {
             .filter_map(|i| scan.obstacle(scan.ranges[i]))
             .any(|r| f64::from(r) < BLOCKED_M);
         if blocked {
-            *changed = self.end(6, now_s);
+            *changed = self.end(GoalStatus::ABORTED, now_s);
             return Some(Twist::default());
         }
         // pure pursuit: the first path point at least LOOKAHEAD_M away, after the nearest one
