@@ -2,11 +2,12 @@
 //!
 //! One TRACE subscriber is installed for the whole test process and writes
 //! each event to the buffer of the thread that emitted it, if that thread is
-//! capturing. A per-thread `set_default` subscriber would race with tests on
-//! other threads: tracing caches each callsite's interest process-wide, and
-//! a callsite first hit on a thread without a subscriber while another
-//! thread's subscriber is being registered can stay disabled, which lost
-//! events (a flaky "logged once" failure in CI).
+//! capturing. A per-thread `set_default` subscriber raced with tests on
+//! other threads: tracing caches each callsite's interest process-wide and,
+//! while only one dispatcher is registered, computes it from the default of
+//! the thread that hits the callsite first, so a warning first logged by a
+//! test without capture stayed disabled for every thread (a flaky "logged
+//! once" failure in CI).
 
 use std::cell::RefCell;
 use std::io::Write;
