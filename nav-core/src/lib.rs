@@ -19,6 +19,7 @@
 //!   space and boundary guesses, verified against later observations).
 //! - [`config`]: [`ConfigError`](config::ConfigError) and the range checks
 //!   every config struct's `validate()` uses.
+//! - [`doorway`]: notices the robot passing through a door from its LiDAR.
 //! - [`similarity`], [`stuck`], [`metrics`], [`raster`], [`time`].
 //! - [`bounded`]: size-limited reads over a caller's reader (no file is
 //!   opened here).
@@ -60,6 +61,7 @@ pub mod bounded;
 pub mod candidates;
 pub mod config;
 pub mod discovery;
+pub mod doorway;
 pub mod drive;
 pub mod error;
 pub mod frontier;

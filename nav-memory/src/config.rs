@@ -58,6 +58,13 @@ pub struct ContextLimits {
     /// Characters kept of the optional grounding section (1,500).
     /// Range: 0..=1000000.
     pub grounding_chars: usize,
+    /// Anchors within this distance are listed by direction ("Been"),
+    /// metres (6).
+    /// Range: [0, 1000].
+    pub visited_radius_m: f64,
+    /// Headings tried from near the robot listed, newest first (6).
+    /// Range: 0..=1000.
+    pub tried_here: usize,
 }
 
 impl Default for ContextLimits {
@@ -72,6 +79,8 @@ impl Default for ContextLimits {
             why_chars: 48,
             type_chars: 20,
             grounding_chars: 1500,
+            visited_radius_m: 6.0,
+            tried_here: 6,
         }
     }
 }
@@ -143,6 +152,8 @@ impl ContextLimits {
         ] {
             count_in(k, v, 0, 100_000)?;
         }
+        count_in("tried_here", self.tried_here, 0, 1000)?;
+        nav_core::config::in_range("visited_radius_m", self.visited_radius_m, 0.0, 1000.0)?;
         count_in("grounding_chars", self.grounding_chars, 0, 1_000_000)
     }
 }

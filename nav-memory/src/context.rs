@@ -38,6 +38,38 @@ pub struct PlaceBrief {
     pub id: PlaceId,
     /// Normalized type (clipped).
     pub place_type: String,
+    /// Where the centre of its anchors lies from the robot: bearing in
+    /// degrees from the robot's front (positive = left) and distance in
+    /// metres. `None` for the current place.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub at: Option<(i32, f64)>,
+}
+
+/// Anchors in one 30° direction around the robot: where it has been that
+/// way.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct VisitedSector {
+    /// Centre of the sector, degrees from the robot's front (positive =
+    /// left), a multiple of 30 in (-180, 180].
+    pub bearing_deg: i32,
+    /// Distance of the nearest anchor that way, metres.
+    pub near_m: f64,
+    /// Distance of the farthest anchor that way, metres.
+    pub far_m: f64,
+}
+
+/// A heading a planner decision chose near the robot's position, and what
+/// came of it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TriedBrief {
+    /// The heading, degrees from the robot's current front (positive = left).
+    pub bearing_deg: i32,
+    /// Decisions that chose it (within 15°) from here.
+    pub attempts: u32,
+    /// How far the robot got before the next decision, metres.
+    pub moved_m: f64,
+    /// The place type it was in at the next decision.
+    pub reached: String,
 }
 
 /// What the planner sees of the memory (seed 000 §9.1).
@@ -64,6 +96,14 @@ pub struct NavigationContext {
     pub dc_queue: Vec<DcRecord>,
     /// The avoid hint active now, if any.
     pub avoid_hint: Option<String>,
+    /// Where the robot has been around it: anchors within
+    /// `context.visited_radius_m`, per 30° direction.
+    #[serde(default)]
+    pub visited: Vec<VisitedSector>,
+    /// Headings already tried from within `localization_radius_m` of here,
+    /// newest first (at most `context.tried_here`).
+    #[serde(default)]
+    pub tried_here: Vec<TriedBrief>,
     /// The grounding section, if one was given (clipped).
     pub grounding: Option<String>,
 }
@@ -79,9 +119,19 @@ impl NavigationContext {
         let anchor = memory.current_anchor();
         let places = memory.places();
         let m = limits.recent_places.min(places.len());
+        let pose = memory.pose();
+        let relative = |p: nav_core::geometry::Point2| {
+            let d = pose.position().distance(p);
+            let bearing = pose.relative_bearing(p).to_degrees().round() as i32;
+            (bearing, (d * 10.0).round() / 10.0)
+        };
         let recent_places = places[places.len() - m..]
             .iter()
-            .map(|p| PlaceBrief { id: p.id, place_type: clip_chars(&p.place_type, limits.type_chars) })
+            .map(|p| PlaceBrief {
+                id: p.id,
+                place_type: clip_chars(&p.place_type, limits.type_chars),
+                at: (p.id != place.id).then(|| place_centre(memory, p)).flatten().map(relative),
+            })
             .collect();
         let anchors = memory.anchors().anchors();
         let k = limits.recent_anchors.min(anchors.len());
@@ -123,6 +173,8 @@ impl NavigationContext {
             hints,
             dc_queue,
             avoid_hint: memory.avoid_hint().map(|h| h.to_string()),
+            visited: visited_sectors(memory, limits.visited_radius_m),
+            tried_here: tried_here(memory, limits.tried_here),
             grounding,
         }
     }
@@ -146,10 +198,41 @@ impl NavigationContext {
         s.push('\n');
         s.push_str("Recent places (old→new):");
         for p in &self.recent_places {
-            let _ = write!(s, " {} {},", p.id, p.place_type);
+            match p.at {
+                Some((b, d)) => {
+                    let _ = write!(s, " {} {} {b}°/{d}m,", p.id, p.place_type);
+                }
+                None => {
+                    let _ = write!(s, " {} {} (here),", p.id, p.place_type);
+                }
+            }
         }
         s.pop();
         s.push('\n');
+        if !self.visited.is_empty() {
+            s.push_str("Been (bearing: anchor distances m):");
+            for v in &self.visited {
+                if (v.far_m - v.near_m).abs() < 0.05 {
+                    let _ = write!(s, " {}: {:.1};", v.bearing_deg, v.near_m);
+                } else {
+                    let _ = write!(s, " {}: {:.1}-{:.1};", v.bearing_deg, v.near_m, v.far_m);
+                }
+            }
+            s.pop();
+            s.push('\n');
+        }
+        if !self.tried_here.is_empty() {
+            s.push_str("Tried from here (bearing → moved, reached):");
+            for t in &self.tried_here {
+                let _ = write!(s, " {}°", t.bearing_deg);
+                if t.attempts > 1 {
+                    let _ = write!(s, " x{}", t.attempts);
+                }
+                let _ = write!(s, " → {:.1}m {};", t.moved_m, t.reached);
+            }
+            s.pop();
+            s.push('\n');
+        }
         let _ = write!(s, "Anchor: {} | neighbors:", self.anchor);
         for n in &self.neighbors {
             let _ = write!(s, " {n}");
@@ -223,6 +306,80 @@ impl SpatialMemory {
     pub fn context(&self, grounding: Option<&str>) -> NavigationContext {
         NavigationContext::from_memory(self, grounding)
     }
+}
+
+/// The centre of a place's anchors (dead reckoning), if it has any.
+fn place_centre(memory: &SpatialMemory, place: &crate::graph::Place) -> Option<nav_core::geometry::Point2> {
+    let pts: Vec<nav_core::geometry::Point2> =
+        place.anchors.iter().filter_map(|a| memory.anchors().get(*a)).map(|a| a.pose.position()).collect();
+    if pts.is_empty() {
+        return None;
+    }
+    let n = pts.len() as f64;
+    Some(nav_core::geometry::Point2::new(
+        pts.iter().map(|p| p.x).sum::<f64>() / n,
+        pts.iter().map(|p| p.y).sum::<f64>() / n,
+    ))
+}
+
+/// Anchors within `radius` metres (and farther than 0.5 m) of the robot,
+/// grouped by 30° direction relative to its front.
+fn visited_sectors(memory: &SpatialMemory, radius: f64) -> Vec<VisitedSector> {
+    let pose = memory.pose();
+    let mut sectors: [Option<(f64, f64)>; 12] = [None; 12];
+    for (id, d) in memory.anchors().within(pose.position(), radius) {
+        let Some(a) = memory.anchors().get(id) else { continue };
+        if d < 0.5 {
+            continue;
+        }
+        let bearing = pose.relative_bearing(a.pose.position()).to_degrees();
+        // sector k covers (30k - 15, 30k + 15], k = -5..=6
+        let k = ((bearing / 30.0).round() as i32).clamp(-6, 6);
+        let k = if k == -6 { 6 } else { k };
+        let slot = &mut sectors[(k + 5) as usize];
+        *slot = Some(slot.map_or((d, d), |(n, f)| (n.min(d), f.max(d))));
+    }
+    sectors
+        .iter()
+        .enumerate()
+        .filter_map(|(i, s)| {
+            s.map(|(n, f)| VisitedSector {
+                bearing_deg: (i as i32 - 5) * 30,
+                near_m: (n * 10.0).round() / 10.0,
+                far_m: (f * 10.0).round() / 10.0,
+            })
+        })
+        .collect()
+}
+
+/// Headings tried from within the localization radius of the robot,
+/// newest first, the decision in progress left out; headings within 15° of
+/// each other are listed once (the newest outcome, with the attempts).
+fn tried_here(memory: &SpatialMemory, cap: usize) -> Vec<TriedBrief> {
+    let pose = memory.pose();
+    let r = memory.config().localization_radius_m;
+    let mut out: Vec<TriedBrief> = Vec::new();
+    for (t, o) in memory
+        .tried_headings()
+        .rev()
+        .filter_map(|t| t.outcome.as_ref().map(|o| (t, o)))
+        .filter(|(t, _)| t.from.distance(pose.position()) <= r)
+    {
+        let bearing_deg = nav_core::geometry::normalize_angle(t.heading - pose.yaw).to_degrees().round() as i32;
+        let same = |b: i32| ((bearing_deg - b + 540).rem_euclid(360) - 180).abs() < 15;
+        if let Some(x) = out.iter_mut().find(|x| same(x.bearing_deg)) {
+            x.attempts += 1;
+            continue;
+        }
+        out.push(TriedBrief {
+            bearing_deg,
+            attempts: 1,
+            moved_m: (o.moved_m * 10.0).round() / 10.0,
+            reached: clip_chars(&o.place_type, memory.config().context.type_chars),
+        });
+    }
+    out.truncate(cap);
+    out
 }
 
 /// Clips a multi-line block to `max` characters, keeping line breaks and

@@ -52,6 +52,26 @@ pub struct StepFlags {
     /// a wall does not create anchors it never reached. Without this flag
     /// dead reckoning is purely action-based, as the seed describes.
     pub collided: bool,
+    /// The robot just passed through a doorway (the LiDAR narrowed, then
+    /// opened; `nav_core::doorway`): a likely room change. Creates a branch
+    /// anchor like [`StepFlags::branch`] and makes a scene analysis due
+    /// (see [`SpatialMemory::scene_trigger`](crate::SpatialMemory::scene_trigger)).
+    pub doorway: bool,
+}
+
+/// Why a scene analysis runs at a step.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SceneTrigger {
+    /// The episode's first step: name the starting place.
+    First,
+    /// `place_update_period` steps passed since the last analysis.
+    Periodic,
+    /// The robot just passed through a doorway.
+    Doorway,
+    /// A different place type is pending: look again once it has held for
+    /// `dwell_k` steps, to confirm or drop the switch.
+    Confirm,
 }
 
 /// Something the memory did or detected during a step, for the step log
@@ -106,6 +126,22 @@ pub enum MemoryEvent {
         /// The current anchor.
         anchor: AnchorId,
     },
+    /// The scene analyzer ran at this step (seed 000 §13: every place
+    /// update is logged, confirmed or not).
+    SceneAnalyzed {
+        /// Why it ran.
+        trigger: SceneTrigger,
+        /// The analyzer's label as written (empty when it could not tell).
+        label: String,
+        /// The normalized place type (empty when there was no usable label).
+        place_type: String,
+        /// The place type waiting for confirmation after this analysis.
+        pending: Option<String>,
+        /// Steps the pending type has held so far (first sighting included).
+        dwell_steps: u32,
+        /// True when this analysis confirmed a switch to a new place.
+        confirmed: bool,
+    },
     /// The robot entered an anchor cluster explored earlier (rising edge).
     Revisit {
         /// The current anchor.
@@ -130,4 +166,7 @@ pub struct MemoryCounters {
     /// Scene labels that differed from the current place but were not (yet)
     /// confirmed by the dwell filter.
     pub unconfirmed_labels: u32,
+    /// Scene analyses run (every trigger).
+    #[serde(default)]
+    pub scene_analyses: u32,
 }

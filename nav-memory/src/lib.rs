@@ -95,15 +95,17 @@ pub mod hint;
 pub mod snapshot;
 pub mod spatial;
 pub mod text;
+pub mod tried;
 
 pub use config::{ContextLimits, MemoryConfig, StuckGranularity};
 pub use context::{NavigationContext, PlaceBrief, PlaceSummary};
 pub use dc::{DcQueue, DcRecord};
 pub use error::MemoryError;
-pub use event::{MemoryCounters, MemoryEvent, SceneObservation, StepFlags};
+pub use event::{MemoryCounters, MemoryEvent, SceneObservation, SceneTrigger, StepFlags};
 pub use exploration::{ActionRecord, DeadEnd, Discovery, ExplorationMemory, Frontier, PromptParts, Room};
 pub use graph::{Anchor, AnchorGraph, AnchorId, AnchorReason, Place, PlaceId};
 pub use hint::{AvoidHint, Pattern};
 pub use snapshot::write_atomic;
 pub use spatial::{LocalizationHint, SpatialMemory};
 pub use text::normalize_scene_type;
+pub use tried::{TriedHeading, TriedOutcome};

@@ -4,7 +4,7 @@
 use crate::config::{MemoryConfig, StuckGranularity};
 use crate::dc::{DcQueue, DcRecord};
 use crate::error::MemoryError;
-use crate::event::{MemoryCounters, MemoryEvent, SceneObservation, StepFlags};
+use crate::event::{MemoryCounters, MemoryEvent, SceneObservation, SceneTrigger, StepFlags};
 use crate::graph::{Anchor, AnchorGraph, AnchorId, AnchorReason, Place, PlaceId};
 use crate::hint::{AvoidHint, Pattern};
 use crate::text::{clip_chars, normalize_label, normalize_scene_type};
@@ -32,12 +32,15 @@ pub struct LocalizationHint {
 }
 
 /// The pending place switch: a label that differs from the current place,
-/// seen `count` consecutive times, with what was observed meanwhile.
+/// first seen at step `since` and seen by every analysis after it (`count`
+/// of them), with what was observed meanwhile.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct Dwell {
     candidate: Option<String>,
     count: u32,
+    #[serde(default)]
+    since: u64,
     objects: BTreeSet<String>,
     description: Option<String>,
 }
@@ -76,6 +79,12 @@ pub struct SpatialMemory {
     place_sequence: VecDeque<(PlaceId, String)>,
     dc: DcQueue,
     counters: MemoryCounters,
+    /// The step of the latest scene analysis.
+    #[serde(default)]
+    last_scene_step: Option<u64>,
+    /// Where the planner sent the robot, newest last (bounded).
+    #[serde(default)]
+    tried: VecDeque<crate::tried::TriedHeading>,
 }
 
 impl SpatialMemory {
@@ -110,6 +119,8 @@ impl SpatialMemory {
             place_sequence: VecDeque::from([(PlaceId(0), Place::UNKNOWN.to_string())]),
             dc: DcQueue::new(config.dc_capacity),
             counters: MemoryCounters::default(),
+            last_scene_step: None,
+            tried: VecDeque::new(),
             config,
         })
     }
@@ -124,11 +135,37 @@ impl SpatialMemory {
         self.steps
     }
 
-    /// Whether the loop should run the scene analyzer for the coming step:
-    /// true for the first step and every `place_update_period` steps after
-    /// (step indices 0, 20, 40… counted from 0).
+    /// Whether the loop should run the scene analyzer for the coming step
+    /// (without a doorway crossing; see [`Self::scene_trigger`]).
     pub fn scene_due(&self) -> bool {
-        self.steps % u64::from(self.config.place_update_period) == 0
+        self.scene_trigger(false).is_some()
+    }
+
+    /// Why the loop should run the scene analyzer for the coming step, if
+    /// it should (`doorway`: the robot just passed through one):
+    ///
+    /// 1. [`SceneTrigger::First`]: the first step, to name the start place;
+    /// 2. [`SceneTrigger::Confirm`]: a different place type is pending and
+    ///    has held for `dwell_k` steps counting its first sighting — one
+    ///    more look confirms the switch or drops it (the seed's dwell,
+    ///    counted in steps);
+    /// 3. [`SceneTrigger::Doorway`]: a likely room change;
+    /// 4. [`SceneTrigger::Periodic`]: `place_update_period` steps since the
+    ///    latest analysis (the seed's cadence, restarted by every analysis;
+    ///    a quarter of it while no label has named the start place yet).
+    pub fn scene_trigger(&self, doorway: bool) -> Option<SceneTrigger> {
+        let step = self.steps + 1;
+        let Some(last) = self.last_scene_step else { return Some(SceneTrigger::First) };
+        if self.dwell.candidate.is_some() && step + 1 >= self.dwell.since + u64::from(self.config.dwell_k) {
+            return Some(SceneTrigger::Confirm);
+        }
+        if doorway {
+            return Some(SceneTrigger::Doorway);
+        }
+        // until a label names the start place, look again four times as often
+        let period = u64::from(self.config.place_update_period);
+        let period = if self.named { period } else { period.div_ceil(4) };
+        (step >= last + period).then_some(SceneTrigger::Periodic)
     }
 
     /// The dead-reckoned pose.
@@ -181,10 +218,18 @@ impl SpatialMemory {
         self.counters
     }
 
-    /// The scene type waiting for confirmation and how often it was seen in
-    /// a row, if any.
+    /// The scene type waiting for confirmation and how many steps it has
+    /// held (its first sighting included), if any.
     pub fn pending_switch(&self) -> Option<(&str, u32)> {
-        self.dwell.candidate.as_deref().map(|c| (c, self.dwell.count))
+        self.dwell.candidate.as_deref().map(|c| (c, self.dwell_steps(self.steps)))
+    }
+
+    /// Steps the pending type has held at `step`, its first sighting included.
+    fn dwell_steps(&self, step: u64) -> u32 {
+        if self.dwell.candidate.is_none() {
+            return 0;
+        }
+        u32::try_from((step + 1).saturating_sub(self.dwell.since)).unwrap_or(u32::MAX)
     }
 
     /// Whether the STUCK condition holds now.
@@ -194,8 +239,9 @@ impl SpatialMemory {
 
     /// Updates the memory with one executed step. `scene` is the scene
     /// analyzer's output when it ran this step (see
-    /// [`scene_due`](Self::scene_due)), otherwise `None`. Returns what
-    /// happened, for the step log.
+    /// [`scene_trigger`](Self::scene_trigger); an analyzer that could not
+    /// tell passes an observation with an empty `place_type`), otherwise
+    /// `None`. Returns what happened, for the step log.
     pub fn observe_step(
         &mut self,
         action: Action,
@@ -203,6 +249,7 @@ impl SpatialMemory {
         flags: StepFlags,
     ) -> Vec<MemoryEvent> {
         let mut events = Vec::new();
+        let trigger = self.scene_trigger(flags.doorway).unwrap_or(SceneTrigger::Periodic);
         self.steps += 1;
 
         // 1. Dead reckoning and the motion-based anchor rules (§7.2).
@@ -218,13 +265,27 @@ impl SpatialMemory {
                 }
             }
         }
-        if reason.is_none() && flags.branch && self.forward_since_anchor > 0 {
+        if reason.is_none() && (flags.branch || flags.doorway) && self.forward_since_anchor > 0 {
             reason = Some(AnchorReason::Branch);
         }
 
         // 2. Place update with the dwell filter (§7.1).
         let switched = match scene {
-            Some(obs) => self.observe_scene(obs, &mut events),
+            Some(obs) => {
+                self.counters.scene_analyses += 1;
+                self.last_scene_step = Some(self.steps);
+                let label = obs.place_type.clone();
+                let confirmed = self.observe_scene(obs, &mut events);
+                events.push(MemoryEvent::SceneAnalyzed {
+                    trigger,
+                    place_type: normalize_scene_type(&label),
+                    label,
+                    pending: self.dwell.candidate.clone(),
+                    dwell_steps: self.dwell_steps(self.steps),
+                    confirmed,
+                });
+                confirmed
+            }
             None => false,
         };
         if switched {
@@ -293,6 +354,7 @@ impl SpatialMemory {
             self.merge_into_current(&pending_objects, String::new());
             self.dwell.candidate = Some(label.clone());
             self.dwell.count = 1;
+            self.dwell.since = self.steps;
         }
         for o in objects {
             if self.dwell.objects.len() < Place::MAX_OBJECTS {
@@ -302,7 +364,9 @@ impl SpatialMemory {
         if !description.is_empty() {
             self.dwell.description = Some(description);
         }
-        if self.dwell.count < self.config.dwell_k {
+        // confirmed once the type has held for k steps (seed 000 §7.1: "the
+        // same scene_type for the last k steps"), seen at both ends
+        if self.dwell_steps(self.steps) < self.config.dwell_k {
             self.counters.unconfirmed_labels += 1;
             return false;
         }
@@ -431,6 +495,33 @@ impl SpatialMemory {
             avoid.push(self.current_place().place_type.clone());
         }
         AvoidHint::new(patterns, avoid, self.config.context.type_chars)
+    }
+
+    /// Records where a planner decision sends the robot: `angle_deg`
+    /// relative to the current heading (positive = left). The previous
+    /// decision's outcome (distance moved, place reached) is filled in now.
+    /// The Navigation Context lists headings tried near the robot.
+    pub fn note_heading(&mut self, angle_deg: f64) {
+        let pose = self.pose();
+        let here = pose.position();
+        let (place, place_type) = (self.current_place, self.current_place().place_type.clone());
+        if let Some(last) = self.tried.back_mut().filter(|t| t.outcome.is_none()) {
+            last.outcome = Some(crate::tried::TriedOutcome { moved_m: last.from.distance(here), place, place_type });
+        }
+        if !angle_deg.is_finite() {
+            return;
+        }
+        if self.tried.len() >= crate::tried::MAX_TRIED {
+            self.tried.pop_front();
+        }
+        let heading = nav_core::geometry::normalize_angle(pose.yaw + angle_deg.to_radians());
+        self.tried.push_back(crate::tried::TriedHeading { step: self.steps, from: here, heading, place, outcome: None });
+    }
+
+    /// The planner decisions' headings, oldest first (at most
+    /// [`crate::tried::MAX_TRIED`]).
+    pub fn tried_headings(&self) -> impl DoubleEndedIterator<Item = &crate::tried::TriedHeading> + ExactSizeIterator + '_ {
+        self.tried.iter()
     }
 
     /// Records one planner call (seed 000 §5.1 step 4): pushes a DC record

@@ -36,7 +36,7 @@ fn episode(steps: usize, mut checkpoint: impl FnMut(usize, &SpatialMemory)) -> S
                 .with_objects((0..12).map(|k| format!("object number {k} with a long descriptive name")))
                 .with_description(long_why)
         });
-        m.observe_step(action, scene, StepFlags { branch: s % 17 == 0, collided: s % 23 == 0 });
+        m.observe_step(action, scene, StepFlags { branch: s % 17 == 0, collided: s % 23 == 0, doorway: false });
         if i % 25 == 24 {
             m.push_dc(s % 2 == 0, "kitchen or dining room adjacent to the living area", long_why);
         }

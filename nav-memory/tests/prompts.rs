@@ -44,7 +44,7 @@ fn scripted_episode() -> SpatialMemory {
     assert_eq!(SCRIPT.len(), 60);
     for (i, c) in SCRIPT.chars().enumerate() {
         let scene = m.scene_due().then(|| scenes[i / 10].clone());
-        m.observe_step(action(c), scene, StepFlags { branch: i == 45, collided: false });
+        m.observe_step(action(c), scene, StepFlags { branch: i == 45, collided: false, doorway: false });
         match i {
             29 => {
                 m.push_dc(false, "corridor", "The bedroom has been searched; the hallway leads to other rooms.");

@@ -21,6 +21,7 @@ impl ObjectNavLoopConfig {
         count_in("max_steps", self.max_steps, 1, MAX_BUDGET)?;
         self.memory_config.validate().map_err(|e| e.under("memory_config"))?;
         count_in("panorama_views", self.panorama_views, 1, 360)?;
+        self.doorway.validate().map_err(|e| e.under("doorway"))?;
         count_in("max_replans_without_motion", self.max_replans_without_motion, 0, 1000)
     }
 }

@@ -11,10 +11,12 @@ use crate::navigator::candidates_loop::{
 use crate::navigator::explore_loop::{ExploreLoop, ExploreLoopConfig, ExploreSignals, frontier_list, memory_frontiers};
 use crate::navigator::objectnav_loop::{ObjectNavEnd, ObjectNavLoop, ObjectNavLoopConfig, ObjectNavParts};
 use crate::navigator::pixel_policy::{PixelGoalConfig, PixelGoalPolicy};
+use crate::navigator::place_score::PlaceScore;
 use crate::navigator::{EpisodeStats, NavError, Observer, RunContext, StepLog};
 use crate::offline::OfflineSceneAnalyzer;
 use crate::offline::{
-    FrontierPlanner, OfflineCandidatePlanner, OfflineExplorePlanner, OfflineObjectNavConfig, OfflineObjectNavPlanner,
+    FrontierPlanner, MapObjectNavConfig, MapObjectNavPlanner, OfflineCandidatePlanner, OfflineExplorePlanner,
+    OfflineObjectNavConfig, OfflineObjectNavPlanner,
 };
 use crate::offline::{LabelBufferPerception, VlmNoise};
 use crate::protocol::ProtocolKind;
@@ -45,10 +47,16 @@ use std::time::Instant;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum PlannerChoice {
-    /// The protocol's offline planner (no network, the default).
+    /// The protocol's offline planner (no network, the default): for
+    /// objectnav the stand-in that knows only what a model's request
+    /// carries.
     Offline,
     /// Classic frontier exploration (the baseline).
     Frontier,
+    /// The map-based objectnav baseline (LiDAR map, remembered sightings,
+    /// semantic frontier ranking): a non-VLM planner with state no model
+    /// request carries. Other protocols use their offline planner.
+    Map,
     /// A vision-language model through a backend.
     Vlm,
 }
@@ -59,6 +67,7 @@ impl PlannerChoice {
         match self {
             PlannerChoice::Offline => "offline",
             PlannerChoice::Frontier => "frontier",
+            PlannerChoice::Map => "map",
             PlannerChoice::Vlm => "vlm",
         }
     }
@@ -70,8 +79,9 @@ impl std::str::FromStr for PlannerChoice {
         match s {
             "offline" => Ok(PlannerChoice::Offline),
             "frontier" => Ok(PlannerChoice::Frontier),
+            "map" => Ok(PlannerChoice::Map),
             "vlm" => Ok(PlannerChoice::Vlm),
-            other => Err(format!("unknown planner {other:?}: expected offline, frontier or vlm")),
+            other => Err(format!("unknown planner {other:?}: expected offline, frontier, map or vlm")),
         }
     }
 }
@@ -292,6 +302,13 @@ pub struct RunSummary {
     /// Per-backend call statistics (seed 002 adapter statistics).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub backends: Vec<BackendSummary>,
+    /// Scene analyses run (objectnav).
+    #[serde(default)]
+    pub scene_calls: u32,
+    /// How the memory's places followed the rooms, judged against the
+    /// arena's room polygons (objectnav in arenas with rooms).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub places: Option<PlaceScore>,
 }
 
 impl RunSummary {
@@ -350,6 +367,16 @@ impl RunSummary {
             self.completion_tokens,
             self.fallbacks
         );
+        if let Some(p) = &self.places {
+            let _ = writeln!(
+                s,
+                "  places {} for {} room entries | place accuracy {} | scene analyses {}",
+                p.places_created,
+                p.room_entries(),
+                p.accuracy().map_or("n/a".to_string(), |a| format!("{:.0}%", a * 100.0)),
+                p.scene_calls
+            );
+        }
         for b in &self.backends {
             let _ = writeln!(s, "  {}", crate::navigator::billing::backend_line(b));
         }
@@ -443,6 +470,8 @@ struct LoopResult {
     /// Final stuck counter and its limit (the seed's Stuck Recovery
     /// criterion, candidates protocol).
     stuck_recovery: Option<(u32, u32)>,
+    /// How the memory's places followed the rooms (objectnav).
+    places: Option<PlaceScore>,
 }
 
 /// Runs one episode (see the module docs). `log` receives the step log;
@@ -579,12 +608,18 @@ async fn objectnav_episode(
         )));
     };
     let planner: Box<dyn ObjectNavPlanner> = match spec.planner {
-        PlannerChoice::Offline => Box::new(
-            OfflineObjectNavPlanner::new(OfflineObjectNavConfig {
+        PlannerChoice::Offline => Box::new(OfflineObjectNavPlanner::new(OfflineObjectNavConfig {
+            camera_height_m: Some(spec.sim.camera.height_m),
+            noise: spec.vlm_noise,
+            episode_seed: spec.seed,
+            ..OfflineObjectNavConfig::default()
+        })),
+        PlannerChoice::Map => Box::new(
+            MapObjectNavPlanner::new(MapObjectNavConfig {
                 memory: spec.memory,
                 noise: spec.vlm_noise,
                 episode_seed: spec.seed,
-                ..OfflineObjectNavConfig::default()
+                ..MapObjectNavConfig::default()
             })
             .map_err(|e| EpisodeError::Spec(e.to_string()))?,
         ),
@@ -611,6 +646,7 @@ async fn objectnav_episode(
     };
     let policy = Box::new(PixelGoalPolicy::new(PixelGoalConfig {
         stop_distance_m: (arena.success_distance_m() - 0.2).max(0.3),
+        blocked_stop_distance_m: (arena.success_distance_m() - 0.05).max(0.3),
         use_map: spec.objectnav.policy_map,
         ..PixelGoalConfig::default()
     }));
@@ -629,6 +665,7 @@ async fn objectnav_episode(
     let mut lp = ObjectNavLoop::new(cfg, target.clone(), ObjectNavParts { planner, policy, perception, scene })?;
     let out = lp.run(hal, ctx).await?;
     let success = out.end == ObjectNavEnd::Stopped && hal.world().is_success(hal.world().ground_truth_pose());
+    let places = PlaceScore::of(arena, &out.places, out.stats.scene_calls);
     Ok(LoopResult {
         stats: out.stats,
         end: out.end.as_str().into(),
@@ -636,6 +673,7 @@ async fn objectnav_episode(
         explores: false,
         coverage: None,
         stuck_recovery: None,
+        places,
     })
 }
 
@@ -681,7 +719,7 @@ async fn candidates_episode(
     ctx: &mut RunContext<'_, EpisodeHal>,
 ) -> Result<LoopResult, EpisodeError> {
     let planner: Box<dyn CandidatePlanner> = match spec.planner {
-        PlannerChoice::Offline | PlannerChoice::Frontier => Box::new(OfflineCandidatePlanner::new()),
+        PlannerChoice::Offline | PlannerChoice::Frontier | PlannerChoice::Map => Box::new(OfflineCandidatePlanner::new()),
         PlannerChoice::Vlm => Box::new(VlmCandidatePlanner::new(
             the_model(spec)?,
             CandidatePromptConfig {
@@ -711,6 +749,7 @@ async fn candidates_episode(
         explores: arena.goal.is_none(),
         coverage: Some(out.coverage),
         stuck_recovery: Some((out.stuck_counter, cfg_max_stuck)),
+        places: None,
     })
 }
 
@@ -721,7 +760,7 @@ async fn explore_episode(
     ctx: &mut RunContext<'_, EpisodeHal>,
 ) -> Result<LoopResult, EpisodeError> {
     let planner: Box<dyn ExplorePlanner> = match spec.planner {
-        PlannerChoice::Offline | PlannerChoice::Frontier => Box::new(OfflineExplorePlanner::new()),
+        PlannerChoice::Offline | PlannerChoice::Frontier | PlannerChoice::Map => Box::new(OfflineExplorePlanner::new()),
         PlannerChoice::Vlm => Box::new(VlmExplorePlanner::new(
             the_model(spec)?,
             ExplorePromptConfig {
@@ -755,6 +794,7 @@ async fn explore_episode(
         explores: true,
         coverage: None,
         stuck_recovery: None,
+        places: None,
     })
 }
 
@@ -913,6 +953,8 @@ fn judge(j: Judged<'_>, hal: &SimHal, run: LoopResult) -> RunSummary {
         criteria,
         vlm_failures: stats.vlm_failures,
         backends: Vec::new(),
+        scene_calls: stats.scene_calls,
+        places: run.places,
     }
 }
 

@@ -99,6 +99,11 @@ pub struct StepRecord {
     /// Current place id.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub place_id: Option<u32>,
+    /// The memory's current place type, normalized; `null` before the
+    /// first scene label names the start place, and in loops without
+    /// places. Always written, so every record carries it.
+    #[serde(default)]
+    pub place_type: Option<String>,
     /// Current anchor id.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub anchor_id: Option<u32>,

@@ -37,6 +37,7 @@ pub mod log;
 pub mod motion_guard;
 pub mod objectnav_loop;
 pub mod pixel_policy;
+pub mod place_score;
 pub mod policy;
 mod pursuit;
 
@@ -94,6 +95,9 @@ pub struct EpisodeStats {
     pub stuck: u32,
     /// Safety overrides (velocity loops).
     pub safety_overrides: u32,
+    /// Scene analyses run (objectnav; every trigger, answered or not).
+    #[serde(default)]
+    pub scene_calls: u32,
     /// Local per-cycle overhead samples (everything but model calls), ms.
     #[serde(skip)]
     pub overhead_ms: Vec<f64>,

@@ -25,6 +25,7 @@ use crate::protocol::objectnav::{ObjectNavObservation, ObjectNavPlanner, StepObs
 use crate::protocol::perception::{GoalPerception, PerceptionInput, PerceptionNeeds};
 use crate::protocol::scene::{SceneAnalyzer, SceneInput};
 use nav_core::action::Action;
+use nav_core::doorway::{DoorwayConfig, DoorwayDetector};
 use nav_core::geometry::Pose2;
 use nav_hal::HalError;
 use nav_hal::hal::{CameraFrame, DepthFrame, LabelFrame, Panorama, Robot};
@@ -53,8 +54,12 @@ pub struct ObjectNavLoopConfig {
     /// Panorama views (PixelNav: 12 × 30°).
     /// Range: 1..=360.
     pub panorama_views: usize,
-    /// Also re-plan when the memory reports STUCK or ABABA.
+    /// Also re-plan when the memory reports STUCK or ABABA (seed 000 §6's
+    /// extension; see docs/EVALUATION.md for the measured effect).
     pub replan_on_patterns: bool,
+    /// The doorway detector that makes a scene analysis due right after
+    /// the robot passes through a door (see `nav_core::doorway`).
+    pub doorway: DoorwayConfig,
     /// Planner calls in a row without a step before the loop turns left
     /// on its own to break the tie.
     /// Range: 0..=1000.
@@ -70,6 +75,7 @@ impl Default for ObjectNavLoopConfig {
             memory_config: MemoryConfig::default(),
             panorama_views: 12,
             replan_on_patterns: false,
+            doorway: DoorwayConfig::default(),
             max_replans_without_motion: 2,
         }
     }
@@ -108,6 +114,22 @@ pub struct ObjectNavOutcome {
     pub stats: EpisodeStats,
     /// The final spatial memory (for snapshots and plots).
     pub memory: SpatialMemory,
+    /// Per step (1 …), the memory's place and the ground-truth pose when
+    /// the run context's observer has one: what a judge scores the places
+    /// against (never read by the loop).
+    pub places: Vec<PlaceStep>,
+}
+
+/// The memory's place at one step, beside the simulator's ground-truth
+/// pose (for scoring only).
+#[derive(Debug, Clone, PartialEq)]
+pub struct PlaceStep {
+    /// The memory's current place.
+    pub place_id: u32,
+    /// Its normalized type; `None` before the first scene label.
+    pub place_type: Option<String>,
+    /// The ground-truth pose, when the observer has one.
+    pub gt_pose: Option<Pose2>,
 }
 
 fn events_json(events: &[MemoryEvent]) -> Vec<Value> {
@@ -186,6 +208,10 @@ struct RunState {
     goal_flag: bool,
     /// Model time in the current cycle, ms (excluded from the overhead).
     vlm_time_ms: f64,
+    /// Notices doorway crossings (scene analysis triggers).
+    doorway: DoorwayDetector,
+    /// The memory's place per step, for the outcome.
+    places: Vec<PlaceStep>,
 }
 
 impl ObjectNavLoop {
@@ -239,7 +265,7 @@ impl ObjectNavLoop {
                 break ObjectNavEnd::Stopped;
             }
         };
-        Ok(ObjectNavOutcome { end, stats: st.stats, memory: st.memory })
+        Ok(ObjectNavOutcome { end, stats: st.stats, memory: st.memory, places: st.places })
     }
 
     async fn begin<R: Robot + ?Sized>(&self, robot: &mut R, ctx: &mut RunContext<'_, R>) -> Result<RunState, NavError> {
@@ -272,6 +298,8 @@ impl ObjectNavLoop {
             forced: VecDeque::new(),
             goal_flag: false,
             vlm_time_ms: 0.0,
+            doorway: DoorwayDetector::new(self.config.doorway.clone()),
+            places: Vec::new(),
         })
     }
 
@@ -302,6 +330,7 @@ impl ObjectNavLoop {
         st.vlm_time_ms += reply.record.latency_ms;
         let d = &reply.decision;
         st.memory.push_dc(d.goal_flag, &d.discovered_context.goal_scene_type, &d.discovered_context.why);
+        st.memory.note_heading(d.angle);
         if let Some(reason) = &reply.record.fallback {
             st.pending_events.push(json!({"event": "fallback", "reason": reason}));
         }
@@ -447,17 +476,21 @@ impl ObjectNavLoop {
         if let Some(why) = &outcome.blocked {
             st.pending_events.push(json!({"event": "step_blocked", "reason": why, "moved_m": outcome.moved_m}));
         }
-        let events = self.update_memory(robot, st, action, blocked).await;
+        let events = self.update_memory(robot, st, action, blocked, scan_after.as_ref()).await;
         let mut ev = std::mem::take(&mut st.pending_events);
         ev.extend(events_json(&events));
         let planner_rec = st.pending_planner.take();
+        let gt_pose = ctx.observer.gt_pose(robot);
+        let place_type = Some(st.memory.current_place()).filter(|p| p.is_named()).map(|p| p.place_type.clone());
+        st.places.push(PlaceStep { place_id: st.memory.current_place_id().0, place_type: place_type.clone(), gt_pose });
         let record = StepRecord {
             step: st.step,
             t_s: ctx.clock.now_s() - st.t0,
             action: action.as_str().to_string(),
             pose: st.memory.pose().into(),
-            gt_pose: ctx.observer.gt_pose(robot).map(Into::into),
+            gt_pose: gt_pose.map(Into::into),
             place_id: Some(st.memory.current_place_id().0),
+            place_type,
             anchor_id: Some(st.memory.current_anchor_id().0),
             planner_called: planner_rec.is_some(),
             planner: planner_rec,
@@ -470,17 +503,21 @@ impl ObjectNavLoop {
         Ok(())
     }
 
-    /// Memory: anchors every step, scene analysis every place period;
-    /// ABABA / STUCK counted (and re-planned on, when configured).
+    /// Memory: anchors every step; scene analysis when the memory says
+    /// one is due (the first step, a doorway just crossed, a pending place
+    /// switch to confirm, the place period); ABABA / STUCK counted (and
+    /// re-planned on, when configured).
     async fn update_memory<R: Robot + ?Sized>(
         &mut self,
         robot: &mut R,
         st: &mut RunState,
         action: Action,
         collided: bool,
+        scan: Option<&nav_core::lidar::LaserScan>,
     ) -> Vec<MemoryEvent> {
         let caps = robot.capabilities();
-        let scene_obs = if st.memory.scene_due() {
+        let doorway = !collided && scan.is_some_and(|s| st.doorway.observe(st.pose, s));
+        let scene_obs = if st.memory.scene_trigger(doorway).is_some() {
             let view = view_data(robot, self.parts.scene.needs()).await;
             let fresh_scan = if caps.lidar { robot.scan().await.ok().map(|s| s.scan) } else { None };
             let input = SceneInput {
@@ -491,13 +528,15 @@ impl ObjectNavLoop {
             };
             let (o, record) = self.parts.scene.analyze(&input).await;
             st.stats.add_scene_call(&record);
+            st.stats.scene_calls += 1;
             st.vlm_time_ms += record.latency_ms;
-            o
+            // an analyzer that could not tell still counts as an analysis (logged, timer restarted)
+            Some(o.unwrap_or_default())
         } else {
             None
         };
         // a blocked step did not move the robot: dead reckoning and the anchor rules skip it
-        let flags = StepFlags { collided, ..StepFlags::default() };
+        let flags = StepFlags { collided, doorway, ..StepFlags::default() };
         let events = st.memory.observe_step(action, scene_obs, flags);
         for e in &events {
             match e {

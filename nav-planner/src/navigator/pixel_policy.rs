@@ -44,6 +44,12 @@ pub struct PixelGoalConfig {
     /// Final STOP when the perceived range to the target is at most this,
     /// metres (the success distance 1.0 minus a margin).
     pub stop_distance_m: f64,
+    /// When the way on is blocked while approaching, STOP anyway if the
+    /// target was just perceived at most this far away, metres (the success
+    /// distance minus a small margin: furniture or a counter in front of
+    /// the target keeps the robot from getting within
+    /// [`PixelGoalConfig::stop_distance_m`]).
+    pub blocked_stop_distance_m: f64,
     /// The approach waypoint lies this far short of the target's surface, metres.
     pub standoff_m: f64,
     /// Waypoint distance for `goal_flag == false` without a distance hint, metres.
@@ -78,6 +84,7 @@ impl Default for PixelGoalConfig {
             corridor_half_width_m: 0.22,
             forward_margin_m: 0.05,
             stop_distance_m: 0.8,
+            blocked_stop_distance_m: 0.95,
             standoff_m: 0.45,
             default_distance_m: 2.0,
             max_distance_m: 4.0,
@@ -332,7 +339,16 @@ impl PixelGoalPolicy {
             }
             return PolicyAction::Done(if seen { PolicyStop::Arrived } else { PolicyStop::NotSeen });
         }
-        self.drive_to(obs, wp)
+        match self.drive_to(obs, wp) {
+            // blocked short of the target: look once more, and stop if it is within reach anyway
+            PolicyAction::Done(PolicyStop::Blocked) if seen && self.since_perception > 0 => PolicyAction::Perceive,
+            PolicyAction::Done(PolicyStop::Blocked)
+                if seen && self.perceived_range(obs).is_some_and(|r| r <= self.config.blocked_stop_distance_m) =>
+            {
+                PolicyAction::Done(PolicyStop::Reached)
+            }
+            other => other,
+        }
     }
 }
 

@@ -3,7 +3,7 @@
 //! evaluation baseline (it stops when the target comes into view); its
 //! [`FrontierPlanner::next_goal`] drives the explore loop's LOCAL_NAV tier.
 
-use super::objectnav_standin::{OfflineObjectNavConfig, OfflineObjectNavPlanner};
+use super::map_planner::{MapObjectNavConfig, MapObjectNavPlanner};
 use crate::protocol::PlannerReply;
 use crate::protocol::objectnav::{ObjectNavDecision, ObjectNavObservation, ObjectNavPlanner, StepObservation};
 use async_trait::async_trait;
@@ -13,13 +13,13 @@ use nav_core::local_map::LocalMap;
 /// See the module docs.
 #[derive(Debug, Clone)]
 pub struct FrontierPlanner {
-    inner: OfflineObjectNavPlanner,
+    inner: MapObjectNavPlanner,
 }
 
 impl FrontierPlanner {
     /// The nearest-frontier planner with the given map settings.
     pub fn new(map: nav_core::local_map::LocalMapConfig) -> Result<Self, nav_core::CoreError> {
-        let config = OfflineObjectNavConfig {
+        let config = MapObjectNavConfig {
             memory: true,
             map,
             semantic_bonus_m: 0.0,
@@ -27,9 +27,9 @@ impl FrontierPlanner {
             size_bonus_m_per_cell: 0.0,
             revisit_penalty_m: 0.0,
             remember_sightings: false,
-            ..OfflineObjectNavConfig::default()
+            ..MapObjectNavConfig::default()
         };
-        Ok(Self { inner: OfflineObjectNavPlanner::new(config)? })
+        Ok(Self { inner: MapObjectNavPlanner::new(config)? })
     }
 
     /// The nearest reachable frontier entry point of `map` from `pose`.

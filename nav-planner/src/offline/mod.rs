@@ -1,9 +1,12 @@
 //! Offline planners: no network, the default, so everything runs on a fresh
-//! machine. One per protocol — [`objectnav_standin::OfflineObjectNavPlanner`],
-//! [`candidates_standin::OfflineCandidatePlanner`], [`explore_standin::OfflineExplorePlanner`]
-//! — plus [`frontier::FrontierPlanner`], classic nearest-frontier
-//! exploration: the baseline of the evaluation and the watchdog's local
-//! fallback. They use what the simulator renders (the label buffer of each
+//! machine. One stand-in for a model per protocol —
+//! [`objectnav_standin::OfflineObjectNavPlanner`] (which knows only what a
+//! model's request carries), [`candidates_standin::OfflineCandidatePlanner`],
+//! [`explore_standin::OfflineExplorePlanner`] — plus two non-VLM ObjectNav
+//! baselines: [`frontier::FrontierPlanner`], classic nearest-frontier
+//! exploration (also the watchdog's local fallback), and
+//! [`map_planner::MapObjectNavPlanner`], a metric-map planner with
+//! remembered sightings and a semantic frontier ranking. They use what the simulator renders (the label buffer of each
 //! panorama view: a perfect detector) in place of a VLM's eyes and
 //! [`prior::SemanticPrior`] in place of its common sense;
 //! [`label_perception::LabelBufferPerception`] is the simulator's
@@ -15,6 +18,7 @@ pub mod explore_standin;
 pub mod frontier;
 pub mod grounding_standin;
 pub mod label_perception;
+pub mod map_planner;
 pub mod objectnav_standin;
 pub mod prior;
 pub mod scene_standin;
@@ -25,7 +29,8 @@ pub use explore_standin::OfflineExplorePlanner;
 pub use frontier::FrontierPlanner;
 pub use grounding_standin::summarize_feedback;
 pub use label_perception::LabelBufferPerception;
-pub use objectnav_standin::{OfflineObjectNavConfig, OfflineObjectNavPlanner};
+pub use map_planner::{MapObjectNavConfig, MapObjectNavPlanner};
+pub use objectnav_standin::{Eyes, OfflineObjectNavConfig, OfflineObjectNavPlanner};
 pub use prior::SemanticPrior;
 pub use scene_standin::OfflineSceneAnalyzer;
 pub use vlm_noise::VlmNoise;

@@ -1,46 +1,55 @@
-//! The offline objectnav planner: an honest stand-in for a VLM. It sees
-//! only what a model would see in the current panorama — the objects
-//! rendered in each view's label buffer (a perfect detector: occlusion
-//! respected, ranges from depth; nothing behind a wall, never the arena's
-//! object list) — and answers the objectnav protocol *as JSON text that
-//! goes through the real parser*. A household prior (which rooms hold which
-//! objects) stands in for its common sense, and — with memory on — a metric
-//! map built from LiDAR and odometry, the objects seen in earlier panoramas
-//! and the DC queue's avoid hints stand in for its memory. [`VlmNoise`]
-//! makes it miss targets, see false ones and err in angle like a real
-//! model.
+//! The offline objectnav planner, [`OfflineObjectNavPlanner`]: an honest
+//! stand-in for the planner VLM. It knows exactly what a model's request
+//! carries and nothing else:
+//!
+//! - the request's **text**: the system prompt and the user text with the
+//!   target and the Navigation Context, built by the protocol's own
+//!   [`user_text`] — everything it knows about the past comes from parsing
+//!   that text (places and where they lie, where the robot has been, the
+//!   headings already tried from here and where they led, the DC queue and
+//!   the avoid hint);
+//! - the current **panorama**, its eyes: the objects rendered in the
+//!   views' label buffers (what a model would recognize in the images,
+//!   occlusion respected, ranges from depth) and how far each direction
+//!   looks open (the views' depth images, as a model judges free space
+//!   from the pictures).
+//!
+//! It keeps **no state between calls**: the struct holds its settings and
+//! its common sense (a household [`SemanticPrior`]) only, and
+//! [`OfflineObjectNavPlanner::answer`] is a pure function of the request
+//! text and the eyes. Its reply is JSON text that goes through the
+//! protocol's real parser. With `--memory off` the request says
+//! `NAVIGATION CONTEXT: (memory off)` and the stand-in knows nothing of the
+//! past: the seed's ablation. [`VlmNoise`] makes it miss targets, see false
+//! ones and err in angle, drawn from a generator seeded by the request
+//! itself (same request, same answer).
 //!
 //! Decision rule, in order:
-//! 1. the target is in the panorama within [`OfflineObjectNavConfig::sight_range_m`]
-//!    → `goal_flag = true`, angle toward it (the perception stage and the
-//!    low-level policy take it from there);
-//! 2. (memory on) the target was seen before, or is in view but farther
-//!    → head back along an A* path (`goal_flag = false`);
-//! 3. otherwise choose a reachable frontier minimizing
-//!    `path cost − semantic bonus − size bonus + revisit penalty`, where the
-//!    semantic bonus rewards frontiers near objects that share a room type
-//!    with the target, and head for a line-of-sight look-ahead point on the
-//!    path (the distance goes to the low-level policy as a hint);
-//! 4. nothing reachable → turn toward the most open direction.
-//!
-//! With memory off the map is rebuilt from the current scan at every call
-//! and nothing is remembered between calls — the baseline that the seed's
-//! memory is meant to beat.
+//! 1. the target is in view within [`OfflineObjectNavConfig::sight_range_m`]
+//!    → `goal_flag = true`, angle toward it — unless the context shows two
+//!    attempts that way from here that did not move the robot, then it
+//!    goes around (rule 3);
+//! 2. the target is in view farther away → head toward it;
+//! 3. otherwise score the twelve 30° directions that look open: longer
+//!    open views score higher, objects that share a room type with the
+//!    target draw it, objects of other rooms push it away, and — from the
+//!    Navigation Context — directions it has already been (anchors that
+//!    way), headings already tried from here (more so when they did not
+//!    move the robot), and places the avoid hint names cost points;
+//! 4. nothing looks open → the most open direction.
 
 use super::prior::SemanticPrior;
 use super::vlm_noise::VlmNoise;
 use crate::protocol::objectnav::{
-    DiscoveredContext, ObjectNavDecision, ObjectNavObservation, ObjectNavPlanner, StepObservation, panorama_objects,
+    DiscoveredContext, ObjectNavDecision, ObjectNavObservation, ObjectNavPlanner, panorama_objects, user_text,
 };
 use crate::protocol::{CallRecord, PlannerReply};
 use async_trait::async_trait;
-use nav_core::astar::{CostMap, distance_field_until};
-use nav_core::geometry::{Point2, Pose2};
-use nav_core::grid::GridPos;
+use nav_core::geometry::normalize_angle;
 use nav_core::lidar::{LaserScan, corridor_clearance_dir};
-use nav_core::local_map::{LocalMap, LocalMapConfig, ReachableFrontier};
-use nav_hal::hal::Detection;
-use rand::Rng;
+use nav_hal::depth_scan::{DepthScanConfig, ScanBuilder};
+use nav_hal::hal::{Detection, Panorama};
+use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
@@ -48,28 +57,31 @@ use serde::{Deserialize, Serialize};
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct OfflineObjectNavConfig {
-    /// Use memory (map, sightings, avoid hints) between calls.
-    pub memory: bool,
-    /// The metric map.
-    pub map: LocalMapConfig,
-    /// Look-ahead along the path, metres.
-    pub lookahead_m: f64,
-    /// Bonus (metres of path) for a frontier next to an object that shares
-    /// the target's room type, scaled by the prior's affinity.
-    pub semantic_bonus_m: f64,
-    /// Penalty (metres) for a frontier near a room of another type.
-    pub other_room_penalty_m: f64,
-    /// Bonus per frontier cell, metres (bigger openings first), capped.
-    pub size_bonus_m_per_cell: f64,
-    /// Penalty (metres) for frontiers near goals chosen repeatedly.
-    pub revisit_penalty_m: f64,
-    /// Objects within this distance of a frontier count for it, metres.
-    pub semantic_radius_m: f64,
-    /// Remember where objects were seen (and return to a seen target).
-    pub remember_sightings: bool,
-    /// The target counts as "visible" (`goal_flag`) only this close,
-    /// metres: farther, the stand-in heads toward it without the flag.
+    /// The target counts as visible (`goal_flag`) only this close, metres;
+    /// farther, the stand-in heads toward it without the flag.
     pub sight_range_m: f64,
+    /// A direction counts as open when it looks free this far, metres.
+    pub min_open_m: f64,
+    /// Points per metre of open view (up to 4 m).
+    pub open_weight: f64,
+    /// Points for an object in a direction that shares the target's room
+    /// type, times the prior's affinity.
+    pub semantic_weight: f64,
+    /// Points off for a direction showing only objects of other rooms.
+    pub other_room_penalty: f64,
+    /// Points off for a direction the robot has already been all the way.
+    pub visited_penalty: f64,
+    /// Points off for a heading already tried from here.
+    pub tried_penalty: f64,
+    /// Points off for a heading tried from here that did not move the robot.
+    pub blocked_penalty: f64,
+    /// Points off for heading toward a place the avoid hint names.
+    pub avoid_penalty: f64,
+    /// The camera's height above the floor, metres, when the robot knows
+    /// it: the stand-in then judges free space from every row of the depth
+    /// images (low furniture and clutter included, as a model sees them in
+    /// the pictures); `None`: from the rows around the optical centre.
+    pub camera_height_m: Option<f64>,
     /// The noise model (none by default).
     pub noise: VlmNoise,
     /// The episode's seed, mixed into the noise.
@@ -79,115 +91,203 @@ pub struct OfflineObjectNavConfig {
 impl Default for OfflineObjectNavConfig {
     fn default() -> Self {
         Self {
-            memory: true,
-            map: LocalMapConfig::default(),
-            lookahead_m: 2.0,
-            semantic_bonus_m: 4.0,
-            other_room_penalty_m: 1.5,
-            size_bonus_m_per_cell: 0.05,
-            revisit_penalty_m: 3.0,
-            semantic_radius_m: 3.0,
-            remember_sightings: true,
             sight_range_m: 5.0,
+            min_open_m: 0.7,
+            open_weight: 0.5,
+            semantic_weight: 3.0,
+            other_room_penalty: 0.7,
+            visited_penalty: 2.5,
+            tried_penalty: 1.5,
+            blocked_penalty: 4.0,
+            avoid_penalty: 2.0,
+            camera_height_m: None,
             noise: VlmNoise::default(),
             episode_seed: 0,
         }
     }
 }
 
-/// An object seen at a world position (odometry frame).
-#[derive(Debug, Clone, PartialEq)]
-struct Sighting {
-    label: String,
-    at: Point2,
+/// What the stand-in sees in the current panorama.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Eyes {
+    /// The objects rendered in the views' label buffers, nearest first
+    /// (see [`panorama_objects`]).
+    pub objects: Vec<Detection>,
+    /// How far each of the twelve 30° directions looks free for the
+    /// robot's width, metres; index `k` is `k · 30°` (CCW from the front).
+    /// Empty when the panorama has no depth.
+    pub free_m: Vec<f64>,
 }
 
-/// See the module docs.
+impl Eyes {
+    /// Half the width a direction must be free for, metres (the robot's
+    /// radius plus a margin).
+    const HALF_WIDTH_M: f64 = 0.25;
+
+    /// What a panorama shows (nothing without one); `camera_height_m` as
+    /// in [`OfflineObjectNavConfig::camera_height_m`].
+    pub fn of(panorama: Option<&Panorama>, camera_height_m: Option<f64>) -> Self {
+        let Some(p) = panorama else { return Self::default() };
+        let objects = panorama_objects(p);
+        let mut free_m = visual_scan(p, camera_height_m).map(|s| free_by_direction(&s)).unwrap_or_default();
+        // furniture in a direction blocks it at its distance (low objects sit below the rows
+        // around the optical centre that the scan reads)
+        for (k, free) in free_m.iter_mut().enumerate() {
+            let deg = normalize_angle(k as f64 * 30f64.to_radians()).to_degrees();
+            for d in objects.iter().filter(|d| angle_gap(d.bearing_rad.to_degrees(), deg) <= 15.0) {
+                *free = free.min((d.distance_m - 0.1).max(0.0));
+            }
+        }
+        Self { objects, free_m }
+    }
+
+    fn free(&self, k: usize) -> f64 {
+        self.free_m.get(k).copied().unwrap_or(0.0)
+    }
+}
+
+/// A planar scan from the panorama's depth images (every row with a known
+/// camera height, else the rows around the optical centre).
+fn visual_scan(p: &Panorama, camera_height_m: Option<f64>) -> Option<LaserScan> {
+    let mut b = ScanBuilder::new(&DepthScanConfig { beams: 360, camera_height_m, ..DepthScanConfig::default() }).ok()?;
+    let mut any = false;
+    for v in &p.views {
+        if let Some(d) = &v.depth {
+            any |= b.add_view(d, v.frame.hfov_rad, v.heading_rad).is_ok();
+        }
+    }
+    any.then(|| b.finish())
+}
+
+fn free_by_direction(scan: &LaserScan) -> Vec<f64> {
+    (0..12)
+        .map(|k| {
+            let a = normalize_angle(f64::from(k) * 30f64.to_radians());
+            f64::from(corridor_clearance_dir(scan, a, Eyes::HALF_WIDTH_M)).min(10.0)
+        })
+        .collect()
+}
+
+/// The parts of the Navigation Context text the stand-in reads.
+#[derive(Debug, Clone, PartialEq, Default)]
+struct ContextView {
+    /// Whether the request carried a Navigation Context.
+    memory: bool,
+    /// Other places: type and (bearing°, distance m).
+    places: Vec<(String, f64, f64)>,
+    /// Directions with anchors: (bearing°, near m, far m).
+    been: Vec<(f64, f64, f64)>,
+    /// Headings tried from here: (bearing°, moved m, attempts).
+    tried: Vec<(f64, f64, u32)>,
+    /// Place types the avoid hint names.
+    avoid: Vec<String>,
+}
+
+fn parse_num(s: &str) -> Option<f64> {
+    s.trim().trim_end_matches(['°', 'm']).parse().ok().filter(|v: &f64| v.is_finite())
+}
+
+impl ContextView {
+    /// Reads the context out of the user text (see
+    /// `nav_memory::NavigationContext::to_text`). Lines it does not know
+    /// are ignored; a malformed entry is skipped.
+    fn parse(text: &str) -> Self {
+        let mut c = Self { memory: text.contains("NAVIGATION CONTEXT (step"), ..Self::default() };
+        for line in text.lines() {
+            if let Some(rest) = line.strip_prefix("Recent places (old→new):") {
+                for entry in rest.split(',') {
+                    let words: Vec<&str> = entry.split_whitespace().collect();
+                    let Some((last, body)) = words.split_last() else { continue };
+                    let Some((b, d)) = last.split_once('/') else { continue };
+                    if let (Some(b), Some(d)) = (parse_num(b), parse_num(d)) {
+                        c.places.push((body.get(1..).unwrap_or_default().join(" "), b, d));
+                    }
+                }
+            } else if let Some(rest) = line.strip_prefix("Been (bearing: anchor distances m):") {
+                for entry in rest.split(';') {
+                    let Some((b, ds)) = entry.split_once(':') else { continue };
+                    let (near, far) = ds.split_once('-').unwrap_or((ds, ds));
+                    if let (Some(b), Some(n), Some(f)) = (parse_num(b), parse_num(near), parse_num(far)) {
+                        c.been.push((b, n, f));
+                    }
+                }
+            } else if let Some(rest) = line.strip_prefix("Tried from here (bearing → moved, reached):") {
+                for entry in rest.split(';') {
+                    let Some((head, after)) = entry.split_once('→') else { continue };
+                    let mut words = head.split_whitespace();
+                    let b = words.next().and_then(parse_num);
+                    let attempts = words.next().and_then(|w| w.strip_prefix('x')?.parse().ok()).unwrap_or(1);
+                    let moved = after.split_whitespace().next().and_then(parse_num);
+                    if let (Some(b), Some(m)) = (b, moved) {
+                        c.tried.push((b, m, attempts));
+                    }
+                }
+            } else if let Some(rest) = line.strip_prefix("Avoid now:") {
+                if let Some((_, types)) = rest.split_once("avoid:") {
+                    c.avoid.extend(types.split(',').map(|t| t.trim().to_string()).filter(|t| !t.is_empty()));
+                }
+            }
+        }
+        c
+    }
+}
+
+fn target_of(text: &str) -> Option<&str> {
+    text.lines().find_map(|l| l.strip_prefix("TARGET:")).map(str::trim).filter(|t| !t.is_empty())
+}
+
+/// A 64-bit FNV-1a hash: the noise generator's seed from the request.
+fn fnv1a(bytes: &[u8], seed: u64) -> u64 {
+    let mut h = 0xcbf2_9ce4_8422_2325u64 ^ seed;
+    for b in bytes {
+        h ^= u64::from(*b);
+        h = h.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    h
+}
+
+/// See the [module docs](self).
 #[derive(Debug, Clone)]
 pub struct OfflineObjectNavPlanner {
     config: OfflineObjectNavConfig,
     prior: SemanticPrior,
-    map: LocalMap,
-    sightings: Vec<Sighting>,
-    recent_goals: Vec<Point2>,
-    last_scan: Option<(Pose2, LaserScan)>,
-    last_plan: Option<(Pose2, f64)>,
-    stalls: u32,
-    /// Headings (absolute, radians) already sent from the current stall spot.
-    tried: Vec<f64>,
-    rng: ChaCha8Rng,
 }
 
-/// Calls from the same spot after which the stand-in stops insisting on the
-/// target or a path and backs off along the most open direction it has not
-/// tried from there (what a model told "you keep asking from here" does).
-const ESCAPE_AFTER_STALLS: u32 = 4;
-
 impl OfflineObjectNavPlanner {
-    /// A planner with the given settings; the map is centred on the start.
-    pub fn new(config: OfflineObjectNavConfig) -> Result<Self, nav_core::CoreError> {
-        let map = LocalMap::new(config.map.clone(), Point2::default())?;
-        let rng = config.noise.rng(config.episode_seed);
-        Ok(Self {
-            rng,
-            config,
-            prior: SemanticPrior::household(),
-            map,
-            sightings: Vec::new(),
-            recent_goals: Vec::new(),
-            last_scan: None,
-            last_plan: None,
-            stalls: 0,
-            tried: Vec::new(),
-        })
+    /// The stand-in with `config`.
+    pub fn new(config: OfflineObjectNavConfig) -> Self {
+        Self { config, prior: SemanticPrior::household() }
     }
 
-    fn remember(&mut self, pose: Pose2, detections: &[Detection]) {
-        for d in detections {
-            if !(d.distance_m.is_finite() && d.bearing_rad.is_finite()) {
-                continue;
-            }
-            let a = pose.yaw + d.bearing_rad;
-            // detections measure to the surface: place the sighting a little beyond it
-            let r = d.distance_m + 0.3;
-            let at = Point2::new(pose.x + r * a.cos(), pose.y + r * a.sin());
-            if let Some(s) = self.sightings.iter_mut().find(|s| s.label == d.label && s.at.distance(at) < 1.0) {
-                s.at = at;
-            } else {
-                self.sightings.push(Sighting { label: d.label.clone(), at });
-            }
-        }
+    /// The settings.
+    pub fn config(&self) -> &OfflineObjectNavConfig {
+        &self.config
     }
 
-    fn frontier_score(&self, f: &ReachableFrontier, target: &str) -> f64 {
-        let c = &self.config;
-        let mut score = f.cost_m;
-        let mut bonus: f64 = 0.0;
-        let mut other: f64 = 0.0;
-        for s in &self.sightings {
-            if s.at.distance(f.cluster.centroid) > c.semantic_radius_m {
-                continue;
-            }
-            let aff = self.prior.affinity(&s.label, target);
-            if aff > 0.0 {
-                bonus = bonus.max(aff);
-            } else if !self.prior.rooms_for(&s.label).is_empty() {
-                other += 1.0;
-            }
+    /// The reply text to one request: a pure function of the request's
+    /// user text (target and Navigation Context, exactly as a model gets
+    /// it) and what the panorama shows.
+    pub fn answer(&self, request_text: &str, eyes: &Eyes) -> String {
+        let mut rng = ChaCha8Rng::seed_from_u64(fnv1a(
+            request_text.as_bytes(),
+            self.config.noise.seed ^ self.config.episode_seed.rotate_left(17),
+        ));
+        let mut d = self.decide(request_text, eyes, &mut rng);
+        if !d.goal_flag && !self.config.noise.is_off() && rng.random::<f64>() < self.config.noise.false_sighting {
+            let k = f64::from(rng.random_range(0..12u32));
+            d.goal_flag = true;
+            d.angle = normalize_angle((k * 30.0).to_radians()).to_degrees();
+            d.discovered_context.why = "the target is visible (a false sighting)".into();
         }
-        score -= c.semantic_bonus_m * bonus;
-        if bonus == 0.0 && other > 0.0 {
-            score += c.other_room_penalty_m;
+        let err = self.config.noise.angle_error(&mut rng);
+        if err != 0.0 {
+            d.angle = normalize_angle((d.angle + err).to_radians()).to_degrees();
         }
-        score -= (f.cluster.size as f64 * c.size_bonus_m_per_cell).min(1.5);
-        let repeats = self.recent_goals.iter().filter(|g| g.distance(f.entry) < 1.5).count();
-        if repeats >= 2 {
-            score += c.revisit_penalty_m * (repeats - 1) as f64;
-        }
-        score
+        d.angle = ((d.angle * 10.0).round() / 10.0).clamp(-180.0, 180.0);
+        serde_json::to_string_pretty(&d).unwrap_or_default()
     }
 
-    fn decision(&self, goal_flag: bool, angle_deg: f64, scene: &str, why: String) -> ObjectNavDecision {
+    fn decision(goal_flag: bool, angle_deg: f64, scene: &str, why: String) -> ObjectNavDecision {
         ObjectNavDecision {
             goal_flag,
             angle: angle_deg.clamp(-180.0, 180.0),
@@ -195,342 +295,139 @@ impl OfflineObjectNavPlanner {
         }
     }
 
-    /// Chooses the move the low-level policy will actually make: one of the
-    /// twelve 30° headings (turns are quantized) and a straight run of
-    /// forward steps that stays in free, reachable cells and in the LiDAR's
-    /// free corridor, minimizing the remaining path cost to the goal cells.
-    /// Returns `(angle in degrees, distance)` or `None` when no heading makes
-    /// progress.
-    fn steer(&self, pose: Pose2, costs: &CostMap, goals: &[GridPos], scan: Option<&LaserScan>) -> Option<(f64, f64)> {
-        let here = pose.position();
-        let r = costs.resolution();
-        // (row-major index, passable) of the cell under a point
-        let cell = |p: Point2| {
-            let g = costs.world_to_grid(p);
-            costs.contains(g).then(|| ((g.y as usize) * costs.width() + g.x as usize, costs.cost(g).is_finite()))
+    fn decide(&self, text: &str, eyes: &Eyes, rng: &mut ChaCha8Rng) -> ObjectNavDecision {
+        let Some(target) = target_of(text) else {
+            return Self::decision(false, 0.0, "corridor", "no target given".into());
         };
-        let ring_points = || {
-            (1..=4).flat_map(move |k| {
-                (0..8).map(move |a| {
-                    let ang = f64::from(a) * std::f64::consts::FRAC_PI_4;
-                    here + Point2::new(ang.cos(), ang.sin()) * (f64::from(k) * r)
-                })
-            })
-        };
-        // Only cells cheaper than where the robot stands can be progress, so
-        // the flood from the goal stops once it has passed that value: the
-        // robot's own cell's, or (the robot in the inflated band) the first
-        // of the surrounding ring's cells to become final, the ring's best.
-        let own = cell(here).filter(|c| c.1).map(|c| c.0);
-        let ring: Vec<usize> =
-            if own.is_some() { Vec::new() } else { ring_points().filter_map(cell).map(|c| c.0).collect() };
-        let mut stop_above = f64::INFINITY;
-        let mut stopped = false;
-        let field = distance_field_until(costs, goals, |i, d| {
-            if stop_above.is_infinite() && (own == Some(i) || ring.contains(&i)) {
-                stop_above = d;
+        let ctx = ContextView::parse(text);
+        let room = self.prior.likely_room(target).unwrap_or("room").to_string();
+        let mut seen: Vec<&Detection> = eyes.objects.iter().collect();
+        if !self.config.noise.is_off() && seen.iter().any(|d| d.label == target) && rng.random::<f64>() < self.config.noise.miss
+        {
+            seen.retain(|d| d.label != target);
+        }
+        let nearest_target = seen.iter().filter(|d| d.label == target).min_by(|a, b| a.distance_m.total_cmp(&b.distance_m));
+        if let Some(t) = nearest_target {
+            let bearing = t.bearing_rad.to_degrees();
+            // attempts that way from here that did not move the robot
+            let blocked: u32 =
+                ctx.tried.iter().filter(|(b, moved, _)| angle_gap(*b, bearing) <= 30.0 && *moved < 0.3).map(|t| t.2).sum();
+            let blocked_that_way = blocked >= 2;
+            if t.distance_m <= self.config.sight_range_m && !blocked_that_way {
+                let why = format!("the {target} is visible {:.1} m away", t.distance_m);
+                return Self::decision(true, bearing, &room, why);
             }
-            stopped = d > stop_above;
-            stopped
-        });
-        let raw = |p: Point2| cell(p).map_or(f64::INFINITY, |(i, _)| field[i]);
-        // After an early stop a passable cell without a value costs more than
-        // the robot's own: not progress, but not a wall either (a ray goes on).
-        let value = |p: Point2| match cell(p) {
-            Some((i, _)) if field[i].is_finite() => field[i],
-            Some((_, true)) if stopped => f64::MAX,
-            _ => f64::INFINITY,
-        };
-        let mut here_val = raw(here);
-        if !here_val.is_finite() {
-            here_val = ring_points().map(raw).fold(f64::INFINITY, f64::min);
-        }
-        if !here_val.is_finite() {
-            return None;
-        }
-        let step = 0.25;
-        let mut best: Option<(f64, f64, f64)> = None; // (score, angle_rad, distance)
-        for k in -5i32..=6 {
-            let rel = f64::from(k) * 30f64.to_radians();
-            let heading = pose.yaw + rel;
-            let free = scan.map_or(f64::INFINITY, |s| f64::from(corridor_clearance_dir(s, rel, 0.22)));
-            for n in 1..=8u32 {
-                let d = f64::from(n) * step;
-                if d + 0.05 > free {
-                    break;
-                }
-                let p = here + Point2::new(heading.cos(), heading.sin()) * d;
-                let v = value(p);
-                if !v.is_finite() {
-                    break;
-                }
-                // a small price per 30° of turning: straight runs are preferred when equal
-                let score = v * r + 0.05 * f64::from(k.abs());
-                if best.is_none_or(|(b, _, _)| score < b) {
-                    best = Some((score, rel, d));
-                }
+            if blocked == 0 {
+                let why = format!("the {target} is in view {:.1} m away; heading there", t.distance_m);
+                return Self::decision(false, bearing, &room, why);
             }
         }
-        let (score, rel, d) = best?;
-        (score < here_val * r - 0.05).then(|| (rel.to_degrees(), d))
-    }
-
-    /// The most open direction of the scan, every 30°, at least 45° away
-    /// from every heading already tried from this spot: `(angle relative
-    /// to the robot in degrees, distance hint)`, or `None` when nothing is
-    /// open for at least a step and a half.
-    fn escape(&self, pose: Pose2, scan: Option<&LaserScan>) -> Option<(f64, f64)> {
-        let scan = scan?;
-        let half_width = self.config.map.inflation_m.max(0.1);
-        (0..12)
-            .map(|k| f64::from(k - 6) * 30f64.to_radians())
-            .filter(|rel| {
-                let a = pose.yaw + rel;
-                self.tried.iter().all(|t| nav_core::geometry::angle_diff_abs(*t, a) >= 45f64.to_radians())
-            })
-            .map(|rel| (rel, f64::from(corridor_clearance_dir(scan, rel, half_width))))
-            .filter(|(_, free)| *free >= 0.4)
-            .max_by(|a, b| a.1.total_cmp(&b.1))
-            .map(|(rel, free)| (rel.to_degrees(), (free - 0.1).min(1.5)))
-    }
-
-    /// Heads for the reachable cell nearest to `to` (an object's centre is
-    /// not itself reachable) from which `to` is in plain view — never a cell
-    /// on the far side of a wall.
-    fn head_near(&mut self, pose: Pose2, to: Point2, scan: Option<&LaserScan>) -> Option<(f64, f64)> {
-        let costs = self.map.costmap();
-        let g = self.map.grid();
-        let r = (1.2 / g.resolution()).ceil() as i32;
-        let c = g.world_to_grid_unchecked(to);
-        let sees = |from: Point2| {
-            let d = from.distance(to);
-            let n = (d / (g.resolution() * 0.5)).ceil().max(1.0) as usize;
-            (0..=n).all(|k| {
-                let p = from + (to - from) * (k as f64 / n as f64);
-                p.distance(to) < 0.45 || g.world_to_grid(p).is_none_or(|cell| !g.state(cell).is_blocking())
-            })
-        };
-        let mut goals: Vec<GridPos> = Vec::new();
-        for dy in -r..=r {
-            for dx in -r..=r {
-                let cell = GridPos::new(c.x + dx, c.y + dy);
-                let p = g.grid_to_world(cell);
-                if costs.cost(cell).is_finite() && p.distance(to) <= 1.1 && sees(p) {
-                    goals.push(cell);
-                }
+        match self.best_direction(target, &seen, eyes, &ctx) {
+            Some((k, related)) => {
+                let angle = normalize_angle(f64::from(k) * 30f64.to_radians()).to_degrees();
+                let (scene, why) = match related {
+                    Some(l) => (room.clone(), format!("toward the {l}, where a {target} is likely")),
+                    None if ctx.memory => (room.clone(), format!("an open way not explored yet, looking for the {room}")),
+                    None => (room.clone(), format!("the most promising open way, looking for the {room}")),
+                };
+                Self::decision(false, angle, &scene, why)
+            }
+            None => {
+                let k = (0..12).max_by(|a, b| eyes.free(*a).total_cmp(&eyes.free(*b))).unwrap_or(6);
+                let angle = normalize_angle(f64::from(k as u32) * 30f64.to_radians()).to_degrees();
+                Self::decision(false, angle, "corridor", "nothing looks open; turning to the most open side".into())
             }
         }
-        if goals.is_empty() {
-            return None;
-        }
-        if goals.iter().any(|cell| g.grid_to_world(*cell).distance(pose.position()) < 0.15) {
-            // already next to it: face the target
-            return Some((pose.relative_bearing(to).to_degrees(), 0.0));
-        }
-        self.steer(pose, &costs, &goals, scan)
     }
 
-    fn most_open_direction(scan: Option<&LaserScan>) -> f64 {
-        let Some(scan) = scan else { return 180.0 };
-        // the 30° direction with the longest free corridor for the robot's width
-        (0..12)
-            .map(|k| {
-                let a = nav_core::geometry::normalize_angle((k as f64 * 30.0).to_radians());
-                (a, nav_core::lidar::corridor_clearance_dir(scan, a, 0.22))
-            })
-            .max_by(|a, b| a.1.total_cmp(&b.1))
-            .map_or(180.0, |(a, _)| a.to_degrees())
+    /// The best open direction (index `k`, `k · 30°`) and the related
+    /// object that drew it, if any.
+    fn best_direction(
+        &self,
+        target: &str,
+        seen: &[&Detection],
+        eyes: &Eyes,
+        ctx: &ContextView,
+    ) -> Option<(u32, Option<String>)> {
+        let c = &self.config;
+        let mut best: Option<(f64, u32, Option<String>)> = None;
+        for k in 0..12u32 {
+            let free = eyes.free(k as usize);
+            if free < c.min_open_m {
+                continue;
+            }
+            let deg = normalize_angle(f64::from(k) * 30f64.to_radians()).to_degrees();
+            let mut score = c.open_weight * free.min(4.0) - 0.05 * (deg.abs() / 30.0);
+            // what the panorama shows that way
+            let (mut related, mut affinity, mut other) = (None, 0.0f64, 0u32);
+            for d in seen.iter().filter(|d| angle_gap(d.bearing_rad.to_degrees(), deg) <= 25.0) {
+                let a = self.prior.affinity(&d.label, target);
+                if a > affinity {
+                    affinity = a;
+                    related = Some(d.label.clone());
+                } else if a == 0.0 && !self.prior.rooms_for(&d.label).is_empty() {
+                    other += 1;
+                }
+            }
+            score += c.semantic_weight * affinity;
+            if affinity == 0.0 && other > 0 {
+                score -= c.other_room_penalty;
+            }
+            // what the Navigation Context says about that way
+            let reach = free.min(3.0);
+            for (b, _near, far) in &ctx.been {
+                if angle_gap(*b, deg) < 1.0 {
+                    score -= c.visited_penalty * (far / reach).min(1.0);
+                }
+            }
+            for (b, moved, attempts) in &ctx.tried {
+                if angle_gap(*b, deg) <= 20.0 {
+                    let each = if *moved < 0.3 { c.blocked_penalty } else { c.tried_penalty };
+                    score -= each * f64::from((*attempts).min(3));
+                }
+            }
+            for (t, b, _d) in &ctx.places {
+                if ctx.avoid.contains(t) && angle_gap(*b, deg) <= 30.0 {
+                    score -= c.avoid_penalty;
+                }
+            }
+            if best.as_ref().is_none_or(|(s, _, _)| score > *s) {
+                best = Some((score, k, related));
+            }
+        }
+        best.map(|(_, k, r)| (k, r))
     }
+}
+
+/// The absolute difference of two angles in degrees, in [0, 180].
+fn angle_gap(a: f64, b: f64) -> f64 {
+    normalize_angle((a - b).to_radians()).to_degrees().abs()
 }
 
 #[async_trait]
 impl ObjectNavPlanner for OfflineObjectNavPlanner {
     fn name(&self) -> String {
-        if self.config.memory { "offline".to_string() } else { "offline(memory off)".to_string() }
+        "offline".to_string()
     }
 
-    fn observe(&mut self, step: &StepObservation<'_>) {
-        if let Some(scan) = step.scan {
-            if self.config.memory {
-                self.map.integrate(step.pose, scan);
-            }
-            self.last_scan = Some((step.pose, scan.clone()));
-        }
-    }
-
-    /// Decides, adds the noise, writes the reply as JSON text and parses
-    /// it with the protocol's own parser (so the loop receives exactly what
-    /// a model's reply would give it).
+    /// Builds the request text a model would get, answers it from that text
+    /// and the panorama only, and parses the answer with the protocol's own
+    /// parser (so the loop receives exactly what a model's reply would give
+    /// it).
     async fn plan(&mut self, obs: &ObjectNavObservation<'_>) -> PlannerReply<ObjectNavDecision> {
-        let mut reply = self.plan_inner(obs);
-        if !reply.decision.goal_flag && self.rng.random::<f64>() < self.config.noise.false_sighting {
-            // a false sighting: the target "seen" in a random view
-            let k = self.rng.random_range(0..12) as f64;
-            reply.decision.goal_flag = true;
-            reply.decision.angle = nav_core::geometry::normalize_angle((k * 30.0).to_radians()).to_degrees();
-            reply.decision.discovered_context.why = format!("the {} is visible (a false sighting)", obs.target);
-            reply.distance_hint_m = None;
-        }
-        let err = self.config.noise.angle_error(&mut self.rng);
-        if err != 0.0 {
-            reply.decision.angle =
-                nav_core::geometry::normalize_angle((reply.decision.angle + err).to_radians()).to_degrees();
-        }
-        reply.decision.angle = (reply.decision.angle * 10.0).round() / 10.0;
-        let text = serde_json::to_string_pretty(&reply.decision).unwrap_or_default();
+        let text = user_text(obs, false);
+        if std::env::var_os("NAVKIT_DEBUG_STANDIN").is_some() { eprintln!("----\n{text}"); }
+        let reply = self.answer(&text, &Eyes::of(obs.panorama, self.config.camera_height_m));
         let mut record = CallRecord::default();
-        let decision = match ObjectNavDecision::parse(&text) {
+        let decision = match ObjectNavDecision::parse(&reply) {
             Ok(d) => d,
             Err(e) => {
                 record.fallback = Some(e.to_string());
                 ObjectNavDecision::fallback()
             }
         };
-        record.raw.push(text);
-        self.last_plan = Some((obs.pose, decision.angle));
-        PlannerReply { decision, distance_hint_m: reply.distance_hint_m, record }
-    }
-}
-
-impl OfflineObjectNavPlanner {
-    fn plan_inner(&mut self, obs: &ObjectNavObservation<'_>) -> PlannerReply<ObjectNavDecision> {
-        let pose = obs.pose;
-        let target = obs.target.to_string();
-        let room = self.prior.likely_room(&target).unwrap_or("room").to_string();
-        if !self.config.memory {
-            self.map.clear();
-            self.sightings.clear();
-            self.recent_goals.clear();
-        }
-        if let Some(scan) = obs.scan {
-            self.map.integrate(pose, scan);
-        } else if let Some((p, s)) = self.last_scan.clone() {
-            self.map.integrate(p, &s);
-        }
-        // asked again without having moved: the way we sent the robot is blocked in practice
-        // (narrower than the map shows); mark it so the next path goes elsewhere
-        if let Some((p, angle)) = self.last_plan {
-            if p.distance(pose) < 0.05 {
-                self.stalls += 1;
-                // at most a few marks per spot, never on cells the robot has stood on
-                if self.stalls <= 3 {
-                    let a = p.yaw + angle.to_radians();
-                    for d in [0.35, 0.45] {
-                        let q = Point2::new(p.x + d * a.cos(), p.y + d * a.sin());
-                        if let Some(g) = self.map.grid().world_to_grid(q) {
-                            let st = self.map.grid().state(g);
-                            if st == nav_core::grid::CellState::Free || st == nav_core::grid::CellState::Unknown {
-                                self.map.grid_mut().set(g, nav_core::grid::CellState::Obstacle, 0.95);
-                            }
-                        }
-                    }
-                }
-                self.tried.push(p.yaw + angle.to_radians());
-            } else {
-                self.stalls = 0;
-                self.tried.clear();
-            }
-        }
-        if self.stalls >= ESCAPE_AFTER_STALLS {
-            if let Some((angle, dist)) = self.escape(pose, obs.scan) {
-                let why = "every way from here was blocked; backing off to the most open side".to_string();
-                let mut reply = PlannerReply::offline(self.decision(false, angle, &room, why));
-                reply.distance_hint_m = Some(dist);
-                return reply;
-            }
-        }
-        // what a model sees in this panorama (minus what the noise makes it miss)
-        let mut seen = obs.panorama.map(panorama_objects).unwrap_or_default();
-        if seen.iter().any(|d| d.label == target) && self.rng.random::<f64>() < self.config.noise.miss {
-            seen.retain(|d| d.label != target);
-        }
-        if self.config.remember_sightings {
-            self.remember(pose, &seen);
-        }
-
-        // 1. the target is in view: point at it
-        if let Some(t) = seen
-            .iter()
-            .filter(|d| d.label == target && d.distance_m <= self.config.sight_range_m)
-            .min_by(|a, b| a.distance_m.total_cmp(&b.distance_m))
-        {
-            // asked again and again from the same spot: the approach is blocked; route around to a
-            // free cell next to it first (the flag comes back once the robot has moved)
-            if self.stalls >= 2 {
-                let a = pose.yaw + t.bearing_rad;
-                let r = t.distance_m + 0.3;
-                let at = Point2::new(pose.x + r * a.cos(), pose.y + r * a.sin());
-                if let Some((angle, dist)) = self.head_near(pose, at, obs.scan).filter(|(_, d)| *d > 0.0) {
-                    let why =
-                        format!("the {target} is {:.1} m away but the way is blocked; going around", t.distance_m);
-                    let mut reply = PlannerReply::offline(self.decision(false, angle, &room, why));
-                    reply.distance_hint_m = Some(dist);
-                    return reply;
-                }
-            }
-            let why = format!("the {target} is visible {:.1} m away", t.distance_m);
-            return PlannerReply::offline(self.decision(true, t.bearing_rad.to_degrees(), &room, why));
-        }
-        // 2. seen before. A remembered sighting the robot now stands next to without seeing it was
-        // misplaced (seen past a wall corner, say): forget it.
-        let here = pose.position();
-        self.sightings.retain(|s| s.label != target || s.at.distance(here) > 1.2);
-        // (with memory off the sightings are this panorama's only)
-        {
-            if let Some(s) = self
-                .sightings
-                .iter()
-                .filter(|s| s.label == target)
-                .min_by(|a, b| a.at.distance(pose.position()).total_cmp(&b.at.distance(pose.position())))
-                .cloned()
-            {
-                if let Some((angle, dist)) = self.head_near(pose, s.at, obs.scan) {
-                    let why = format!("returning to where the {target} was seen");
-                    let mut reply = PlannerReply::offline(self.decision(false, angle, &room, why));
-                    reply.distance_hint_m = Some(dist);
-                    return reply;
-                }
-            }
-        }
-        // 3. the best reachable frontier
-        let costs = self.map.costmap();
-        let frontiers = self.map.reachable_frontiers(&costs, pose.position());
-        let mut ranked: Vec<(f64, &ReachableFrontier)> =
-            frontiers.iter().map(|f| (self.frontier_score(f, &target), f)).collect();
-        ranked.sort_by(|a, b| a.0.total_cmp(&b.0));
-        let choices: Vec<(Point2, Vec<GridPos>)> =
-            ranked.iter().map(|(_, f)| (f.entry, f.cluster.cells.clone())).collect();
-        for (entry, cells) in choices.into_iter().take(4) {
-            if let Some((angle, dist)) = self.steer(pose, &costs, &cells, obs.scan) {
-                let near_related = self
-                    .sightings
-                    .iter()
-                    .filter(|s| s.at.distance(entry) < self.config.semantic_radius_m)
-                    .find(|s| self.prior.affinity(&s.label, &target) > 0.0)
-                    .map(|s| s.label.clone());
-                let why = match near_related {
-                    Some(l) => format!("unexplored space near the {l}, where a {target} is likely"),
-                    None => format!("nearest unexplored opening, looking for the {room}"),
-                };
-                if self.config.memory {
-                    self.recent_goals.push(entry);
-                    if self.recent_goals.len() > 8 {
-                        self.recent_goals.remove(0);
-                    }
-                }
-                let mut reply = PlannerReply::offline(self.decision(false, angle, &room, why));
-                reply.distance_hint_m = Some(dist);
-                return reply;
-            }
-        }
-        // 4. nothing reachable: turn toward the most open direction
-        let angle = Self::most_open_direction(obs.scan);
-        PlannerReply::offline(self.decision(
-            false,
-            angle,
-            "corridor",
-            "no reachable frontier; turning to open space".into(),
-        ))
+        record.raw.push(reply);
+        PlannerReply { decision, distance_hint_m: None, record }
     }
 }
 
@@ -539,25 +436,39 @@ mod tests {
     use super::*;
 
     #[test]
-    fn escape_takes_the_most_open_untried_direction() {
-        let mut p = OfflineObjectNavPlanner::new(OfflineObjectNavConfig::default()).expect("planner");
-        // walls 0.6 m away all around, except openings: 3 m free to the left (+90°), 2 m behind
-        let mut scan = LaserScan::full_circle(360, 0.05, 12.0, 0.6);
-        for (deg, r) in [(90i32, 3.0f32), (180, 2.0)] {
-            for k in -35..=35 {
-                let i = ((deg + k + 180).rem_euclid(360)) as usize;
-                scan.ranges[i] = r;
-            }
-        }
-        let pose = Pose2::origin();
-        let (angle, dist) = p.escape(pose, Some(&scan)).expect("an open side");
-        assert!((angle - 90.0).abs() < 1e-9 && (dist - 1.5).abs() < 1e-9, "{angle} {dist}");
-        // once the left was tried from here, the next most open side
-        p.tried.push(90f64.to_radians());
-        let (angle, _) = p.escape(pose, Some(&scan)).expect("the way back");
-        assert!((angle.abs() - 180.0).abs() < 1e-9, "{angle}");
-        // everything open tried: nothing left
-        p.tried.push(180f64.to_radians());
-        assert_eq!(p.escape(pose, Some(&scan)), None);
+    fn reads_what_the_context_text_says() {
+        let text = "TARGET: bed\n\nNAVIGATION CONTEXT (step 40)\nPose: (1.00, 2.00) m, yaw 90°\n\
+                    Place: P2 living room | objects: sofa\n\
+                    Recent places (old→new): P0 corridor 150°/3.2m, P1 dining room -60°/4.5m, P2 living room (here)\n\
+                    Been (bearing: anchor distances m): 0: 1.0-3.5; 150: 0.5\n\
+                    Tried from here (bearing → moved, reached): 30° → 2.1m corridor; -90° x2 → 0.0m living room\n\
+                    Avoid now: pattern:ABABA; avoid:corridor\n";
+        let c = ContextView::parse(text);
+        assert!(c.memory);
+        assert_eq!(c.places, vec![("corridor".into(), 150.0, 3.2), ("dining room".into(), -60.0, 4.5)]);
+        assert_eq!(c.been, vec![(0.0, 1.0, 3.5), (150.0, 0.5, 0.5)]);
+        assert_eq!(c.tried, vec![(30.0, 2.1, 1), (-90.0, 0.0, 2)]);
+        assert_eq!(c.avoid, vec!["corridor".to_string()]);
+        assert_eq!(target_of(text), Some("bed"));
+        let off = ContextView::parse("TARGET: bed\n\nNAVIGATION CONTEXT: (memory off)\n");
+        assert!(!off.memory && off.been.is_empty());
+    }
+
+    #[test]
+    fn the_context_steers_it_away_from_where_it_has_been() {
+        let s = OfflineObjectNavPlanner::new(OfflineObjectNavConfig::default());
+        // open ahead (0°) and behind (180°), closed elsewhere; nothing in view
+        let mut free = vec![0.3; 12];
+        free[0] = 5.0;
+        free[6] = 5.0;
+        let eyes = Eyes { objects: Vec::new(), free_m: free };
+        let fresh = "TARGET: bed\n\nNAVIGATION CONTEXT: (memory off)\n";
+        let d = ObjectNavDecision::parse(&s.answer(fresh, &eyes)).expect("valid");
+        assert_eq!(d.angle, 0.0, "straight ahead when nothing is known");
+        let been_ahead = "TARGET: bed\n\nNAVIGATION CONTEXT (step 9)\nBeen (bearing: anchor distances m): 0: 0.8-4.0\n";
+        let d = ObjectNavDecision::parse(&s.answer(been_ahead, &eyes)).expect("valid");
+        assert_eq!(d.angle, 180.0, "the way it came from is where it has not been: {d:?}");
+        // the same request always gets the same answer
+        assert_eq!(s.answer(been_ahead, &eyes), s.answer(been_ahead, &eyes));
     }
 }

@@ -48,7 +48,9 @@ use crate::navigator::objectnav_loop::{ObjectNavEnd, ObjectNavLoop, ObjectNavLoo
 use crate::navigator::pixel_policy::{PixelGoalConfig, PixelGoalPolicy};
 use crate::navigator::policy::LowLevelPolicy;
 use crate::navigator::{NavError, Observer, RunContext, StepLog};
-use crate::offline::{FrontierPlanner, OfflineObjectNavConfig, OfflineObjectNavPlanner};
+use crate::offline::{
+    FrontierPlanner, MapObjectNavConfig, MapObjectNavPlanner, OfflineObjectNavConfig, OfflineObjectNavPlanner,
+};
 use crate::offline::{LabelBufferPerception, OfflineSceneAnalyzer, VlmNoise};
 use crate::protocol::objectnav::{ObjectNavPlanner, ObjectNavPromptConfig, VlmObjectNavPlanner};
 use crate::protocol::perception::{GoalPerception, VlmGoalPerception, VlmPerceptionConfig};
@@ -421,13 +423,18 @@ impl<'a> BridgeRunner<'a> {
     fn planner(&self, radius: f64) -> Result<Box<dyn ObjectNavPlanner>, EpisodeError> {
         let map = LocalMapConfig { inflation_m: radius + self.config.clearance_margin_m, ..LocalMapConfig::default() };
         Ok(match self.config.planner {
-            PlannerChoice::Offline => Box::new(
-                OfflineObjectNavPlanner::new(OfflineObjectNavConfig {
+            PlannerChoice::Offline => Box::new(OfflineObjectNavPlanner::new(OfflineObjectNavConfig {
+                noise: self.config.vlm_noise,
+                episode_seed: self.config.seed.unwrap_or(0),
+                ..OfflineObjectNavConfig::default()
+            })),
+            PlannerChoice::Map => Box::new(
+                MapObjectNavPlanner::new(MapObjectNavConfig {
                     memory: self.config.memory,
                     map,
                     noise: self.config.vlm_noise,
                     episode_seed: self.config.seed.unwrap_or(0),
-                    ..OfflineObjectNavConfig::default()
+                    ..MapObjectNavConfig::default()
                 })
                 .map_err(|e| EpisodeError::Spec(e.to_string()))?,
             ),
@@ -463,6 +470,7 @@ impl<'a> BridgeRunner<'a> {
                 step: setup.step,
                 corridor_half_width_m: setup.corridor_half_width_m,
                 stop_distance_m: (setup.success_distance_m - 0.2).max(0.3),
+                blocked_stop_distance_m: (setup.success_distance_m - 0.05).max(0.3),
                 map: LocalMapConfig { inflation_m: setup.corridor_half_width_m, ..defaults.map.clone() },
                 use_map: self.objectnav.policy_map,
                 ..defaults
