@@ -416,7 +416,6 @@ impl ObjectNavPlanner for OfflineObjectNavPlanner {
     /// it).
     async fn plan(&mut self, obs: &ObjectNavObservation<'_>) -> PlannerReply<ObjectNavDecision> {
         let text = user_text(obs, false);
-        if std::env::var_os("NAVKIT_DEBUG_STANDIN").is_some() { eprintln!("----\n{text}"); }
         let reply = self.answer(&text, &Eyes::of(obs.panorama, self.config.camera_height_m));
         let mut record = CallRecord::default();
         let decision = match ObjectNavDecision::parse(&reply) {

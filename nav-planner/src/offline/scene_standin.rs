@@ -28,32 +28,58 @@ impl OfflineSceneAnalyzer {
 
     /// The synchronous classification.
     pub fn classify(&self, input: &SceneInput<'_>) -> Option<SceneObservation> {
-        let near: Vec<String> = match (input.labels, input.depth, input.frame) {
-            (Some(labels), Some(depth), Some(frame)) => labels
-                .regions(depth, frame.hfov_rad, 2)
-                .into_iter()
-                .filter(|r| r.range_m < 4.0)
-                .map(|r| r.label)
-                .collect(),
+        // (label, range) of the objects in view
+        let seen: Vec<(String, f64)> = match (input.labels, input.depth, input.frame) {
+            (Some(labels), Some(depth), Some(frame)) => {
+                labels.regions(depth, frame.hfov_rad, 2).into_iter().map(|r| (r.label, r.range_m)).collect()
+            }
             _ => Vec::new(),
         };
         if let Some(scan) = input.scan {
-            let side = |c: f64| arc_distance(scan, c, 0.35, ArcStat::Percentile(0.5));
-            let (left, right) = (side(FRAC_PI_2), side(-FRAC_PI_2));
-            let along = side(0.0).max(side(PI));
-            if left < 1.0 && right < 1.0 && along > 2.5 && near.is_empty() {
+            // a corridor: narrow across, long along, whichever way the robot faces, and no
+            // furniture right here (rooms seen through its doors do not count)
+            let (width, length, parallel) = corridor_shape(scan);
+            if width < 1.8 && length > 3.5 && parallel && seen.iter().all(|(_, r)| *r > 2.0) {
                 return Some(
                     SceneObservation::new("corridor").with_description("narrow passage with walls on both sides"),
                 );
             }
         }
-        let labels: Vec<&str> = near.iter().map(String::as_str).collect();
+        // the nearby objects vote; with none near, the ones farther in the same view
+        let near: Vec<&str> = seen.iter().filter(|(_, r)| *r < 4.0).map(|(l, _)| l.as_str()).collect();
+        let labels = if near.is_empty() {
+            seen.iter().filter(|(_, r)| *r < 7.0).map(|(l, _)| l.as_str()).collect()
+        } else {
+            near
+        };
         let room = self.prior.classify(labels.iter().copied())?;
         let mut objects: Vec<String> = labels.iter().map(|s| s.to_string()).collect();
         objects.dedup();
         let description = format!("{} with {}", room, objects.join(", "));
         Some(SceneObservation::new(room).with_objects(objects).with_description(description))
     }
+}
+
+/// The narrowest width across the robot's position (the median ranges of
+/// two opposite 10° arcs, added, over every 10° direction), the length at
+/// right angles to it, metres, and whether the walls run parallel (the
+/// widths 20° either side are what two parallel walls give, not a piece of
+/// furniture on one side).
+fn corridor_shape(scan: &nav_core::lidar::LaserScan) -> (f64, f64, bool) {
+    let arc = |c: f64| f64::from(arc_distance(scan, c, 5f64.to_radians(), ArcStat::Percentile(0.5))).min(12.0);
+    let chord = |c: f64| arc(c) + arc(c + PI);
+    let (mut width, mut at) = (f64::INFINITY, 0.0);
+    for k in 0..18 {
+        let c = f64::from(k) * 10f64.to_radians();
+        let w = chord(c);
+        if w < width {
+            width = w;
+            at = c;
+        }
+    }
+    let tilt = 20f64.to_radians();
+    let parallel = [at - tilt, at + tilt].iter().all(|c| chord(*c) < width / tilt.cos() + 0.25);
+    (width, chord(at + FRAC_PI_2), parallel)
 }
 
 #[async_trait]
