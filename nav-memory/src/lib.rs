@@ -22,32 +22,38 @@
 //! use nav_memory::{MemoryConfig, SceneObservation, SpatialMemory, StepFlags};
 //!
 //! let mut memory = SpatialMemory::new(MemoryConfig::default())?;
-//! for step in 0..60 {
-//!     // The scene analyzer runs every 20 steps (0, 20, 40).
+//! for step in 0..30 {
+//!     // The scene analyzer runs when the memory says: the first step, every 20 steps after
+//!     // the latest analysis, right after a doorway, and to confirm a pending switch.
 //!     let scene = memory.scene_due().then(|| {
 //!         SceneObservation::new(if step < 20 { "Hallway" } else { "kitchen" }).with_objects(["stove"])
 //!     });
 //!     let action = if step % 7 == 6 { Action::TurnLeft } else { Action::Forward };
 //!     let _events = memory.observe_step(action, scene, StepFlags::default());
 //! }
-//! // "kitchen" was seen at steps 20 and 40 only: k = 3 is not reached yet.
-//! assert_eq!(memory.current_place().place_type, "corridor");
-//! assert_eq!(memory.pending_switch(), Some(("kitchen", 2)));
+//! // "kitchen", first seen at step 21, held k = 3 steps at the confirming look (step 23).
+//! assert_eq!(memory.current_place().place_type, "kitchen");
+//! assert_eq!(memory.places().len(), 2);
 //!
 //! let record = memory.push_dc(false, "kitchen", "a stove is visible ahead");
 //! assert_eq!(record.idx, 1);
 //! let text = memory.context(None).to_text();
-//! assert!(text.contains("Place: P0 corridor"));
+//! assert!(text.contains("Place: P1 kitchen"));
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
 //! ## Interpretations of the seeds
 //!
-//! - **Dwell** (§7.1): scene labels arrive every `place_update_period`
-//!   steps; a switch is confirmed when the same normalized label, different
-//!   from the current place, is seen k = 3 times in a row. A label equal to
-//!   the current place resets the candidate; a single noisy label never
-//!   splits a place. The first label of an episode names the initial place
+//! - **Dwell** (§7.1, "the same scene type for the last k steps"): a
+//!   label different from the current place becomes a pending switch; the
+//!   memory asks for one more look once it has held k = 3 steps (its first
+//!   sighting included), and that look confirms it (a new place) or drops
+//!   it. A label equal to the current place resets the candidate; a single
+//!   noisy label never splits a place. Scene analyses run on the seed's
+//!   20-step cadence (restarted by every analysis) and also right after a
+//!   doorway crossing (`StepFlags::doorway`), so a switch follows a room
+//!   change within a few steps; each analysis is logged
+//!   (`MemoryEvent::SceneAnalyzed`). The first label of an episode names the initial place
 //!   (before it the type is `unknown`). Empty or `unknown` labels carry no
 //!   evidence and are ignored by the filter. Objects seen while a switch is
 //!   pending go to the new place if it is confirmed, else to the current one.

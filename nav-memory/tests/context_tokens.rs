@@ -6,8 +6,10 @@
 use nav_core::action::Action;
 use nav_memory::{MemoryConfig, SceneObservation, SpatialMemory, StepFlags};
 
-/// The goal with the default caps.
-const TOKEN_CAP: usize = 350;
+/// The budget with the default caps: the Navigation Context a planner
+/// reads (places with where they lie, where the robot has been, the
+/// headings tried from here, the DC queue) stays within 600 o200k tokens.
+const TOKEN_CAP: usize = 600;
 
 const TYPES: [&str; 5] = ["Kitchen", "hallway", "master bedroom", "living room", "bathroom"];
 
@@ -20,6 +22,7 @@ fn episode(steps: usize, mut checkpoint: impl FnMut(usize, &SpatialMemory)) -> S
     let long_why = "Because the goal object, a coffee mug, is usually found on kitchen counters or dining tables, \
                     and the corridor to the left seems to lead toward the back of the house where kitchens often are.";
     m.push_dc(false, "kitchen or dining room adjacent to the living area", long_why);
+    m.note_heading(30.0);
     for i in 0..steps {
         s ^= s << 13;
         s ^= s >> 7;
@@ -39,6 +42,12 @@ fn episode(steps: usize, mut checkpoint: impl FnMut(usize, &SpatialMemory)) -> S
         m.observe_step(action, scene, StepFlags { branch: s % 17 == 0, collided: s % 23 == 0, doorway: false });
         if i % 25 == 24 {
             m.push_dc(s % 2 == 0, "kitchen or dining room adjacent to the living area", long_why);
+            m.note_heading(f64::from((s % 12) as u32) * 30.0 - 150.0);
+        }
+        // a robot that keeps asking from one spot (blocked): tried headings pile up here
+        if (400..420).contains(&i) {
+            m.push_dc(false, "corridor", long_why);
+            m.note_heading(f64::from((i % 7) as u32) * 45.0 - 135.0);
         }
         checkpoint(i + 1, &m);
     }
@@ -59,19 +68,24 @@ fn context_text_stays_under_the_token_cap() {
     episode(1_000, |step, m| {
         let text = m.context(None).to_text();
         let n = bpe.encode_with_special_tokens(&text).len();
-        if step == 100 || step == 1_000 {
+        if step == 100 || step == 300 || step == 1_000 {
             at.insert(step, n);
         }
         if n > worst.0 {
             worst = (n, step, text);
         }
     });
-    println!("navigation context: {start} o200k tokens at step 0, {} at 100, {} at 1,000", at[&100], at[&1_000]);
+    println!(
+        "navigation context: {start} o200k tokens at step 0, {} at 100, {} at 300, {} at 1,000",
+        at[&100],
+        at[&300],
+        at[&1_000]
+    );
     println!("largest over all 1,000 steps: {} tokens at step {}:\n{}", worst.0, worst.1, worst.2);
     assert!(worst.0 <= TOKEN_CAP, "{} tokens at step {}:\n{}", worst.0, worst.1, worst.2);
     // Bounded: the late episode costs no more than the early one plus the
     // optional hint lines.
-    assert!(at[&1_000] <= at[&100] + 40, "{at:?}");
+    assert!(at[&1_000] <= at[&100] + 120, "{at:?}");
 }
 
 mod common;

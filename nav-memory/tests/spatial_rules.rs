@@ -4,7 +4,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use nav_core::action::Action;
-use nav_memory::{
+use nav_memory::{SceneTrigger, 
     AnchorId, AnchorReason, MemoryConfig, MemoryEvent, Pattern, PlaceId, SceneObservation, SpatialMemory, StepFlags,
     StuckGranularity,
 };
@@ -21,8 +21,14 @@ fn step(m: &mut SpatialMemory, a: Action) -> Vec<MemoryEvent> {
     m.observe_step(a, None, StepFlags::default())
 }
 
+/// One step with a scene label; the `scene_analyzed` log event is left out
+/// (`scene_analysis_is_logged_with_its_trigger` checks it).
 fn see(m: &mut SpatialMemory, a: Action, label: &str) -> Vec<MemoryEvent> {
-    m.observe_step(a, Some(SceneObservation::new(label)), StepFlags::default())
+    without_analysis(m.observe_step(a, Some(SceneObservation::new(label)), StepFlags::default()))
+}
+
+fn without_analysis(events: Vec<MemoryEvent>) -> Vec<MemoryEvent> {
+    events.into_iter().filter(|e| !matches!(e, MemoryEvent::SceneAnalyzed { .. })).collect()
 }
 
 fn created(events: &[MemoryEvent]) -> Vec<AnchorReason> {
@@ -148,11 +154,11 @@ fn dwell_k3_confirms_a_switch_with_a_new_place_and_first_anchor() {
     assert!(see(&mut m, L, "hallway!").is_empty());
     assert_eq!(m.pending_switch(), Some(("corridor", 2)));
     // This step also qualifies for a turn anchor; only one anchor results.
-    let ev = m.observe_step(
+    let ev = without_analysis(m.observe_step(
         F,
         Some(SceneObservation::new("HALLWAY").with_objects(["Door", "rug"]).with_description("A narrow hallway.")),
         StepFlags::default(),
-    );
+    ));
     assert_eq!(
         ev,
         [
@@ -184,7 +190,69 @@ fn empty_and_unknown_labels_are_ignored() {
     see(&mut m, F, "corridor");
     see(&mut m, F, "?!");
     see(&mut m, F, "Unknown.");
-    assert_eq!(m.pending_switch(), Some(("corridor", 1)));
+    // no evidence against it: the pending type has held since its sighting two steps ago
+    assert_eq!(m.pending_switch(), Some(("corridor", 3)));
+    assert_eq!(m.places().len(), 1, "a switch needs a second sighting");
+    assert!(see(&mut m, F, "corridor").iter().any(|e| matches!(e, MemoryEvent::PlaceCreated { .. })));
+}
+
+#[test]
+fn the_dwell_counts_steps_not_analyses() {
+    // a label seen once, then again k - 1 = 2 steps later, has held for 3 steps: confirmed
+    let mut m = memory();
+    see(&mut m, F, "kitchen");
+    see(&mut m, F, "bedroom");
+    step(&mut m, F);
+    assert_eq!(m.scene_trigger(false), Some(SceneTrigger::Confirm), "the confirming look is due");
+    let ev = see(&mut m, F, "bedroom");
+    assert!(ev.iter().any(|e| matches!(e, MemoryEvent::PlaceCreated { .. })), "{ev:?}");
+    assert_eq!(m.current_place().place_type, "bedroom");
+    // one look that disagrees drops the pending type
+    see(&mut m, F, "kitchen");
+    see(&mut m, F, "bedroom");
+    step(&mut m, F);
+    assert_eq!(m.current_place().place_type, "bedroom");
+    assert_eq!(m.pending_switch(), None);
+}
+
+#[test]
+fn scene_analysis_is_logged_with_its_trigger() {
+    let mut m = memory();
+    assert_eq!(m.scene_trigger(false), Some(SceneTrigger::First));
+    let ev = m.observe_step(F, Some(SceneObservation::new("Kitchen")), StepFlags::default());
+    assert!(ev.contains(&MemoryEvent::SceneAnalyzed {
+        trigger: SceneTrigger::First,
+        label: "Kitchen".into(),
+        place_type: "kitchen".into(),
+        pending: None,
+        dwell_steps: 0,
+        confirmed: false,
+    }));
+    // nothing due until the period has passed since the latest analysis, unless a doorway was crossed
+    assert_eq!(m.scene_trigger(false), None);
+    assert_eq!(m.scene_trigger(true), Some(SceneTrigger::Doorway));
+    let ev = m.observe_step(
+        F,
+        Some(SceneObservation::new("hallway")),
+        StepFlags { doorway: true, ..StepFlags::default() },
+    );
+    assert!(ev.contains(&MemoryEvent::SceneAnalyzed {
+        trigger: SceneTrigger::Doorway,
+        label: "hallway".into(),
+        place_type: "corridor".into(),
+        pending: Some("corridor".into()),
+        dwell_steps: 1,
+        confirmed: false,
+    }));
+    // an analyzer that could not tell is an analysis too: it restarts the period
+    see(&mut m, F, "kitchen");
+    for _ in 0..18 {
+        step(&mut m, F);
+    }
+    assert_eq!(m.scene_trigger(false), None);
+    step(&mut m, F);
+    assert_eq!(m.scene_trigger(false), Some(SceneTrigger::Periodic));
+    assert_eq!(m.counters().scene_analyses, 3);
 }
 
 /// Runs a place switch to `label` with k = 3 observations.
