@@ -183,7 +183,7 @@ impl NavigationContext {
     pub fn to_text(&self) -> String {
         let mut s = String::with_capacity(768);
         // `write!` into a String cannot fail; the results are ignored.
-        let _ = writeln!(s, "NAVIGATION CONTEXT (step {})", self.step);
+        let _ = writeln!(s, "NAVIGATION CONTEXT (step {}; bearings in degrees from your front, + = left)", self.step);
         let _ = writeln!(s, "Pose: ({:.2}, {:.2}) m, yaw {:.0}°", self.pose.x, self.pose.y, self.pose.yaw_deg());
         let _ = write!(s, "Place: {} {}", self.place.id, self.place.place_type);
         if !self.place.objects.is_empty() {

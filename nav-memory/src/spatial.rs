@@ -515,12 +515,20 @@ impl SpatialMemory {
             self.tried.pop_front();
         }
         let heading = nav_core::geometry::normalize_angle(pose.yaw + angle_deg.to_radians());
-        self.tried.push_back(crate::tried::TriedHeading { step: self.steps, from: here, heading, place, outcome: None });
+        self.tried.push_back(crate::tried::TriedHeading {
+            step: self.steps,
+            from: here,
+            heading,
+            place,
+            outcome: None,
+        });
     }
 
     /// The planner decisions' headings, oldest first (at most
     /// [`crate::tried::MAX_TRIED`]).
-    pub fn tried_headings(&self) -> impl DoubleEndedIterator<Item = &crate::tried::TriedHeading> + ExactSizeIterator + '_ {
+    pub fn tried_headings(
+        &self,
+    ) -> impl DoubleEndedIterator<Item = &crate::tried::TriedHeading> + ExactSizeIterator + '_ {
         self.tried.iter()
     }
 

@@ -77,9 +77,7 @@ fn context_text_stays_under_the_token_cap() {
     });
     println!(
         "navigation context: {start} o200k tokens at step 0, {} at 100, {} at 300, {} at 1,000",
-        at[&100],
-        at[&300],
-        at[&1_000]
+        at[&100], at[&300], at[&1_000]
     );
     println!("largest over all 1,000 steps: {} tokens at step {}:\n{}", worst.0, worst.1, worst.2);
     assert!(worst.0 <= TOKEN_CAP, "{} tokens at step {}:\n{}", worst.0, worst.1, worst.2);

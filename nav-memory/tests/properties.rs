@@ -22,8 +22,11 @@ fn arb_step() -> impl Strategy<Value = Step> {
         (label, prop::collection::vec("[a-z]{1,6}", 0..3), "[ -~]{0,30}")
             .prop_map(|(l, objs, d)| SceneObservation::new(l).with_objects(objs).with_description(d)),
     );
-    let flags = (prop::bool::weighted(0.1), prop::bool::weighted(0.1))
-        .prop_map(|(branch, collided)| StepFlags { branch, collided, doorway: false });
+    let flags = (prop::bool::weighted(0.1), prop::bool::weighted(0.1)).prop_map(|(branch, collided)| StepFlags {
+        branch,
+        collided,
+        doorway: false,
+    });
     let dc = prop::option::weighted(0.1, (any::<bool>(), "\\PC{0,40}"));
     (action, scene, flags, dc).prop_map(|(action, scene, flags, dc)| Step { action, scene, flags, dc })
 }

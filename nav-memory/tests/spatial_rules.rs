@@ -4,9 +4,9 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use nav_core::action::Action;
-use nav_memory::{SceneTrigger, 
-    AnchorId, AnchorReason, MemoryConfig, MemoryEvent, Pattern, PlaceId, SceneObservation, SpatialMemory, StepFlags,
-    StuckGranularity,
+use nav_memory::{
+    AnchorId, AnchorReason, MemoryConfig, MemoryEvent, Pattern, PlaceId, SceneObservation, SceneTrigger, SpatialMemory,
+    StepFlags, StuckGranularity,
 };
 
 const F: Action = Action::Forward;
@@ -231,11 +231,8 @@ fn scene_analysis_is_logged_with_its_trigger() {
     // nothing due until the period has passed since the latest analysis, unless a doorway was crossed
     assert_eq!(m.scene_trigger(false), None);
     assert_eq!(m.scene_trigger(true), Some(SceneTrigger::Doorway));
-    let ev = m.observe_step(
-        F,
-        Some(SceneObservation::new("hallway")),
-        StepFlags { doorway: true, ..StepFlags::default() },
-    );
+    let ev =
+        m.observe_step(F, Some(SceneObservation::new("hallway")), StepFlags { doorway: true, ..StepFlags::default() });
     assert!(ev.contains(&MemoryEvent::SceneAnalyzed {
         trigger: SceneTrigger::Doorway,
         label: "hallway".into(),

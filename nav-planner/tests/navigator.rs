@@ -27,6 +27,8 @@ mod explore_memory;
 mod objectnav;
 #[path = "navigator/objectnav_goal.rs"]
 mod objectnav_goal;
+#[path = "navigator/objectnav_memory.rs"]
+mod objectnav_memory;
 #[path = "navigator/step_log.rs"]
 mod step_log;
 

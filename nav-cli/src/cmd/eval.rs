@@ -22,8 +22,8 @@ use std::time::Instant;
 /// SPL, collisions, coverage, ABABA and STUCK, planner/VLM calls and tokens.
 ///
 /// The default suite: objectnav in the built-in houses (seeds 0–4) and
-/// --procedural procedurally generated houses, with the frontier baseline
-/// and the offline planner with memory off and on; the candidates protocol's
+/// --procedural procedurally generated houses, with the frontier and map
+/// baselines and the offline stand-in with memory off and on; the candidates protocol's
 /// offline planner in the four seed-002 arenas; the explore protocol's
 /// offline planner in `exploration` and `house_a`.
 ///
@@ -83,8 +83,8 @@ pub struct EvalArgs {
     #[arg(long, value_name = "FILE")]
     config: Option<PathBuf>,
     /// Run every configuration of the suite with this planner instead of
-    /// its own: offline, frontier or vlm (a model: needs --vlm or a [vlm]
-    /// section).
+    /// its own: offline, frontier, map or vlm (a model: needs --vlm or a
+    /// [vlm] section).
     #[arg(long)]
     planner: Option<PlannerChoice>,
     /// Send no images to the model.

@@ -39,7 +39,7 @@ pub struct HabitatArgs {
     /// Backend index of the first episode (default 0).
     #[arg(long)]
     pub first_index: Option<u64>,
-    /// offline (no network, the default), frontier (baseline) or vlm.
+    /// offline (no network, the default), frontier or map (baselines) or vlm.
     #[arg(long)]
     pub planner: Option<PlannerChoice>,
     #[command(flatten)]

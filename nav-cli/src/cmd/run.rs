@@ -40,7 +40,9 @@ pub struct RunArgs {
     /// Planner protocol.
     #[arg(long, default_value = "objectnav")]
     pub protocol: ProtocolKind,
-    /// offline (no network), frontier (baseline) or vlm.
+    /// offline (a stand-in for a model that knows only what a model's
+    /// request carries; no network), frontier or map (non-VLM baselines),
+    /// or vlm.
     #[arg(long, default_value = "offline")]
     pub planner: PlannerChoice,
     #[command(flatten)]

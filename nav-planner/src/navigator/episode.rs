@@ -719,7 +719,9 @@ async fn candidates_episode(
     ctx: &mut RunContext<'_, EpisodeHal>,
 ) -> Result<LoopResult, EpisodeError> {
     let planner: Box<dyn CandidatePlanner> = match spec.planner {
-        PlannerChoice::Offline | PlannerChoice::Frontier | PlannerChoice::Map => Box::new(OfflineCandidatePlanner::new()),
+        PlannerChoice::Offline | PlannerChoice::Frontier | PlannerChoice::Map => {
+            Box::new(OfflineCandidatePlanner::new())
+        }
         PlannerChoice::Vlm => Box::new(VlmCandidatePlanner::new(
             the_model(spec)?,
             CandidatePromptConfig {

@@ -6,6 +6,7 @@ use crate::navigator::candidates_loop::CandidatesLoopConfig;
 use crate::navigator::episode::{EpisodeSpec, PlannerChoice, RunSummary};
 use crate::navigator::explore_loop::ExploreLoopConfig;
 use crate::navigator::objectnav_loop::ObjectNavLoopConfig;
+use crate::navigator::place_score::PlaceTotals;
 use crate::protocol::ProtocolKind;
 use nav_hal::HalError;
 use nav_hal::arena::Arena;
@@ -59,8 +60,8 @@ pub const SEED_ARENAS: [&str; 4] = ["simple", "exploration", "dead_end", "narrow
 
 /// The default suite: objectnav in the built-in houses (seeds
 /// `0..house_seeds`) and `procedural` generated houses (episode seed = house
-/// seed), each with the
-/// frontier baseline and the offline planner with memory off and on; the
+/// seed), each with the two non-VLM baselines (frontier, map) and the
+/// offline stand-in with memory off and on; the
 /// candidates protocol's offline planner in the four seed arenas; the
 /// explore protocol's offline planner in `exploration` and `house_a`.
 pub fn default_suite(base: &EvalConfig, house_seeds: u64, procedural: u64) -> Result<Vec<EpisodeSpec>, HalError> {
@@ -77,9 +78,12 @@ pub fn default_suite(base: &EvalConfig, house_seeds: u64, procedural: u64) -> Re
         houses.push((generate_house(seed), format!("procedural:{seed}"), seed));
     }
     let mut out = Vec::new();
-    for (planner, memory) in
-        [(PlannerChoice::Frontier, true), (PlannerChoice::Offline, false), (PlannerChoice::Offline, true)]
-    {
+    for (planner, memory) in [
+        (PlannerChoice::Frontier, true),
+        (PlannerChoice::Map, true),
+        (PlannerChoice::Offline, false),
+        (PlannerChoice::Offline, true),
+    ] {
         for (a, src, seed) in &houses {
             out.push(base.spec(a.clone(), src.clone(), ProtocolKind::Objectnav, planner, memory, *seed));
         }
@@ -202,6 +206,13 @@ pub struct Aggregate {
     pub passed: f64,
     /// Median of the episodes' median per-cycle local overhead, ms.
     pub median_overhead_ms: Option<f64>,
+    /// Scene analyses per episode (objectnav).
+    #[serde(default)]
+    pub scene_calls: f64,
+    /// How the memory's places followed the rooms, summed over the
+    /// episodes (objectnav in arenas with rooms).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub places: Option<PlaceTotals>,
 }
 
 /// A finished evaluation.
@@ -219,6 +230,14 @@ pub struct EvalReport {
 
 fn arena_group(s: &RunSummary) -> String {
     if s.protocol == "objectnav" { "houses".to_string() } else { s.arena.clone() }
+}
+
+fn place_totals(v: &[&RunSummary]) -> Option<PlaceTotals> {
+    let mut totals: Option<PlaceTotals> = None;
+    for p in v.iter().filter_map(|s| s.places.as_ref()) {
+        totals.get_or_insert_with(PlaceTotals::default).add(p);
+    }
+    totals
 }
 
 fn median(mut v: Vec<f64>) -> Option<f64> {
@@ -260,6 +279,8 @@ impl EvalReport {
                     tokens: mean(&|s| (s.prompt_tokens + s.completion_tokens) as f64),
                     passed: mean(&|s| f64::from(u8::from(s.passed))),
                     median_overhead_ms: median(v.iter().filter_map(|s| s.median_overhead_ms).collect()),
+                    scene_calls: mean(&|s| f64::from(s.scene_calls)),
+                    places: place_totals(&v),
                 }
             })
             .collect();
@@ -298,6 +319,7 @@ impl EvalReport {
                 a.median_overhead_ms.map_or("n/a".to_string(), |m| format!("{m:.3} ms"))
             );
         }
+        self.memory_table(&mut s);
         let per_arena: Vec<&RunSummary> = self.summaries.iter().filter(|s| s.protocol != "objectnav").collect();
         if !per_arena.is_empty() {
             s.push_str("\n| arena | protocol | planner | result | steps | collisions | coverage | ended |\n");
@@ -318,6 +340,38 @@ impl EvalReport {
             }
         }
         s
+    }
+}
+
+impl EvalReport {
+    /// The ObjectNav memory table: oscillation, revisits and how the places
+    /// followed the rooms, per configuration.
+    fn memory_table(&self, s: &mut String) {
+        let rows: Vec<(&Aggregate, &PlaceTotals)> =
+            self.aggregates.iter().filter_map(|a| a.places.as_ref().map(|p| (a, p))).collect();
+        if rows.is_empty() {
+            return;
+        }
+        s.push_str(
+            "\n| configuration | episodes | ABABA+STUCK/ep | revisit ratio | scene analyses/ep | place accuracy | places per room entry | median switch lag (steps) | scene analyses per 100 steps |\n",
+        );
+        s.push_str("|---|---|---|---|---|---|---|---|---|\n");
+        let opt = |v: Option<f64>, digits: usize| v.map_or("n/a".to_string(), |x| format!("{x:.digits$}"));
+        for (a, p) in rows {
+            let _ = writeln!(
+                s,
+                "| {} | {} | {:.2} | {} | {:.1} | {} | {} | {} | {} |",
+                a.configuration,
+                a.episodes,
+                a.ababa + a.stuck,
+                opt(p.revisit_ratio(), 2),
+                a.scene_calls,
+                opt(p.accuracy(), 2),
+                opt(p.places_per_entry(), 2),
+                opt(p.median_lag(), 1),
+                opt(p.scene_per_100(), 1),
+            );
+        }
     }
 }
 

@@ -209,8 +209,14 @@ mod tests {
     fn scores_a_walk_through_two_rooms_and_back() {
         let mut arena = Arena::builtin("simple").expect("arena");
         arena.rooms = vec![
-            nav_hal::arena::Room { name: "Kitchen".into(), polygon: vec![[0.0, 0.0], [5.0, 0.0], [5.0, 2.0], [0.0, 2.0]] },
-            nav_hal::arena::Room { name: "hallway".into(), polygon: vec![[5.0, 0.0], [15.0, 0.0], [15.0, 2.0], [5.0, 2.0]] },
+            nav_hal::arena::Room {
+                name: "Kitchen".into(),
+                polygon: vec![[0.0, 0.0], [5.0, 0.0], [5.0, 2.0], [0.0, 2.0]],
+            },
+            nav_hal::arena::Room {
+                name: "hallway".into(),
+                polygon: vec![[5.0, 0.0], [15.0, 0.0], [15.0, 2.0], [5.0, 2.0]],
+            },
         ];
         let mut trace = Vec::new();
         // 10 steps in the kitchen, named at once

@@ -149,7 +149,8 @@ impl Eyes {
 /// A planar scan from the panorama's depth images (every row with a known
 /// camera height, else the rows around the optical centre).
 fn visual_scan(p: &Panorama, camera_height_m: Option<f64>) -> Option<LaserScan> {
-    let mut b = ScanBuilder::new(&DepthScanConfig { beams: 360, camera_height_m, ..DepthScanConfig::default() }).ok()?;
+    let mut b =
+        ScanBuilder::new(&DepthScanConfig { beams: 360, camera_height_m, ..DepthScanConfig::default() }).ok()?;
     let mut any = false;
     for v in &p.views {
         if let Some(d) = &v.depth {
@@ -302,16 +303,23 @@ impl OfflineObjectNavPlanner {
         let ctx = ContextView::parse(text);
         let room = self.prior.likely_room(target).unwrap_or("room").to_string();
         let mut seen: Vec<&Detection> = eyes.objects.iter().collect();
-        if !self.config.noise.is_off() && seen.iter().any(|d| d.label == target) && rng.random::<f64>() < self.config.noise.miss
+        if !self.config.noise.is_off()
+            && seen.iter().any(|d| d.label == target)
+            && rng.random::<f64>() < self.config.noise.miss
         {
             seen.retain(|d| d.label != target);
         }
-        let nearest_target = seen.iter().filter(|d| d.label == target).min_by(|a, b| a.distance_m.total_cmp(&b.distance_m));
+        let nearest_target =
+            seen.iter().filter(|d| d.label == target).min_by(|a, b| a.distance_m.total_cmp(&b.distance_m));
         if let Some(t) = nearest_target {
             let bearing = t.bearing_rad.to_degrees();
             // attempts that way from here that did not move the robot
-            let blocked: u32 =
-                ctx.tried.iter().filter(|(b, moved, _)| angle_gap(*b, bearing) <= 30.0 && *moved < 0.3).map(|t| t.2).sum();
+            let blocked: u32 = ctx
+                .tried
+                .iter()
+                .filter(|(b, moved, _)| angle_gap(*b, bearing) <= 30.0 && *moved < 0.3)
+                .map(|t| t.2)
+                .sum();
             let blocked_that_way = blocked >= 2;
             if t.distance_m <= self.config.sight_range_m && !blocked_that_way {
                 let why = format!("the {target} is visible {:.1} m away", t.distance_m);
@@ -327,7 +335,9 @@ impl OfflineObjectNavPlanner {
                 let angle = normalize_angle(f64::from(k) * 30f64.to_radians()).to_degrees();
                 let (scene, why) = match related {
                     Some(l) => (room.clone(), format!("toward the {l}, where a {target} is likely")),
-                    None if ctx.memory => (room.clone(), format!("an open way not explored yet, looking for the {room}")),
+                    None if ctx.memory => {
+                        (room.clone(), format!("an open way not explored yet, looking for the {room}"))
+                    }
                     None => (room.clone(), format!("the most promising open way, looking for the {room}")),
                 };
                 Self::decision(false, angle, &scene, why)
