@@ -1,4 +1,4 @@
-//! `nav`: navkit's command-line tool (SPEC §5).
+//! `nav`: navkit's command-line tool.
 //!
 //! Thin by design: argument parsing, configuration loading, progress bars
 //! and reports. Navigation logic lives in the library crates.
@@ -51,7 +51,7 @@ enum Command {
     Prompt(cmd::prompt::PromptArgs),
     /// Redraw a logged run as a picture.
     Replay(cmd::replay::ReplayArgs),
-    /// Grounding knowledge (seed 004).
+    /// Grounding knowledge: merge files into a prompt section, or generate an episode's.
     #[command(subcommand)]
     Grounding(cmd::grounding::GroundingCommand),
     /// Explore with a real robot (ROSMASTER A1 or any ROS robot) through rosbridge.

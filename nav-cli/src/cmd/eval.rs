@@ -23,7 +23,7 @@ use std::time::Instant;
 /// The default suite: objectnav in the built-in houses (seeds 0–4) and
 /// --procedural procedurally generated houses, with the frontier baseline
 /// and the offline planner with memory off and on; the candidates protocol's
-/// offline planner in the four seed-002 arenas; the explore protocol's
+/// offline planner in the four test arenas; the explore protocol's
 /// offline planner in `exploration` and `house_a`.
 ///
 /// On a cluster: `--shard K/N --jsonl shard-K.jsonl` in each array task,
