@@ -49,7 +49,7 @@ enum Command {
     Parse(cmd::parse::ParseArgs),
     /// Print the exact request a backend would send for a given state.
     Prompt(cmd::prompt::PromptArgs),
-    /// Redraw a logged run as a picture.
+    /// Summarize a logged run, or redraw it as a picture (--plot).
     Replay(cmd::replay::ReplayArgs),
     /// Grounding knowledge: merge files into a prompt section, or generate an episode's.
     #[command(subcommand)]

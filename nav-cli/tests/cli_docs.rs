@@ -49,16 +49,9 @@ fn the_matcher_finds_what_it_should_and_nothing_else() {
     ] {
         assert!(refers_outside(bad), "{bad}");
     }
-    for fine in [
-        "--seed 0",
-        "seeds 0–4",
-        "proc_<seed>",
-        "an issue with the link",
-        "SPECIAL",
-        "INSPEC",
-        "seed 5",
-        "tissue 3",
-    ] {
+    for fine in
+        ["--seed 0", "seeds 0–4", "proc_<seed>", "an issue with the link", "SPECIAL", "INSPEC", "seed 5", "tissue 3"]
+    {
         assert!(!refers_outside(fine), "{fine}");
     }
 }
@@ -101,7 +94,8 @@ fn no_help_text_points_outside_the_repository() {
         seen.push(args.join(" "));
     }
     // the walk reached every subcommand, nested ones included
-    for expected in ["run", "eval", "eval merge", "parse", "prompt", "replay", "grounding merge", "grounding generate"] {
+    for expected in ["run", "eval", "eval merge", "parse", "prompt", "replay", "grounding merge", "grounding generate"]
+    {
         assert!(seen.iter().any(|s| s == expected), "nav {expected} --help was not checked: {seen:?}");
     }
     assert!(problems.is_empty(), "help texts refer to documents the reader does not have:\n{}", problems.join("\n"));

@@ -195,8 +195,7 @@ fn a_nav_away_from_the_checkout_uses_its_built_in_bridge_package() {
         assert_eq!(v["episodes"].as_array().unwrap().len(), 1, "{v}");
     }
     // one copy, named after the version and the files' content, reused by the second run
-    let copies: Vec<PathBuf> =
-        std::fs::read_dir(cache.join("navkit")).unwrap().flatten().map(|e| e.path()).collect();
+    let copies: Vec<PathBuf> = std::fs::read_dir(cache.join("navkit")).unwrap().flatten().map(|e| e.path()).collect();
     assert_eq!(copies.len(), 1, "{copies:?}");
     let name = copies[0].file_name().unwrap().to_string_lossy().into_owned();
     assert!(name.starts_with(&format!("bridge-{}-", env!("CARGO_PKG_VERSION"))), "{name}");

@@ -43,7 +43,7 @@ fn replay_without_plot_prints_a_summary_matching_the_run() {
     let truth: f64 = field(&text, "(ground truth ").parse().unwrap();
     let path = run["path_length_m"].as_f64().unwrap();
     assert!((truth - path).abs() < 0.05, "ground-truth path {truth} vs the run's {path}: {text}");
-    assert!(text.contains("success: "), "{text}");
+    assert!(text.contains("success: the loop logged goal_reached"), "{text}");
     assert!(!text.contains("--plot"), "no longer asks for --plot: {text}");
 
     // with --plot it still draws
@@ -55,13 +55,13 @@ fn replay_without_plot_prints_a_summary_matching_the_run() {
 
 #[test]
 fn a_run_without_a_goal_reports_spl_as_not_applicable() {
-    let o = nav(&["run", "--arena", "exploration", "--protocol", "explore", "--max-steps", "20"]);
+    let o = nav(&["run", "--arena", "exploration", "--protocol", "explore", "--max-steps", "3"]);
     assert!(matches!(o.status.code(), Some(0 | 1)), "{}", stderr(&o));
     let report = stdout(&o);
     assert!(report.contains("SPL n/a"), "{report}");
     assert!(!report.contains("SPL 0.00"), "{report}");
 
-    let o = nav(&["run", "--arena", "exploration", "--protocol", "explore", "--max-steps", "20", "--json"]);
+    let o = nav(&["run", "--arena", "exploration", "--protocol", "explore", "--max-steps", "3", "--json"]);
     let v: serde_json::Value = serde_json::from_str(stdout(&o).trim()).unwrap();
     assert!(v["spl"].is_number(), "the JSON field stays a number: {v}");
     assert!(v["geodesic_m"].is_null(), "{v}");
@@ -74,13 +74,13 @@ fn an_explore_run_that_reaches_its_goal_counts_decisions() {
     assert!(matches!(o.status.code(), Some(0 | 1)), "{}", stderr(&o));
     let report = stdout(&o);
     let reached = report.lines().find(|l| l.contains("Goal Reached")).unwrap_or_else(|| panic!("{report}"));
-    if reached.contains("Reached at") {
-        let decision: u64 = field(reached, "Reached at decision ").parse().unwrap();
-        let limit = report.lines().find(|l| l.contains("Cycle Limit")).unwrap();
-        let used: u64 = field(limit, "Cycle Limit: ").parse().unwrap();
-        assert_eq!(decision, used, "the same unit as the cycle limit: {report}");
-        assert!(limit.contains("decisions"), "{limit}");
-    }
+    let decision: u64 = field(reached, "Reached at decision ").parse().unwrap();
+    let step: u64 = field(reached, "(step ").trim_end_matches(')').parse().unwrap();
+    let limit = report.lines().find(|l| l.contains("Cycle Limit")).unwrap();
+    let used: u64 = field(limit, "Cycle Limit: ").parse().unwrap();
+    assert_eq!(decision, used, "the same unit as the cycle limit: {report}");
+    assert!(limit.contains("decisions"), "{limit}");
+    assert!(step > decision, "the step count is given as such: {reached}");
 }
 
 #[test]

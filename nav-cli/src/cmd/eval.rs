@@ -1,9 +1,9 @@
 //! `nav eval`: many episodes in parallel, a progress bar, and a table.
 
+use super::progress::Progress;
 use crate::config::NavConfig;
 use crate::exit::{CmdResult, Exit, internal, print, usage};
 use clap::Args;
-use super::progress::Progress;
 use nav_hal::arena::Arena;
 use nav_planner::navigator::StepLog;
 use nav_planner::navigator::episode::{COST_LIMIT_END, EpisodeSpec, PlannerChoice, RunSummary, run_episode};

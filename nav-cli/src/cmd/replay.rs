@@ -79,7 +79,8 @@ fn summary(log: &Path, records: &[StepRecord], truncated: bool) -> String {
     let info = records.first().map(|r| &r.info);
     let field = |k: &str| info.and_then(|i| i.get(k)).filter(|v| !v.is_null()).map(value_text);
     let mut s = String::new();
-    let _ = writeln!(s, "{}{}", log.display(), if truncated { " (truncated log: the last line was cut off)" } else { "" });
+    let _ =
+        writeln!(s, "{}{}", log.display(), if truncated { " (truncated log: the last line was cut off)" } else { "" });
     let identity: Vec<String> = [("arena", ""), ("protocol", "protocol "), ("planner", "planner "), ("seed", "seed ")]
         .iter()
         .filter_map(|(k, label)| field(k).map(|v| format!("{label}{v}")))
@@ -131,13 +132,16 @@ fn summary(log: &Path, records: &[StepRecord], truncated: bool) -> String {
     }
     let _ = writeln!(s, "  last action: {}", last.map_or("none", |r| r.action.as_str()));
     let logged = records.iter().rev().find_map(|r| r.info.get("success").and_then(|v| v.as_bool()));
+    let reached = events.iter().any(|(n, _)| n == "goal_reached");
     let _ = write!(
         s,
         "  success: {}",
-        match logged {
-            Some(true) => "yes (logged)",
-            Some(false) => "no (logged)",
-            None => "not in the log (the step log holds what the robot did; `nav run --json` prints the judged run)",
+        match (logged, reached) {
+            (Some(true), _) => "yes (logged)",
+            (Some(false), _) => "no (logged)",
+            (None, true) => "the loop logged goal_reached (the judged result is what `nav run --json` prints)",
+            (None, false) =>
+                "not in the log (the step log holds what the robot did; `nav run --json` prints the judged run)",
         }
     );
     s

@@ -18,11 +18,26 @@ pub const FILES: &[(&str, &str)] = &[
     ("navkit_bridge/backends/__init__.py", include_str!("../../bridge/navkit_bridge/backends/__init__.py")),
     ("navkit_bridge/backends/base.py", include_str!("../../bridge/navkit_bridge/backends/base.py")),
     ("navkit_bridge/backends/habitat.py", include_str!("../../bridge/navkit_bridge/backends/habitat.py")),
-    ("navkit_bridge/backends/miniworld/__init__.py", include_str!("../../bridge/navkit_bridge/backends/miniworld/__init__.py")),
-    ("navkit_bridge/backends/miniworld/backend.py", include_str!("../../bridge/navkit_bridge/backends/miniworld/backend.py")),
-    ("navkit_bridge/backends/miniworld/detect.py", include_str!("../../bridge/navkit_bridge/backends/miniworld/detect.py")),
-    ("navkit_bridge/backends/miniworld/geodesic.py", include_str!("../../bridge/navkit_bridge/backends/miniworld/geodesic.py")),
-    ("navkit_bridge/backends/miniworld/scenes.py", include_str!("../../bridge/navkit_bridge/backends/miniworld/scenes.py")),
+    (
+        "navkit_bridge/backends/miniworld/__init__.py",
+        include_str!("../../bridge/navkit_bridge/backends/miniworld/__init__.py"),
+    ),
+    (
+        "navkit_bridge/backends/miniworld/backend.py",
+        include_str!("../../bridge/navkit_bridge/backends/miniworld/backend.py"),
+    ),
+    (
+        "navkit_bridge/backends/miniworld/detect.py",
+        include_str!("../../bridge/navkit_bridge/backends/miniworld/detect.py"),
+    ),
+    (
+        "navkit_bridge/backends/miniworld/geodesic.py",
+        include_str!("../../bridge/navkit_bridge/backends/miniworld/geodesic.py"),
+    ),
+    (
+        "navkit_bridge/backends/miniworld/scenes.py",
+        include_str!("../../bridge/navkit_bridge/backends/miniworld/scenes.py"),
+    ),
     ("navkit_bridge/backends/openroom.py", include_str!("../../bridge/navkit_bridge/backends/openroom.py")),
     ("navkit_bridge/colour_detector.py", include_str!("../../bridge/navkit_bridge/colour_detector.py")),
     ("navkit_bridge/protocol.py", include_str!("../../bridge/navkit_bridge/protocol.py")),

@@ -826,7 +826,9 @@ fn judge(j: Judged<'_>, hal: &SimHal, run: LoopResult) -> RunSummary {
             if success {
                 // explore counts decisions (as "Cycle Limit" does), the others steps or cycles
                 match spec.protocol {
-                    ProtocolKind::Explore => format!("Reached at decision {} (step {})", stats.planner_calls, stats.steps),
+                    ProtocolKind::Explore => {
+                        format!("Reached at decision {} (step {})", stats.planner_calls, stats.steps)
+                    }
                     _ => format!("Reached at {unit} {}", stats.steps),
                 }
             } else {
