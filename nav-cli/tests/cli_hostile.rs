@@ -23,7 +23,12 @@ fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
 
 /// Every subcommand that prints, with arguments that make it print.
 fn printing_commands(dir: &Path) -> Vec<Vec<String>> {
-    let reply = write(dir, "reply.txt", r#"{"action": "forward"}"#);
+    // a valid reply: `nav parse` exits 1 on an invalid one, whether or not its output was read
+    let reply = write(
+        dir,
+        "reply.txt",
+        r#"{"goal_flag": false, "angle": 30, "discovered_context": {"goal_scene_type": "hall", "why": "open"}}"#,
+    );
     let grounding = write(dir, "g.txt", "the kitchen is north\n");
     let s = |v: &[&str]| v.iter().map(|s| (*s).to_string()).collect::<Vec<_>>();
     vec![

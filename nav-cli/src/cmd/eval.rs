@@ -34,6 +34,10 @@ use std::time::Instant;
 /// otherwise); `--estimate` first prints the expected calls, tokens and
 /// dollars without calling it; `--max-cost-usd X` stops the suite cleanly
 /// when the measured cost reaches X (finished episodes are kept; exit 4).
+///
+/// Progress goes to stderr: a bar at a terminal (none with --json), and
+/// when stderr is not a terminal (CI, a cluster job's log) one line per
+/// finished episode, or per 5 % of a suite of more than 20 episodes.
 #[derive(Args, Debug)]
 #[command(args_conflicts_with_subcommands = true)]
 pub struct EvalArgs {
