@@ -1,5 +1,5 @@
 //! The configuration file (`--config FILE`, TOML): one section per concern,
-//! each the library's own serde struct with SPEC §3 defaults, so a file
+//! each the library's own serde struct with its defaults, so a file
 //! only lists what it changes. Unknown keys are errors naming the key.
 //!
 //! ```toml
@@ -74,7 +74,7 @@ fn hal_config_error(section: &str, e: nav_hal::HalError) -> ConfigError {
     }
 }
 
-/// Grounding knowledge (seed 004, docs/GROUNDING.md): files to merge into
+/// Grounding knowledge (docs/GROUNDING.md): files to merge into
 /// every system prompt and how grounding files are written.
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(default, deny_unknown_fields)]

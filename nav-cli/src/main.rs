@@ -1,4 +1,4 @@
-//! `nav`: navkit's command-line tool (SPEC §5).
+//! `nav`: navkit's command-line tool.
 //!
 //! Thin by design: argument parsing, configuration loading, progress bars
 //! and reports. Navigation logic lives in the library crates.
@@ -39,25 +39,27 @@ struct Cli {
     command: Command,
 }
 
+// Each subcommand's one-line `about` is set here; its `--help` text is the
+// doc comment of its argument struct (a doc comment here would replace it).
 #[derive(Subcommand, Debug)]
 enum Command {
-    /// Run one episode in the built-in simulator.
+    #[command(about = "Run one episode in the built-in simulator")]
     Run(cmd::run::RunArgs),
-    /// Run many episodes (arenas × seeds × configurations) and tabulate them.
+    #[command(about = "Run many episodes (arenas × seeds × configurations) and tabulate them")]
     Eval(cmd::eval::EvalArgs),
-    /// Parse one raw VLM reply and print {"ok", "decision", "error"}.
+    #[command(about = r#"Parse one raw VLM reply and print {"ok", "decision", "error"}"#)]
     Parse(cmd::parse::ParseArgs),
-    /// Print the exact request a backend would send for a given state.
+    #[command(about = "Print the exact request a backend would send for a given state")]
     Prompt(cmd::prompt::PromptArgs),
-    /// Redraw a logged run as a picture.
+    #[command(about = "Summarize a logged run, or redraw it as a picture (--plot)")]
     Replay(cmd::replay::ReplayArgs),
-    /// Grounding knowledge (seed 004).
+    #[command(about = "Grounding knowledge: merge files into a prompt section, or generate an episode's")]
     #[command(subcommand)]
     Grounding(cmd::grounding::GroundingCommand),
-    /// Explore with a real robot (ROSMASTER A1 or any ROS robot) through rosbridge.
+    #[command(about = "Explore with a real robot (ROSMASTER A1 or any ROS robot) through rosbridge")]
     #[cfg(feature = "rosmaster")]
     Rosmaster(cmd::rosmaster::RosmasterArgs),
-    /// ObjectNav episodes in Habitat-sim, MiniWorld or another simulator through the bridge.
+    #[command(about = "ObjectNav episodes in Habitat-sim, MiniWorld or another simulator through the bridge")]
     #[cfg(feature = "habitat")]
     Habitat(cmd::habitat::HabitatArgs),
 }

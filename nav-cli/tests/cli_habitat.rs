@@ -166,3 +166,38 @@ fn a_recording_holds_every_episode_one_after_the_other() {
     let l = nav(&["replay", log.to_str().unwrap(), "--plot", plot.to_str().unwrap()]);
     assert_eq!(r.status.code(), l.status.code(), "replay treats the recording as the log: {}", stderr(&r));
 }
+
+/// After `cargo install` there is no checkout next to `nav`: the bridge
+/// package built into the binary is written to the cache and used.
+#[test]
+fn a_nav_away_from_the_checkout_uses_its_built_in_bridge_package() {
+    let tmp = tempfile::tempdir().unwrap();
+    let bin = tmp.path().join("bin");
+    std::fs::create_dir(&bin).unwrap();
+    let moved = bin.join("nav");
+    std::fs::copy(env!("CARGO_BIN_EXE_nav"), &moved).unwrap();
+    let cache = tmp.path().join("cache");
+    let run = |args: &[&str]| {
+        Command::new(&moved)
+            .args(args)
+            .current_dir(tmp.path())
+            .env_remove("PYTHONPATH")
+            .env("XDG_CACHE_HOME", &cache)
+            .output()
+            .unwrap()
+    };
+    let help = stdout(&run(&["habitat", "--help"]));
+    assert!(help.contains("XDG_CACHE_HOME"), "--help says where the package goes: {help}");
+    for _ in 0..2 {
+        let o = run(&["habitat", "--bridge", OPENROOM, "--episodes", "1", "--json"]);
+        assert_eq!(o.status.code(), Some(0), "stderr: {}", stderr(&o));
+        let v: serde_json::Value = serde_json::from_str(stdout(&o).trim()).unwrap();
+        assert_eq!(v["episodes"].as_array().unwrap().len(), 1, "{v}");
+    }
+    // one copy, named after the version and the files' content, reused by the second run
+    let copies: Vec<PathBuf> = std::fs::read_dir(cache.join("navkit")).unwrap().flatten().map(|e| e.path()).collect();
+    assert_eq!(copies.len(), 1, "{copies:?}");
+    let name = copies[0].file_name().unwrap().to_string_lossy().into_owned();
+    assert!(name.starts_with(&format!("bridge-{}-", env!("CARGO_PKG_VERSION"))), "{name}");
+    assert!(copies[0].join("navkit_bridge/__main__.py").is_file());
+}

@@ -37,9 +37,9 @@ fn stderr(o: &Output) -> String {
 }
 
 /// The one JSON object `nav parse` prints (exactly one line, exactly the
-/// three keys), after checking the exit code is 0.
+/// three keys), after checking the exit code: 0 when `ok`, 1 when not.
 fn report(o: &Output) -> Value {
-    assert_eq!(o.status.code(), Some(0), "stderr: {}", stderr(o));
+    assert!(matches!(o.status.code(), Some(0 | 1)), "stderr: {}", stderr(o));
     let out = stdout(o);
     assert_eq!(out.lines().count(), 1, "exactly one line: {out}");
     let v: Value = serde_json::from_str(out.trim()).expect("one JSON object");
@@ -47,6 +47,8 @@ fn report(o: &Output) -> Value {
     keys.sort_unstable();
     assert_eq!(keys, ["decision", "error", "ok"]);
     assert_eq!(v["ok"].as_bool().unwrap(), v["error"].is_null(), "error exactly when not ok: {v}");
+    let expected = if v["ok"] == true { 0 } else { 1 };
+    assert_eq!(o.status.code(), Some(expected), "exit 0 when ok, 1 when not: {v}");
     v
 }
 
@@ -201,6 +203,21 @@ fn explore_parse_and_stop_robot_fallback() {
     assert_eq!(v["ok"], false);
     assert_eq!(v["decision"], json!({"tool": "stop_robot", "arguments": {"reason": "uncertain"}}));
     assert!(v["error"].is_string());
+}
+
+#[test]
+fn exit_status_is_0_when_ok_and_1_when_not_as_help_says() {
+    let valid =
+        r#"{"goal_flag": true, "angle": 0, "discovered_context": {"goal_scene_type": "kitchen", "why": "sink"}}"#;
+    let o = nav_stdin(&["parse", "-p", "objectnav"], valid);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let o = nav_stdin(&["parse", "-p", "objectnav"], "no idea");
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let v: Value = serde_json::from_str(stdout(&o).trim()).unwrap();
+    assert_eq!((v["ok"].clone(), v["decision"].clone()), (json!(false), OBJECTNAV_FALLBACK()), "still printed");
+    assert!(stderr(&o).is_empty(), "the JSON says why; nothing on stderr: {}", stderr(&o));
+    let help = stdout(&nav(&["parse", "--help"]));
+    assert!(help.contains("1 when it is not"), "--help documents the exit status: {help}");
 }
 
 #[test]

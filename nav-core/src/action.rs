@@ -1,5 +1,5 @@
 //! Discrete actions (the Habitat action space) and action-based dead
-//! reckoning (seed 000 §7.2).
+//! reckoning (each action integrated as commanded).
 
 use crate::geometry::{Pose2, normalize_angle};
 use serde::{Deserialize, Serialize};

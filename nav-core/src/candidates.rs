@@ -1,4 +1,4 @@
-//! Candidate generation and scoring (seed 002 "Candidate Generation"): the
+//! Candidate generation and scoring: the
 //! VLM chooses among a handful of validated subgoals instead of inventing
 //! coordinates.
 //!

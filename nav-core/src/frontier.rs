@@ -1,4 +1,4 @@
-//! Frontier detection (seed 002): free or explored cells with at least one
+//! Frontier detection: free or explored cells with at least one
 //! unknown 4-neighbour, grouped into clusters of radius 0.5 m.
 
 use crate::geometry::Point2;

@@ -1,4 +1,4 @@
-//! The occupancy grid of seed 002: cell states with confidence and visit
+//! The occupancy grid: cell states with confidence and visit
 //! counts, world↔grid transforms, LiDAR ray casting, the run-length text
 //! encoding used in prompts, guarded LLM corrections and a Euclidean
 //! clearance (distance) transform.

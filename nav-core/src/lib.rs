@@ -10,12 +10,12 @@
 //! - [`grid`]: the [`OccupancyGrid`](grid::OccupancyGrid) with LiDAR ray
 //!   casting, run-length prompt encoding and guarded LLM corrections.
 //! - [`frontier`]: frontier cells and 0.5 m clusters.
-//! - [`astar`]: the seed-002 A* [`GridPlanner`](astar::GridPlanner) over a
+//! - [`astar`]: the A* [`GridPlanner`](astar::GridPlanner) over a
 //!   [`CostMap`](astar::CostMap).
 //! - [`candidates`]: scored subgoal candidates for the VLM to choose from.
 //! - [`lidar`]: the 12-sector [`LidarSummary`](lidar::LidarSummary), gaps,
 //!   affordance scores, time-to-collision and speed scaling.
-//! - [`predict`]: the seed-002 predictive world model (wall, corridor, open
+//! - [`predict`]: the candidates protocol's predictive world model (wall, corridor, open
 //!   space and boundary guesses, verified against later observations).
 //! - [`config`]: [`ConfigError`](config::ConfigError) and the range checks
 //!   every config struct's `validate()` uses.

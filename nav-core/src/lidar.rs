@@ -1,4 +1,4 @@
-//! LiDAR processing (seeds 001 §1.3 and 003 §2.3, §4.4, §4.7): the
+//! LiDAR processing: the
 //! 12-sector summary and its text form, nearest obstacle, doorway/gap
 //! detection, affordance scores, minimum time-to-collision and proportional
 //! speed scaling.

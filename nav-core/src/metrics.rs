@@ -1,4 +1,4 @@
-//! Episode metrics (SPEC §7): success, SPL, path length, coverage and the
+//! Episode metrics: success, SPL, path length, coverage and the
 //! oscillation patterns ABABA and STUCK.
 
 use crate::geometry::Point2;

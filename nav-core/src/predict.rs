@@ -1,4 +1,4 @@
-//! The predictive world model (seed 002 "Predictive Model Pass"): guesses
+//! The predictive world model of the candidates protocol: guesses
 //! the state of unknown cells with four heuristics — wall continuation,
 //! corridor continuation, open-space expansion and boundary walls — writes
 //! the guesses at low confidence (0.2–0.3, below

@@ -1,4 +1,4 @@
-//! Frame similarity for frame skipping (seed 001 R4): both frames are
+//! Frame similarity for frame skipping: both frames are
 //! reduced to 160×120 grayscale and compared by mean absolute difference;
 //! similarity = 1 − MAD/255 (1.0 identical, 0.0 opposite).
 

@@ -1,4 +1,4 @@
-//! Stuck detection (seed 002 step 2): moved less than 5 cm for 5 cycles.
+//! Stuck detection of the candidates loop: moved less than 5 cm for 5 cycles.
 
 use crate::geometry::Point2;
 use serde::{Deserialize, Serialize};

@@ -15,7 +15,7 @@
 //!   geodesic distances), and [`SimHal`](sim::SimHal), the same behind the
 //!   traits.
 //! - [`arena`]: the [`Arena`](arena::Arena) file format with validation,
-//!   the built-in arenas (the seed-002 four and three houses) and
+//!   the built-in arenas (four small test arenas and three houses) and
 //!   [`procedural::generate_house`](arena::procedural::generate_house).
 //! - [`picture`]: top-down [`MapPicture`](picture::MapPicture)s as PNG/SVG.
 //! - [`clock`]: [`MonotonicClock`](clock::MonotonicClock), the wall clock

@@ -126,8 +126,8 @@ pub enum MemoryEvent {
         /// The current anchor.
         anchor: AnchorId,
     },
-    /// The scene analyzer ran at this step (seed 000 §13: every place
-    /// update is logged, confirmed or not).
+    /// The scene analyzer ran at this step (every place update is logged,
+    /// confirmed or not).
     SceneAnalyzed {
         /// Why it ran.
         trigger: SceneTrigger,

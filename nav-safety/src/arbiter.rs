@@ -1,4 +1,4 @@
-//! The stop arbiter (seed 003 §4.6): the one place where stop requests
+//! The stop arbiter: the one place where stop requests
 //! from different sources meet.
 //!
 //! Each source owns one slot. A request fills the source's slot; a release

@@ -1,4 +1,4 @@
-//! Blocked-action memory (seed 001 FR-8 / task 3.1, seed 003 §4.7): stops
+//! Blocked-action memory: stops
 //! the VLM from retrying an action the safety layer just blocked.
 //!
 //! An entry is keyed by tool and direction (or angle, or goal) — never by

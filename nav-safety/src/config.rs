@@ -1,5 +1,5 @@
 //! [`SafetyConfig`]: every parameter of the safety layer in one serde
-//! struct with the SPEC §3 defaults, loadable from TOML.
+//! struct with its defaults, loadable from TOML.
 //!
 //! ```
 //! use nav_safety::SafetyConfig;

@@ -1,4 +1,4 @@
-//! Geofences (seed 003 §4.9): named keepout and slowdown polygons in the
+//! Geofences: named keepout and slowdown polygons in the
 //! map frame.
 //!
 //! A navigation goal inside a keepout zone is rejected with the zone's

@@ -1,7 +1,6 @@
-//! The continuous guard of the 20 Hz control loop (seed 001 task 4.2, seed
-//! 003 §4.4–§4.5): from the current velocity target and a fresh scan, the
-//! velocity that is safe to publish now, and an [`Override`] record for
-//! every change.
+//! The continuous guard of the 20 Hz control loop: from the current
+//! velocity target and a fresh scan, the velocity that is safe to publish
+//! now, and an [`Override`] record for every change.
 //!
 //! Checks, in order:
 //!

@@ -1,5 +1,5 @@
 //! [`SafetyLayer`]: the safety recipe of a VLM control loop as one object
-//! (seed 001 Phases 3 and 5, seed 003 §4.6–§4.8).
+//! (the executor, guard, watchdog, network monitor, scheduler and triggers).
 //!
 //! It owns every part a loop needs between the model and the motors: the
 //! [`SafetyExecutor`] (with its [`ContinuousGuard`], geofence and blocked-
@@ -26,7 +26,7 @@
 //! The network monitor's tier feeds the watchdog. While a decision is
 //! awaited: an API that answers slowly (mean latency above
 //! `network.elevated_latency_s`) halves the velocity kept in `CONTINUE`
-//! (seed 003 §4.8: "continue at 50 % speed"); an API that is failing (no
+//! (continue at 50 % speed); an API that is failing (no
 //! successful call for `network.degraded_after_s` or longer) gets no
 //! coasting at all: the tier is at least `STOP_WAIT` from the start of the
 //! wait. The time thresholds (3 / 10 / 30 s since the last response)

@@ -1,6 +1,6 @@
 //! # nav-safety
 //!
-//! The sequencer layer of navkit (seed 003 §4.2): the VLM proposes, this
+//! The sequencer layer of navkit: the VLM proposes, this
 //! crate disposes. Every tool call a VLM makes goes through the
 //! [`SafetyExecutor`], and every velocity the control loop publishes goes
 //! through the [`ContinuousGuard`]. Nothing here touches the network or the
@@ -12,7 +12,7 @@
 //! - [`SafetyExecutor`]: blocked-action check → sensor freshness →
 //!   pre-validation against the LiDAR → geofence → speed limit →
 //!   [`Target`] (velocity, navigation goal, observe, stop, path check,
-//!   report), with the seed-003 [`Feedback`] record for the next prompt.
+//!   report), with the [`Feedback`] record for the next prompt.
 //! - [`ContinuousGuard`]: the 20 Hz check — emergency stop at 0.3 m in the
 //!   direction of motion, proportional scaling to 1.0 m, time-to-collision
 //!   tiers — reporting every [`Override`].
@@ -21,7 +21,7 @@
 //!   and [`CallScheduler`] (frame skipping and statistics).
 //! - [`SafetyLayer`]: all of the above for a control loop, with one
 //!   `tick(command, scan, pose, now)`.
-//! - [`SafetyConfig`]: every parameter, SPEC §3 defaults, loadable from TOML.
+//! - [`SafetyConfig`]: every parameter with its default, loadable from TOML.
 //!
 //! ```
 //! use nav_core::geometry::Pose2;

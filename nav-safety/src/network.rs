@@ -1,4 +1,4 @@
-//! The network monitor (seed 001 task 3.3): a rolling record of the last
+//! The network monitor: a rolling record of the last
 //! 20 VLM calls and the tier of API health it implies.
 //!
 //! Tiers, most severe first: **offline** — no successful call for 30 s;

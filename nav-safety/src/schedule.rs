@@ -1,4 +1,4 @@
-//! Adaptive VLM call frequency (seed 001 Phase 5, tasks 5.2–5.5): when to
+//! Adaptive VLM call frequency: when to
 //! call the VLM, when a call may be skipped or sent without an image, and
 //! the per-minute statistics line.
 //!

@@ -1,4 +1,4 @@
-//! Event triggers (seed 001 task 5.1): LiDAR and odometry events that
+//! Event triggers: LiDAR and odometry events that
 //! warrant a VLM call before the 5 s base period is up.
 //!
 //! - **doorway**: a gap at least 0.7 m wide (nav-core

@@ -1,4 +1,4 @@
-//! The VLM watchdog (seed 001 FR-9 / task 3.2, seed 003 §4.8): what the
+//! The VLM watchdog: what the
 //! robot does while no VLM response arrives.
 //!
 //! | tier | elapsed since the last response | behaviour |

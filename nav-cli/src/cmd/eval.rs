@@ -1,9 +1,9 @@
 //! `nav eval`: many episodes in parallel, a progress bar, and a table.
 
+use super::progress::Progress;
 use crate::config::NavConfig;
 use crate::exit::{CmdResult, Exit, internal, print, usage};
 use clap::Args;
-use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use nav_hal::arena::Arena;
 use nav_planner::navigator::StepLog;
 use nav_planner::navigator::episode::{COST_LIMIT_END, EpisodeSpec, PlannerChoice, RunSummary, run_episode};
@@ -13,7 +13,6 @@ use nav_planner::offline::VlmNoise;
 use nav_planner::protocol::ProtocolKind;
 use nav_planner::vlm::CostBudget;
 use std::collections::VecDeque;
-use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, mpsc};
 use std::time::Instant;
@@ -22,9 +21,10 @@ use std::time::Instant;
 /// SPL, collisions, coverage, ABABA and STUCK, planner/VLM calls and tokens.
 ///
 /// The default suite: objectnav in the built-in houses (seeds 0–4) and
-/// --procedural procedurally generated houses, with the frontier and map
-/// baselines and the offline stand-in with memory off and on; the candidates protocol's
-/// offline planner in the four seed-002 arenas; the explore protocol's
+/// --procedural procedurally generated houses, with the frontier baseline
+/// and the offline stand-in with memory off and on (the map baseline:
+/// `--configs objectnav:map:on`); the candidates protocol's
+/// offline planner in the four test arenas; the explore protocol's
 /// offline planner in `exploration` and `house_a`.
 ///
 /// On a cluster: `--shard K/N --jsonl shard-K.jsonl` in each array task,
@@ -35,6 +35,10 @@ use std::time::Instant;
 /// otherwise); `--estimate` first prints the expected calls, tokens and
 /// dollars without calling it; `--max-cost-usd X` stops the suite cleanly
 /// when the measured cost reaches X (finished episodes are kept; exit 4).
+///
+/// Progress goes to stderr: a bar at a terminal (none with --json), and
+/// when stderr is not a terminal (CI, a cluster job's log) one line per
+/// finished episode, or per 5 % of a suite of more than 20 episodes.
 #[derive(Args, Debug)]
 #[command(args_conflicts_with_subcommands = true)]
 pub struct EvalArgs {
@@ -478,20 +482,10 @@ impl EpisodeLines {
     }
 }
 
-/// The progress bar (hidden with --json or off a terminal).
-fn progress_bar(n: usize, hidden: bool, what: &str) -> Result<ProgressBar, Exit> {
-    if hidden || !std::io::stderr().is_terminal() {
-        return Ok(ProgressBar::with_draw_target(Some(n as u64), ProgressDrawTarget::hidden()));
-    }
-    let b = ProgressBar::new(n as u64);
-    b.set_style(
-        ProgressStyle::with_template(&format!(
-            "{{spinner}} {what} [{{bar:30}}] {{pos}}/{{len}} episodes ({{elapsed}}, eta {{eta}})"
-        ))
-        .map_err(internal)?
-        .progress_chars("=> "),
-    );
-    Ok(b)
+/// How a suite's episode is named in progress lines.
+fn episode_label(spec: &EpisodeSpec) -> String {
+    let memory = if spec.memory { "on" } else { "off" };
+    format!("{} {} {} memory {memory} seed {}", spec.arena_source, spec.protocol, spec.planner.as_str(), spec.seed)
 }
 
 /// `--estimate`: the expected cost of the suite's model episodes.
@@ -500,7 +494,8 @@ fn estimate(args: &EvalArgs, config: &NavConfig, all: Vec<EpisodeSpec>, jobs: us
     let backend = args.backend.backend_config(config)?;
     let est = Arc::new(Estimator { backend: backend.clone(), counter: TokenCounter::o200k().map_err(internal)? });
     let n = all.len();
-    let bar = progress_bar(n, args.json, "estimate")?;
+    let mut progress = Progress::new("eval --estimate", n, args.json)?;
+    let labels: Vec<String> = all.iter().map(episode_label).collect();
     let queue = Arc::new(Queue { episodes: Mutex::new(all.into_iter().enumerate().collect()), stop: None });
     let mut results: Vec<Option<EpisodeEstimate>> = vec![None; n];
     let mut errors = Vec::new();
@@ -509,7 +504,11 @@ fn estimate(args: &EvalArgs, config: &NavConfig, all: Vec<EpisodeSpec>, jobs: us
         jobs.min(n.max(1)),
         move |rt, spec| estimate_one(rt, spec, &est),
         |i, r| {
-            bar.inc(1);
+            let label = labels.get(i).map_or("?", String::as_str);
+            progress.finished(&match &r {
+                Ok(e) => format!("{label}: {} calls expected", e.calls),
+                Err(_) => format!("{label}: could not be estimated"),
+            });
             match r {
                 Ok(e) if i < n => results[i] = Some(e),
                 Ok(_) => {}
@@ -518,6 +517,7 @@ fn estimate(args: &EvalArgs, config: &NavConfig, all: Vec<EpisodeSpec>, jobs: us
             Ok(())
         },
     )?;
+    progress.finish();
     if let Some(e) = failed(errors) {
         return Err(e);
     }
@@ -561,7 +561,8 @@ pub fn run(args: EvalArgs) -> CmdResult {
     all.retain(|s| !finished.contains(&EpisodeKey::of_spec(s)));
     let budget = all.iter().find_map(|s| s.budget.clone());
     let n = all.len();
-    let bar = progress_bar(n, args.json, "eval")?;
+    let mut progress = Progress::new("eval", n, args.json)?;
+    let labels: Vec<String> = all.iter().map(episode_label).collect();
     let started = Instant::now();
     let queue = Arc::new(Queue { episodes: Mutex::new(all.into_iter().enumerate().collect()), stop: budget.clone() });
     let mut lines = match &args.jsonl {
@@ -574,7 +575,12 @@ pub fn run(args: EvalArgs) -> CmdResult {
     let record = args.record_dir.clone().map(|d| (d, args.record_every));
     let job = move |rt: &tokio::runtime::Runtime, spec: &EpisodeSpec| run_one(rt, spec, record.as_ref());
     pool(&queue, jobs.min(n.max(1)), job, |i, r| {
-        bar.inc(1);
+        let label = labels.get(i).map_or("?", String::as_str);
+        progress.finished(&match &r {
+            Ok(s) if s.end == COST_LIMIT_END => format!("{label}: cut short by --max-cost-usd"),
+            Ok(s) => format!("{label}: {}", if s.passed { "passed" } else { "failed" }),
+            Err(_) => format!("{label}: could not run"),
+        });
         match r {
             // an episode the spending limit ended is not a result (a --resume runs it again)
             Ok(s) if s.end == COST_LIMIT_END => cut_short += 1,
@@ -589,7 +595,7 @@ pub fn run(args: EvalArgs) -> CmdResult {
         }
         Ok(())
     })?;
-    bar.finish_and_clear();
+    progress.finish();
     if let Some(e) = failed(errors) {
         return Err(e);
     }

@@ -1,4 +1,4 @@
-//! Grounding knowledge across episodes (seed 004) for `nav run` and `nav
+//! Grounding knowledge across episodes for `nav run` and `nav
 //! prompt`: `--experiment NAME` picks the log directory `DIR/NAME/`, whose
 //! `grounding/grounding_latest` (with the config's `[grounding] files`)
 //! goes into every protocol's system prompt; `--feedback FILE|-` collects
@@ -32,7 +32,7 @@ macro_rules! warn_line {
 /// grounding goes into the system prompt.
 #[derive(Args, Debug, Default, Clone)]
 pub struct ExperimentArgs {
-    /// Experiment name: grounding files live under DIR/NAME/ (seed 004); the
+    /// Experiment name: grounding files live under DIR/NAME/; the
     /// latest grounding goes into the system prompt.
     #[arg(long, value_name = "NAME")]
     pub experiment: Option<String>,

@@ -1,5 +1,5 @@
 //! `nav grounding merge FILES… [--format txt|json|both]` and `nav grounding
-//! generate EPISODE_JSON [--vlm …]` (seed 004, docs/GROUNDING.md).
+//! generate EPISODE_JSON [--vlm …]` (docs/GROUNDING.md).
 
 use crate::config::NavConfig;
 use crate::exit::{CmdResult, internal, runtime, usage};

@@ -12,7 +12,7 @@ use nav_planner::navigator::StepLog;
 use nav_planner::navigator::bridge_run::{BridgeProgress, BridgeRunner};
 use nav_planner::navigator::episode::{EpisodeError, PlannerChoice};
 use std::io::IsTerminal;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 /// Run ObjectNav episodes in a simulator behind the navkit bridge and print
 /// the simulator's SR / SPL with navkit's oscillation statistics.
@@ -25,8 +25,10 @@ use std::path::{Path, PathBuf};
 ///
 ///   nav habitat --bridge "python -m navkit_bridge --backend habitat --config benchmark/nav/objectnav/objectnav_hm3d.yaml --split val"
 ///
-/// When the command runs the `navkit_bridge` module and this checkout's
-/// `nav-hal/bridge` exists, it is added to the child's PYTHONPATH.
+/// When the command runs the `navkit_bridge` module, nav puts the package on
+/// the child's PYTHONPATH: ./nav-hal/bridge when run in a checkout, else the
+/// copy built into nav, written once to $XDG_CACHE_HOME/navkit (or
+/// ~/.cache/navkit).
 #[derive(Args, Debug)]
 pub struct HabitatArgs {
     /// The bridge server: a command line to start (quoted, split like a shell) or the address of a
@@ -73,20 +75,39 @@ pub struct HabitatArgs {
     pub workers: super::workers::WorkerArgs,
 }
 
-/// The `navkit_bridge` package's source root in this checkout, if there is
-/// one: `./nav-hal/bridge`, else the one next to this crate's
-/// sources.
+/// The directory holding the `navkit_bridge` package for the child's
+/// PYTHONPATH: `./nav-hal/bridge` when `nav` runs in a checkout (a
+/// developer's edits apply at once), else the copy embedded in this binary,
+/// written once to the cache directory ([`cache_root`]) — so a `nav`
+/// installed with `cargo install` finds it too, and it always matches the
+/// binary's protocol version.
 fn bridge_package_dir() -> Option<PathBuf> {
     let here = PathBuf::from("nav-hal/bridge");
-    let built = Path::new(env!("CARGO_MANIFEST_DIR")).join("../nav-hal/bridge");
-    [here, built]
-        .into_iter()
-        .find(|d| d.join("navkit_bridge").join("__init__.py").is_file())
-        .map(|d| std::fs::canonicalize(&d).unwrap_or(d))
+    if here.join("navkit_bridge").join("__init__.py").is_file() {
+        return Some(std::fs::canonicalize(&here).unwrap_or(here));
+    }
+    let root = cache_root();
+    match nav_hal::bridge::package::install(&root) {
+        Ok(dir) => Some(dir),
+        Err(e) => {
+            tracing::warn!("cannot write the embedded navkit_bridge package under {}: {e}", root.display());
+            None
+        }
+    }
 }
 
-/// Adds the checkout's `navkit_bridge` to the child's PYTHONPATH when the
-/// command runs that module.
+/// Where the embedded bridge package is written: `$XDG_CACHE_HOME/navkit`,
+/// else `$HOME/.cache/navkit`, else the temporary directory's `navkit`.
+fn cache_root() -> PathBuf {
+    let absolute = |var: &str| std::env::var_os(var).map(PathBuf::from).filter(|p| p.is_absolute());
+    absolute("XDG_CACHE_HOME")
+        .or_else(|| absolute("HOME").map(|h| h.join(".cache")))
+        .unwrap_or_else(std::env::temp_dir)
+        .join("navkit")
+}
+
+/// Adds the `navkit_bridge` package ([`bridge_package_dir`]) to the child's
+/// PYTHONPATH when the command runs that module.
 fn with_package_path(mut cmd: BridgeCommand) -> BridgeCommand {
     if !cmd.args.iter().any(|a| a == "navkit_bridge" || a.starts_with("navkit_bridge.")) {
         return cmd;
@@ -247,7 +268,7 @@ mod tests {
     fn the_checkout_package_joins_pythonpath_for_navkit_bridge_commands() {
         let cmd = BridgeCommand::parse(".venv/bin/python -m navkit_bridge --backend miniworld").unwrap();
         let with = with_package_path(cmd);
-        let dir = bridge_package_dir().expect("this checkout has nav-hal/bridge");
+        let dir = bridge_package_dir().expect("the checkout or the embedded package");
         let (_, path) = with.env.iter().find(|(k, _)| k == "PYTHONPATH").expect("PYTHONPATH set");
         assert!(path.starts_with(&dir.display().to_string()), "{path}");
         // other commands are left alone

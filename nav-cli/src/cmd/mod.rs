@@ -6,6 +6,7 @@ pub mod grounding;
 #[cfg(feature = "habitat")]
 pub mod habitat;
 pub mod parse;
+pub mod progress;
 pub mod prompt;
 pub mod replay;
 #[cfg(feature = "rosmaster")]

@@ -10,6 +10,10 @@ use std::path::PathBuf;
 /// where decision is the validated decision, or the protocol's fallback
 /// when ok is false. Unknown extra fields are ignored; a wrong type or an
 /// out-of-range value is invalid.
+///
+/// Exit status: 0 when the reply is valid ("ok": true), 1 when it is not
+/// ("ok": false; the fallback is still printed), 2 when the reply cannot be
+/// read (a missing file, more than --max-bytes).
 #[derive(Args, Debug)]
 pub struct ParseArgs {
     /// Protocol: objectnav, explore or candidates.
@@ -21,6 +25,9 @@ pub struct ParseArgs {
     #[arg(long, value_name = "BYTES", default_value_t = DEFAULT_MAX_REPLY_BYTES)]
     max_bytes: u64,
 }
+
+/// The exit code when the reply is not a valid decision (`"ok": false`).
+pub const NOT_OK: i32 = 1;
 
 /// `--max-bytes`' default: far above any model reply.
 pub const DEFAULT_MAX_REPLY_BYTES: u64 = 4 << 20;
@@ -37,7 +44,8 @@ pub fn run(args: ParseArgs) -> CmdResult {
     };
     let report = ParseReport::parse(args.protocol, &text);
     crate::exit::print(&serde_json::to_string(&report).map_err(internal)?)?;
-    Ok(0)
+    // like `grep`, a shell can test the result without reading the JSON
+    Ok(if report.ok { 0 } else { NOT_OK })
 }
 
 fn read_stdin(limit: u64) -> Result<String, crate::exit::Exit> {

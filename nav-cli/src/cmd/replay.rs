@@ -1,22 +1,25 @@
-//! `nav replay LOG --plot PATH`: redraw a logged or recorded run.
+//! `nav replay LOG [--plot PATH]`: summarize or redraw a logged or recorded run.
 
 use crate::exit::{CmdResult, usage};
 use clap::Args;
 use nav_hal::arena::Arena;
-use nav_planner::navigator::read_log;
-use std::path::PathBuf;
+use nav_planner::navigator::{StepRecord, read_log};
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
 
-/// Redraw a logged run (a step log written with `nav run --log`, or a
-/// recording written with `--record`, told apart by its first bytes) as a
-/// picture. The arena is read from the log's first step; --arena or
-/// --arena-file override it.
+/// Summarize a logged run (a step log written with `nav run --log`, or a
+/// recording written with `--record`, told apart by its first bytes):
+/// steps, path length, collisions, planner and model calls, tokens,
+/// fallbacks and events. With --plot, draw it as a picture instead; the
+/// arena is read from the log's first step, --arena or --arena-file
+/// override it.
 #[derive(Args, Debug)]
 pub struct ReplayArgs {
     /// The step log (JSONL) or recording (MCAP).
     log: PathBuf,
-    /// Output picture (.svg or .png).
+    /// Draw the run into this picture (.svg or .png) instead of printing a summary.
     #[arg(long, value_name = "PATH")]
-    plot: PathBuf,
+    plot: Option<PathBuf>,
     /// Built-in arena to draw on (overrides the log).
     #[arg(long)]
     arena: Option<String>,
@@ -27,7 +30,9 @@ pub struct ReplayArgs {
 
 /// Runs the command.
 pub fn run(args: ReplayArgs) -> CmdResult {
-    crate::plot::check_extension(&args.plot)?;
+    if let Some(plot) = &args.plot {
+        crate::plot::check_extension(plot)?;
+    }
     let (records, truncated) = if crate::record::read::is_mcap(&args.log) {
         (crate::record::read::read_steps(&args.log).map_err(usage)?, false)
     } else {
@@ -36,6 +41,10 @@ pub fn run(args: ReplayArgs) -> CmdResult {
     if records.is_empty() {
         return Err(usage(format!("{}: the log holds no steps", args.log.display())));
     }
+    let Some(plot) = &args.plot else {
+        crate::exit::print(&summary(&args.log, &records, truncated))?;
+        return Ok(0);
+    };
     let info = &records[0].info;
     let arena: Arena = match (&args.arena, &args.arena_file) {
         (Some(n), _) => Arena::builtin(n).map_err(|e| usage(e.to_string()))?,
@@ -60,7 +69,85 @@ pub fn run(args: ReplayArgs) -> CmdResult {
         records.len() - 1,
         if truncated { " (truncated log)" } else { "" }
     );
-    crate::plot::draw(&arena, &records, &title, &args.plot)?;
-    crate::exit::print(&args.plot.display().to_string())?;
+    crate::plot::draw(&arena, &records, &title, plot)?;
+    crate::exit::print(&plot.display().to_string())?;
     Ok(0)
+}
+
+/// The text `nav replay LOG` prints: what the log holds about the run.
+fn summary(log: &Path, records: &[StepRecord], truncated: bool) -> String {
+    let info = records.first().map(|r| &r.info);
+    let field = |k: &str| info.and_then(|i| i.get(k)).filter(|v| !v.is_null()).map(value_text);
+    let mut s = String::new();
+    let _ =
+        writeln!(s, "{}{}", log.display(), if truncated { " (truncated log: the last line was cut off)" } else { "" });
+    let identity: Vec<String> = [("arena", ""), ("protocol", "protocol "), ("planner", "planner "), ("seed", "seed ")]
+        .iter()
+        .filter_map(|(k, label)| field(k).map(|v| format!("{label}{v}")))
+        .chain(field("target").map(|t| format!("target {t}")))
+        .collect();
+    if !identity.is_empty() {
+        let _ = writeln!(s, "  {}", identity.join(" | "));
+    }
+    let last = records.last();
+    let path = |pose: &dyn Fn(&StepRecord) -> Option<(f64, f64)>| -> Option<f64> {
+        let points: Vec<(f64, f64)> = records.iter().filter_map(pose).collect();
+        (points.len() == records.len())
+            .then(|| points.windows(2).map(|w| (w[1].0 - w[0].0).hypot(w[1].1 - w[0].1)).sum())
+    };
+    let estimated = path(&|r| Some((r.pose.x, r.pose.y))).unwrap_or(0.0);
+    let truth = path(&|r| r.gt_pose.as_ref().map(|p| (p.x, p.y)));
+    let _ = writeln!(
+        s,
+        "  steps {} ({:.1} s) | path {estimated:.2} m{} | collisions {}",
+        last.map_or(0, |r| r.step),
+        last.map_or(0.0, |r| r.t_s),
+        truth.map_or(String::new(), |t| format!(" (ground truth {t:.2} m)")),
+        records.iter().filter(|r| r.collided).count()
+    );
+    let planners = records.iter().filter_map(|r| r.planner.as_ref());
+    let (mut calls, mut vlm, mut failed, mut prompt, mut completion, mut fallbacks) = (0, 0u64, 0u64, 0u64, 0u64, 0);
+    for p in planners {
+        calls += 1;
+        vlm += u64::from(p.vlm_calls);
+        failed += u64::from(p.vlm_failures);
+        prompt += p.prompt_tokens;
+        completion += p.completion_tokens;
+        fallbacks += usize::from(p.fallback.is_some());
+    }
+    let _ = writeln!(
+        s,
+        "  planner calls {calls} | VLM calls {vlm} ({failed} failed) | tokens {prompt}+{completion} | fallbacks {fallbacks}"
+    );
+    let mut events: Vec<(String, usize)> = Vec::new();
+    for name in records.iter().flat_map(|r| &r.events).filter_map(|e| e.get("event").and_then(|v| v.as_str())) {
+        match events.iter_mut().find(|(n, _)| n == name) {
+            Some((_, count)) => *count += 1,
+            None => events.push((name.to_string(), 1)),
+        }
+    }
+    if !events.is_empty() {
+        let list: Vec<String> = events.iter().map(|(n, c)| format!("{n} {c}")).collect();
+        let _ = writeln!(s, "  events: {}", list.join(", "));
+    }
+    let _ = writeln!(s, "  last action: {}", last.map_or("none", |r| r.action.as_str()));
+    let logged = records.iter().rev().find_map(|r| r.info.get("success").and_then(|v| v.as_bool()));
+    let reached = events.iter().any(|(n, _)| n == "goal_reached");
+    let _ = write!(
+        s,
+        "  success: {}",
+        match (logged, reached) {
+            (Some(true), _) => "yes (logged)",
+            (Some(false), _) => "no (logged)",
+            (None, true) => "the loop logged goal_reached (the judged result is what `nav run --json` prints)",
+            (None, false) =>
+                "not in the log (the step log holds what the robot did; `nav run --json` prints the judged run)",
+        }
+    );
+    s
+}
+
+/// A step-0 field as text: strings without their quotes.
+fn value_text(v: &serde_json::Value) -> String {
+    v.as_str().map_or_else(|| v.to_string(), str::to_string)
 }

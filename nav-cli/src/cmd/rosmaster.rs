@@ -1,4 +1,4 @@
-//! `nav rosmaster`: the explore loop (SPEC §5) on a real robot through
+//! `nav rosmaster`: the explore loop on a real robot through
 //! rosbridge — the Yahboom ROSMASTER A1 or any ROS 1/2 robot
 //! (docs/ROSMASTER.md).
 //!
@@ -58,9 +58,9 @@ pub enum RobotPlanner {
 /// What the robot does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum RobotProtocol {
-    /// Explore with the 20 Hz control loop (seed 001).
+    /// Explore with the 20 Hz control loop and the seven exploration tools.
     Explore,
-    /// Find an object (--target) with the seed-000 ObjectNav loop and
+    /// Find an object (--target) with the ObjectNav loop and
     /// discrete actions; needs --planner vlm.
     Objectnav,
 }

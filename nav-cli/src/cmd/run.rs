@@ -27,14 +27,14 @@ pub enum OnOff {
 /// the objectnav protocol, the offline planner (no API key), memory on.
 ///
 /// Built-in arenas: simple, exploration, dead_end, narrow_corridor (the
-/// seed-002 test arenas), house_a, house_b, house_c (multi-room houses) and
+/// four small test arenas), house_a, house_b, house_c (multi-room houses) and
 /// proc_<seed> (a procedurally generated house).
 #[derive(Args, Debug)]
 pub struct RunArgs {
     /// Built-in arena (default: house_a for objectnav, simple for candidates, exploration for explore).
     #[arg(long)]
     pub arena: Option<String>,
-    /// An arena JSON file (SPEC §6 format).
+    /// An arena JSON file (format: docs/SIMULATOR.md, "Arenas").
     #[arg(long, value_name = "PATH")]
     pub arena_file: Option<PathBuf>,
     /// Planner protocol.
@@ -109,7 +109,7 @@ pub struct RunArgs {
 /// The candidates protocol's world model.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum WorldModelArg {
-    /// Built from depth-camera frames, seed 002's vision mode (unknown cells cost 50).
+    /// Built from depth-camera frames, vision mode (unknown cells cost 50).
     Vision,
     /// Built from a 360° LiDAR (unknown cells cost 50).
     Lidar,

@@ -1,4 +1,4 @@
-//! The A* local planner of seed 002: a cost map from the occupancy grid
+//! The A* local planner: a cost map from the occupancy grid
 //! (obstacles impassable, unknown cells expensive, one cell of inflation),
 //! 8-connected search with the octile heuristic, a planning-time budget and
 //! down-sampling to waypoints.

@@ -1,4 +1,4 @@
-//! Arenas: the worlds the built-in simulator runs (SPEC §6).
+//! Arenas: the worlds the built-in simulator runs.
 //!
 //! An arena is a JSON file with a name, rectangular bounds (implicitly
 //! walls), wall segments, circular obstacles, labelled objects (solid

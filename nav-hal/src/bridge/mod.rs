@@ -44,6 +44,7 @@
 
 mod config;
 mod hal_impl;
+pub mod package;
 mod transport;
 mod wire;
 mod worker;

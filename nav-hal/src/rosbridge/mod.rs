@@ -5,7 +5,7 @@
 //!
 //! # Topics
 //!
-//! Defaults follow the ROSMASTER A1 (seed 003 §2.1) and are set in
+//! Defaults follow the ROSMASTER A1 and are set in
 //! [`TopicsConfig`]:
 //!
 //! | topic | type | direction |
@@ -57,11 +57,11 @@
 //! # Velocity commands and stopping
 //!
 //! - [`drive`](crate::hal::Actuators::drive) publishes exactly **one**
-//!   Twist per call and returns: the caller's 20 Hz control loop (seed 001)
+//!   Twist per call and returns: the caller's 20 Hz control loop
 //!   is the only `cmd_vel` publisher. The HAL publishes Twists nowhere else
 //!   except stops.
 //! - [`stop`](crate::hal::Actuators::stop) publishes 5 zero Twists 20 ms
-//!   apart (seed 003 §4.6). [`RosbridgeHal::emergency_stop`] (also through a
+//!   apart. [`RosbridgeHal::emergency_stop`] (also through a
 //!   [`StopHandle`] for signal handlers) latches, cancels Nav2 goals and
 //!   stops.
 //! - While nothing has arrived for `link_quiet_s` the link is unhealthy:

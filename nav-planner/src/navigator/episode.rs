@@ -347,9 +347,10 @@ impl RunSummary {
         );
         let _ = writeln!(
             s,
-            "  SR {:.0} | SPL {:.2} | path {:.2} m (shortest {}) | steps {} | coverage {:.0}%",
+            "  SR {:.0} | SPL {} | path {:.2} m (shortest {}) | steps {} | coverage {:.0}%",
             if self.success { 1.0 } else { 0.0 },
-            self.spl,
+            // without a goal there is no shortest path and SPL is undefined (the JSON keeps 0)
+            self.geodesic_m.map_or("n/a".to_string(), |_| format!("{:.2}", self.spl)),
             self.path_length_m,
             self.geodesic_m.map_or("n/a".to_string(), |g| format!("{g:.2} m")),
             self.steps,
@@ -865,7 +866,13 @@ fn judge(j: Judged<'_>, hal: &SimHal, run: LoopResult) -> RunSummary {
             "Goal Reached",
             success,
             if success {
-                format!("Reached at {unit} {}", stats.steps)
+                // explore counts decisions (as "Cycle Limit" does), the others steps or cycles
+                match spec.protocol {
+                    ProtocolKind::Explore => {
+                        format!("Reached at decision {} (step {})", stats.planner_calls, stats.steps)
+                    }
+                    _ => format!("Reached at {unit} {}", stats.steps),
+                }
             } else {
                 format!("Not reached (final distance {final_text})")
             },

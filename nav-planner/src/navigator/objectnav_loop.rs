@@ -54,8 +54,8 @@ pub struct ObjectNavLoopConfig {
     /// Panorama views (PixelNav: 12 × 30°).
     /// Range: 1..=360.
     pub panorama_views: usize,
-    /// Also re-plan when the memory reports STUCK or ABABA (seed 000 §6's
-    /// extension; see docs/EVALUATION.md for the measured effect).
+    /// Also re-plan when the memory reports STUCK or ABABA (see
+    /// docs/EVALUATION.md for the measured effect).
     pub replan_on_patterns: bool,
     /// The doorway detector that makes a scene analysis due right after
     /// the robot passes through a door (see `nav_core::doorway`).

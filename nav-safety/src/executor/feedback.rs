@@ -1,6 +1,5 @@
-//! The seed-003 feedback record (§3.17 "Tool Call Result Format", §4.7
-//! "Override Feedback Format") that goes back to the VLM after every tool
-//! call.
+//! The feedback record (the tool call's result, or the override that
+//! replaced it) that goes back to the VLM after every tool call.
 
 use crate::guard::Override;
 use nav_core::geometry::{Pose2, cardinal};

@@ -1,5 +1,4 @@
-//! [`SafetyExecutor`]: every VLM tool call passes through here (seed 001
-//! Phase 3, seed 003 §4.11–§4.12).
+//! [`SafetyExecutor`]: every VLM tool call passes through here.
 //!
 //! The chain for each call: blocked-action check → sensor freshness →
 //! pre-validation against the LiDAR → geofence → speed limit → translation

@@ -1,5 +1,4 @@
-//! `check_path_clear`, answered from the LiDAR alone (seed 001 task 3.6,
-//! seed 003 §3.17 "Perception result").
+//! `check_path_clear`, answered from the LiDAR alone.
 //!
 //! - `clear`: no obstacle return in the direction's ±30° arc nearer than
 //!   the requested distance (nor nearer than the reject clearance, 0.5 m);

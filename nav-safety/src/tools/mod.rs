@@ -1,4 +1,4 @@
-//! The seven explore tools (seed 001 "API Contracts", seed 003 §3.16) as
+//! The seven explore tools as
 //! typed values: [`ToolCall`] parsed strictly from a VLM's tool-call
 //! arguments, serialized back with [`ToolCall::to_json`], and described to a
 //! VLM by [`tool_schemas`].

@@ -15,7 +15,7 @@
 //! - numeric ranges are stated in the tool descriptions, not as
 //!   `minimum`/`maximum` keywords, which some strict modes reject; the
 //!   parser enforces them and rejects out-of-range values by field name;
-//! - the texts are short (issue 16's token budget): a property has a
+//! - the texts are short (they are sent with every request): a property has a
 //!   description only where its name, type and enum do not say enough.
 //!
 //! Converting to a provider's wire format is the planner's job: OpenAI

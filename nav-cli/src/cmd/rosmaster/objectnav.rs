@@ -1,4 +1,4 @@
-//! `nav rosmaster --protocol objectnav --target LABEL`: the seed-000
+//! `nav rosmaster --protocol objectnav --target LABEL`: the
 //! ObjectNav loop (the same [`ObjectNavLoop`] as `nav run` and
 //! `nav habitat`) on the robot. The discrete actions are the HAL's
 //! closed-loop motions under the safety layer's continuous guard, the
