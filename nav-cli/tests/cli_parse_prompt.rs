@@ -174,8 +174,18 @@ fn candidates_parse_and_stop_fallback() {
     assert_eq!(v["ok"], true, "{v}");
     assert_eq!(v["decision"]["action"], json!({"type": "MOVE_TO", "target_id": "c2"}));
     assert_eq!(v["decision"]["fallback"], json!({"if_failed": "EXPLORE"}));
-    // …but never invents what is missing: no fallback is invalid (seed 002 validation rules).
-    let v = parse_file("candidates", r#"{"action": "go_to", "target": "c2", "reason": "closer"}"#);
+    // …and a free-form reply without a fallback gets the default fallback STOP (LLMos's
+    // normalizeLLMResponse)…
+    let v = parse_file("candidates", r#"{"action": "navigate", "candidate": "c2", "reasoning": "closer"}"#);
+    assert_eq!(v["ok"], true, "{v}");
+    assert_eq!(
+        v["decision"],
+        json!({"action": {"type": "MOVE_TO", "target_id": "c2"}, "fallback": {"if_failed": "STOP"},
+               "explanation": "closer"})
+    );
+    // …but a structured reply (an action object) without a fallback is invalid (seed 002
+    // validation rules).
+    let v = parse_file("candidates", r#"{"action": {"type": "MOVE_TO", "target_id": "c2"}, "reason": "closer"}"#);
     assert_eq!(v["ok"], false, "{v}");
     assert!(v["error"].as_str().unwrap().starts_with("fallback"), "{v}");
 
