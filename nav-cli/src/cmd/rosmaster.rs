@@ -437,7 +437,7 @@ fn summary(
     let rooms: Vec<&str> = out.memory.rooms().iter().map(|r| r.name.as_str()).collect();
     let mut text = format!(
         "nav rosmaster: ended ({}) after {:.1} s, {} control ticks{}\n  \
-         planner {planner} | decisions {} | fallbacks {} | VLM calls {} | tokens {}+{}\n  \
+         planner {planner} | decisions {} | fallbacks {} | invalid tool calls {} | VLM calls {} | tokens {}+{}\n  \
          travelled {:.2} m (odometry) | safety overrides {} | worst watchdog tier {} | collisions reported {}\n  \
          link {}: {} session(s) | {} {} msgs | {} {} msgs\n  \
          rooms: {}",
@@ -447,6 +447,7 @@ fn summary(
         if robot.hal().config().dry_run { " (dry run: nothing was published)" } else { "" },
         s.planner_calls,
         s.fallbacks,
+        s.invalid_tool_calls,
         s.vlm_calls,
         s.usage.prompt_tokens,
         s.usage.completion_tokens,

@@ -292,6 +292,11 @@ pub struct RunSummary {
     /// Per-backend call statistics (seed 002 adapter statistics).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub backends: Vec<BackendSummary>,
+    /// Tool calls the model made that were rejected as invalid (unknown
+    /// tool, bad arguments; explore), each told to the model in the next
+    /// prompt.
+    #[serde(default)]
+    pub invalid_tool_calls: u32,
 }
 
 impl RunSummary {
@@ -350,6 +355,9 @@ impl RunSummary {
             self.completion_tokens,
             self.fallbacks
         );
+        if self.invalid_tool_calls > 0 {
+            let _ = writeln!(s, "  invalid tool calls {} (each told to the model)", self.invalid_tool_calls);
+        }
         for b in &self.backends {
             let _ = writeln!(s, "  {}", crate::navigator::billing::backend_line(b));
         }
@@ -913,6 +921,7 @@ fn judge(j: Judged<'_>, hal: &SimHal, run: LoopResult) -> RunSummary {
         criteria,
         vlm_failures: stats.vlm_failures,
         backends: Vec::new(),
+        invalid_tool_calls: stats.invalid_tool_calls,
     }
 }
 
@@ -1044,6 +1053,7 @@ async fn explore_snapshot_of(
         previous_action: None,
         previous_result: None,
         in_progress: None,
+        rejected: Vec::new(),
         memory_text: memory.prompt_text(nav_memory::PromptParts { without_frontiers: true, ..Default::default() }),
         frontiers,
         detections: Vec::new(),

@@ -94,6 +94,9 @@ pub struct EpisodeStats {
     pub stuck: u32,
     /// Safety overrides (velocity loops).
     pub safety_overrides: u32,
+    /// Tool calls rejected as invalid (unknown tool, bad arguments).
+    #[serde(default)]
+    pub invalid_tool_calls: u32,
     /// Local per-cycle overhead samples (everything but model calls), ms.
     #[serde(skip)]
     pub overhead_ms: Vec<f64>,
