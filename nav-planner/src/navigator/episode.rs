@@ -8,7 +8,9 @@ use crate::navigator::billing::{BackendSummary, LEDGER_SETTLE};
 use crate::navigator::candidates_loop::{
     CandidatesEnd, CandidatesLoop, CandidatesLoopConfig, CandidatesTask, WorldModelMode, rasterize_arena,
 };
-use crate::navigator::explore_loop::{ExploreLoop, ExploreLoopConfig, ExploreSignals, frontier_list, memory_frontiers};
+use crate::navigator::explore_loop::{
+    ExploreEnd, ExploreLoop, ExploreLoopConfig, ExploreSignals, frontier_list, memory_frontiers,
+};
 use crate::navigator::objectnav_loop::{ObjectNavEnd, ObjectNavLoop, ObjectNavLoopConfig, ObjectNavParts};
 use crate::navigator::pixel_policy::{PixelGoalConfig, PixelGoalPolicy};
 use crate::navigator::{EpisodeStats, NavError, Observer, RunContext, StepLog};
@@ -759,7 +761,8 @@ async fn explore_episode(
     Ok(LoopResult {
         stats: out.stats,
         end: out.end.as_str().into(),
-        success: None,
+        // a model outage is a failure, whatever the fallbacks explored; otherwise coverage decides
+        success: (out.end == ExploreEnd::ModelUnavailable).then_some(false),
         explores: true,
         coverage: None,
         stuck_recovery: None,
