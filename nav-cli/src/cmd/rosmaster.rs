@@ -473,6 +473,7 @@ fn summary(
         topic(&topics.odom),
         if rooms.is_empty() { "none reported".to_string() } else { rooms.join(", ") },
     );
+    text.push_str(&format!("\n  {}", out.stats_line));
     if let Some(p) = &args.log {
         text.push_str(&format!("\n  step log: {}", p.display()));
     }

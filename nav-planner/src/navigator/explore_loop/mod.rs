@@ -211,6 +211,10 @@ pub struct ExploreOutcome {
     pub worst_tier: WatchdogTier,
     /// The robot ended within the goal tolerance of its start pose.
     pub at_home: bool,
+    /// The statistics line of the whole run: every model request the loop
+    /// sent (each decision's first and further ones), the mean rate,
+    /// triggered and skipped calls, mean latency.
+    pub stats_line: String,
 }
 
 /// The explore loop. Build it with [`ExploreLoop::new`] and drive a robot
@@ -304,7 +308,7 @@ impl ExploreLoop {
             }
         };
         run.close_handoff(robot).await;
-        Ok(run.finish(end))
+        Ok(run.finish(end, ctx.clock.now_s()))
     }
 }
 

@@ -87,6 +87,11 @@ impl LoopState {
         let answered = ok || !reply.decision.rejected.is_empty();
         let latency_s = (now - call.started_s).max(r.latency_ms / 1000.0);
         self.safety.call_finished(now, latency_s, answered);
+        // every request the call made counts in the statistics line, not only its first
+        let sent = r.vlm_calls + r.vlm_failures;
+        if sent > 1 {
+            self.safety.extra_requests(now, sent - 1);
+        }
         out.tool = Some(reply.decision.action.name());
         out.planner = Some(PlannerRecord::of(r, decision_json(&reply.decision.action)));
         if let Some(reason) = &r.fallback {

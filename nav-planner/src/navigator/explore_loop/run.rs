@@ -328,14 +328,18 @@ impl Run {
         }
     }
 
-    /// The outcome of the run.
-    pub(super) fn finish(self, end: ExploreEnd) -> ExploreOutcome {
+    /// The outcome of the run, ended at loop time `now`; the run's
+    /// statistics line is logged.
+    pub(super) fn finish(self, end: ExploreEnd, now: f64) -> ExploreOutcome {
         let at_home = self.at_home(self.last.1);
+        let stats_line = self.st.safety.run_stats_line(now);
+        tracing::info!("{stats_line}");
         let st = self.st;
         let mut stats = st.stats;
         stats.safety_overrides = st.safety.overrides();
         ExploreOutcome {
             at_home,
+            stats_line,
             end,
             stats,
             memory: st.memory,
