@@ -279,7 +279,9 @@ fn prompt_neutral_requests() {
         let found = text[at..].find(heading).unwrap_or_else(|| panic!("{heading} missing or out of order in {text}"));
         at += found + heading.len();
     }
-    assert_eq!(v["json_schema"], Value::Null);
+    // the decision's schema, for servers that constrain their output to it
+    assert_eq!(v["json_schema"]["name"], "navigation_decision");
+    assert_eq!(v["json_schema"]["strict"], true);
     assert!(v["tools"].as_array().unwrap().is_empty());
     assert_eq!(v["temperature"].to_string(), "0.3", "the f32 temperature prints as written");
 

@@ -605,6 +605,11 @@ pub struct CandidatePromptConfig {
     pub grounding: Option<String>,
     /// The seed's verbalized-entropy variant of the system prompt.
     pub verbalized_entropy: bool,
+    /// Ask the server for output constrained to the decision schema
+    /// ([`candidates_schema`]); a server that offers no structured output
+    /// gets the schema's instructions only (the backend's capability
+    /// fallback).
+    pub json_schema: bool,
 }
 
 impl Default for CandidatePromptConfig {
@@ -618,8 +623,67 @@ impl Default for CandidatePromptConfig {
             map_size_px: 400,
             grounding: None,
             verbalized_entropy: false,
+            json_schema: true,
         }
     }
+}
+
+/// The JSON Schema of a candidates decision, strict-mode compatible: every
+/// field listed and required, the optional ones nullable (`target_id`,
+/// `target_m`, `yaw_deg`, the fallback's `target_id`, `world_model_update`),
+/// the action and fallback types as enums. Every reply in this shape that
+/// names a listed candidate is valid, so a server that constrains its output
+/// to it leaves even a tiny model only the choice.
+pub fn candidates_schema() -> Value {
+    let nullable = |ty: &str| serde_json::json!({"type": [ty, "null"]});
+    serde_json::json!({
+        "type": "object",
+        "properties": {
+            "action": {
+                "type": "object",
+                "properties": {
+                    "type": {"type": "string", "enum": ["MOVE_TO", "EXPLORE", "ROTATE_TO", "FOLLOW_WALL", "STOP"]},
+                    "target_id": nullable("string"),
+                    "target_m": {"type": ["array", "null"], "items": {"type": "number"}},
+                    "yaw_deg": nullable("number"),
+                },
+                "required": ["type", "target_id", "target_m", "yaw_deg"],
+                "additionalProperties": false,
+            },
+            "fallback": {
+                "type": "object",
+                "properties": {
+                    "if_failed": {"type": "string", "enum": ["EXPLORE", "ROTATE_TO", "STOP"]},
+                    "target_id": nullable("string"),
+                },
+                "required": ["if_failed", "target_id"],
+                "additionalProperties": false,
+            },
+            "world_model_update": {
+                "type": ["object", "null"],
+                "properties": {
+                    "corrections": {
+                        "type": "array",
+                        "items": {
+                            "type": "object",
+                            "properties": {
+                                "pos_m": {"type": "array", "items": {"type": "number"}},
+                                "observed_state": {"type": "string", "enum": ["free", "obstacle", "unknown"]},
+                                "confidence": {"type": "number"},
+                            },
+                            "required": ["pos_m", "observed_state", "confidence"],
+                            "additionalProperties": false,
+                        },
+                    },
+                },
+                "required": ["corrections"],
+                "additionalProperties": false,
+            },
+            "explanation": {"type": "string"},
+        },
+        "required": ["action", "fallback", "world_model_update", "explanation"],
+        "additionalProperties": false,
+    })
 }
 
 /// Builds the request for one candidates cycle: map image and camera frame
@@ -636,6 +700,9 @@ pub fn build_request(f: &CandidateFrame<'_>, cfg: &CandidatePromptConfig) -> Vlm
     .temperature(cfg.temperature)
     .max_tokens(cfg.max_tokens)
     .timeout(Duration::from_secs_f64(cfg.timeout_s.max(0.1)));
+    if cfg.json_schema {
+        req = req.json_schema("navigation_decision", candidates_schema(), true);
+    }
     if !cfg.text_only {
         if f.map_image {
             let map = render_world_model(f.grid, f.pose, f.goal, f.candidates, cfg.map_size_px);
@@ -778,6 +845,22 @@ mod tests {
             let e = CandidateDecision::parse(reply).expect_err(reply).to_string();
             assert!(e.contains(field), "{reply}: {e}");
         }
+    }
+
+    #[test]
+    fn a_reply_in_the_schemas_shape_is_valid() {
+        // what a schema-constrained server returns: every field, the unused ones null
+        let reply = r#"{"action": {"type": "MOVE_TO", "target_id": "c2", "target_m": null, "yaw_deg": null},
+            "fallback": {"if_failed": "EXPLORE", "target_id": null}, "world_model_update": null,
+            "explanation": "c2 leads to the goal"}"#;
+        let (d, path) = CandidateDecision::parse(reply).unwrap();
+        assert_eq!(path, ParsePath::Strict);
+        assert_eq!(d.action.target_id.as_deref(), Some("c2"));
+        assert_eq!(d.fallback.if_failed, FallbackType::Explore);
+        let schema = candidates_schema();
+        let props = schema["properties"].as_object().unwrap();
+        assert_eq!(schema["required"].as_array().unwrap().len(), props.len(), "strict: every field required");
+        assert_eq!(schema["properties"]["action"]["properties"]["type"]["enum"].as_array().unwrap().len(), 5);
     }
 
     #[test]
