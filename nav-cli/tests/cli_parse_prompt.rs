@@ -176,8 +176,18 @@ fn candidates_parse_and_stop_fallback() {
     assert_eq!(v["ok"], true, "{v}");
     assert_eq!(v["decision"]["action"], json!({"type": "MOVE_TO", "target_id": "c2"}));
     assert_eq!(v["decision"]["fallback"], json!({"if_failed": "EXPLORE"}));
-    // …but never invents what is missing: no fallback is invalid (seed 002 validation rules).
-    let v = parse_file("candidates", r#"{"action": "go_to", "target": "c2", "reason": "closer"}"#);
+    // …and a free-form reply without a fallback gets the default fallback STOP (LLMos's
+    // normalizeLLMResponse)…
+    let v = parse_file("candidates", r#"{"action": "navigate", "candidate": "c2", "reasoning": "closer"}"#);
+    assert_eq!(v["ok"], true, "{v}");
+    assert_eq!(
+        v["decision"],
+        json!({"action": {"type": "MOVE_TO", "target_id": "c2"}, "fallback": {"if_failed": "STOP"},
+               "explanation": "closer"})
+    );
+    // …but a structured reply (an action object) without a fallback is invalid (seed 002
+    // validation rules).
+    let v = parse_file("candidates", r#"{"action": {"type": "MOVE_TO", "target_id": "c2"}, "reason": "closer"}"#);
     assert_eq!(v["ok"], false, "{v}");
     assert!(v["error"].as_str().unwrap().starts_with("fallback"), "{v}");
 
@@ -286,7 +296,9 @@ fn prompt_neutral_requests() {
         let found = text[at..].find(heading).unwrap_or_else(|| panic!("{heading} missing or out of order in {text}"));
         at += found + heading.len();
     }
-    assert_eq!(v["json_schema"], Value::Null);
+    // the decision's schema, for servers that constrain their output to it
+    assert_eq!(v["json_schema"]["name"], "navigation_decision");
+    assert_eq!(v["json_schema"]["strict"], true);
     assert!(v["tools"].as_array().unwrap().is_empty());
     assert_eq!(v["temperature"].to_string(), "0.3", "the f32 temperature prints as written");
 

@@ -2,12 +2,13 @@
 //! a decision cycle as OpenAI bills them — text counted with tiktoken's
 //! `o200k_base`, the tool definitions as the API renders them
 //! ([`openai_tool_tokens`]), the image at `detail: low` (85 tokens) — stay
-//! within [`START_BUDGET`] (the 1,000) for the first cycle of a run,
+//! within [`START_BUDGET`] (1,050: the 1,000 plus what `rotate`'s
+//! enum of allowed angles costs) for the first cycle of a run,
 //! [`AFTER_100_BUDGET`] (the 1,200) for the cycle after 100 and
 //! [`LATER_BUDGET`] for every cycle up to then: the seven strict tool
-//! schemas (464), the system prompt (219) and the image (85) leave 232
-//! tokens for the sensor text at the start, with nothing dropped that seed
-//! 003 lists. The worst-cycle budget is the measured one, rounded up, to
+//! schemas (481), the system prompt (219) and the image (85) leave 232
+//! tokens for the sensor text at the start (1,017 in all), with nothing
+//! dropped that seed 003 lists. The worst-cycle budget is the measured one, rounded up, to
 //! catch any regression (docs/PROVIDERS.md, "Explore tokens per cycle").
 //!
 //! The requests measured are the real ones of a run: the explore loop in the
@@ -29,12 +30,13 @@ use nav_planner::protocol::ProtocolKind;
 use nav_planner::vlm::{FnVlm, Provider, RawToolCall, VlmRequest, VlmResponse};
 use serde_json::json;
 
-/// The budget at the start of a run (the target; measured 1,000).
-const START_BUDGET: u64 = 1_000;
-/// The budget of the cycle after 100 (the target; measured 1,183).
+/// The budget at the start of a run: 1,000 plus what `rotate.degrees` as
+/// an enum of the allowed angles costs (measured 1,017).
+const START_BUDGET: u64 = 1_050;
+/// The budget of the cycle after 100 (measured 1,182).
 const AFTER_100_BUDGET: u64 = 1_200;
-/// The budget of every cycle up to the 100th (measured at most 1,230).
-const LATER_BUDGET: u64 = 1_235;
+/// The budget of every cycle up to the 100th (measured at most 1,268).
+const LATER_BUDGET: u64 = 1_270;
 /// Cycles measured.
 const CYCLES: u32 = 101;
 

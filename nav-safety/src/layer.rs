@@ -335,17 +335,27 @@ impl SafetyLayer {
         self.scheduler.last_call_s().is_none_or(|t| now_s - t >= self.config().schedule.base_period_s)
     }
 
-    /// The scheduler's verdict on a due decision. With nothing in progress
-    /// (`idle`) the loop always calls, keeping the scheduler's clock in
-    /// step as if after an override; otherwise the scheduler decides
+    /// The scheduler's verdict on a due decision, counted in its
+    /// statistics. With nothing in progress (`idle`) the robot waits for a
+    /// decision, so it is always a call ([`CallScheduler::decide_idle`]),
+    /// counted like every other; otherwise the scheduler's rules decide
     /// (frame skipping, text-only calls).
     pub fn schedule(&mut self, idle: bool, input: ScheduleInput<'_>) -> CallDecision {
         let input = ScheduleInput { after_override: self.after_override, ..input };
-        if !idle {
-            return self.scheduler.decide(&input);
-        }
-        let _ = self.scheduler.decide(&ScheduleInput { similarity: None, after_override: true, ..input });
-        CallDecision::Call { text_only: false, reasons: Vec::new() }
+        if idle { self.scheduler.decide_idle(&input) } else { self.scheduler.decide(&input) }
+    }
+
+    /// A decided call made `n` further requests (a perception sub-call's
+    /// follow-up, a scene description), finished at `now_s`: they count in
+    /// the statistics line as the requests they are.
+    pub fn extra_requests(&mut self, now_s: f64, n: u32) {
+        self.scheduler.record_requests(now_s, n);
+    }
+
+    /// The statistics line of the whole run (every request sent, the
+    /// mean rate, triggers, skips, latency), for the end of a run.
+    pub fn run_stats_line(&self, now_s: f64) -> String {
+        self.scheduler.totals().line(now_s)
     }
 
     /// A call was made at `pose` at `now_s`: the triggers' reference, and

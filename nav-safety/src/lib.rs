@@ -92,7 +92,7 @@ pub use geofence::{Geofence, ZoneKind};
 pub use guard::{ContinuousGuard, GuardedVelocity, Override, OverrideKind, VelocityTarget};
 pub use layer::{LayerTick, SafetyLayer, TierUpdate};
 pub use network::{NetworkMonitor, NetworkTier};
-pub use schedule::{CallDecision, CallScheduler, ScheduleInput};
+pub use schedule::{CallDecision, CallScheduler, RunTotals, ScheduleInput};
 pub use tools::{Speed, ToolCall, ToolSchema, tool_schemas, tool_schemas_for};
 pub use triggers::{EventTriggers, TriggerEvent};
 pub use watchdog::{Watchdog, WatchdogTier};

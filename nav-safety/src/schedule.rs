@@ -70,6 +70,9 @@ pub enum CallReason {
     Backstop,
     /// A safety override or stuck detection since the last call.
     AfterOverride,
+    /// Nothing is in progress: the robot waits for a decision
+    /// ([`CallScheduler::decide_idle`]).
+    Idle,
 }
 
 /// The scheduler's decision for this tick.
@@ -126,9 +129,52 @@ fn fmt_rate(x: f64) -> String {
 
 #[derive(Debug, Clone, Copy, PartialEq)]
 enum Event {
-    Call { triggered: bool },
+    Call {
+        triggered: bool,
+    },
+    /// Further requests a decision made (a perception sub-call and the
+    /// follow-up it needs).
+    Requests(u32),
     Skip,
     Latency(f64),
+}
+
+/// Counts over a whole run: every request, not a window.
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize)]
+pub struct RunTotals {
+    /// Requests sent to the model: one per call decided, plus the further
+    /// requests of a decision ([`CallScheduler::record_requests`]).
+    pub calls: u64,
+    /// Calls made because an event trigger fired.
+    pub triggered: u64,
+    /// Calls skipped (frame similarity).
+    pub skipped: u64,
+    /// Time of the first decision, s.
+    pub first_s: Option<f64>,
+    /// Summed latency of the finished calls, s, and how many.
+    latency: (f64, u64),
+}
+
+impl RunTotals {
+    /// Mean latency of the finished calls, ms.
+    pub fn mean_latency_ms(&self) -> Option<f64> {
+        (self.latency.1 > 0).then(|| self.latency.0 / self.latency.1 as f64 * 1000.0)
+    }
+
+    /// The run's statistics line: `VLM stats for the run: N calls in T min
+    /// (X calls/min; Y triggered, Z skipped), avg latency Nms`.
+    pub fn line(&self, now_s: f64) -> String {
+        let minutes = self.first_s.map_or(0.0, |t| (now_s - t).max(0.0) / 60.0);
+        let rate = if minutes > 0.0 { self.calls as f64 / minutes } else { 0.0 };
+        let latency = self.mean_latency_ms().map_or_else(|| "n/a".to_owned(), |ms| format!("{ms:.0}ms"));
+        format!(
+            "VLM stats for the run: {} calls in {minutes:.1} min ({} calls/min; {} triggered, {} skipped), avg latency {latency}",
+            self.calls,
+            fmt_rate((rate * 10.0).round() / 10.0),
+            self.triggered,
+            self.skipped
+        )
+    }
 }
 
 /// Decides when to call the VLM and keeps the statistics.
@@ -139,12 +185,36 @@ pub struct CallScheduler {
     last_decision_s: Option<f64>,
     last_report_s: Option<f64>,
     events: VecDeque<(f64, Event)>,
+    totals: RunTotals,
 }
 
 impl CallScheduler {
     /// A scheduler that has not called yet.
     pub fn new(config: ScheduleConfig) -> Self {
-        Self { config, last_call_s: None, last_decision_s: None, last_report_s: None, events: VecDeque::new() }
+        Self {
+            config,
+            last_call_s: None,
+            last_decision_s: None,
+            last_report_s: None,
+            events: VecDeque::new(),
+            totals: RunTotals::default(),
+        }
+    }
+
+    /// Counts over the whole run so far.
+    pub fn totals(&self) -> RunTotals {
+        self.totals
+    }
+
+    /// Records `n` further requests a decided call made at `now_s` (a
+    /// perception sub-call's follow-up, a scene description): each request
+    /// sent counts in the statistics, not only the first of a decision.
+    pub fn record_requests(&mut self, now_s: f64, n: u32) {
+        if n > 0 {
+            self.events.push_back((now_s, Event::Requests(n)));
+            self.totals.calls += u64::from(n);
+        }
+        self.prune(now_s);
     }
 
     /// The parameters.
@@ -199,13 +269,13 @@ impl CallScheduler {
         match &decision {
             CallDecision::Call { reasons, .. } => {
                 let triggered = reasons.iter().any(|r| matches!(r, CallReason::Trigger { .. }));
-                self.last_call_s = Some(now);
-                self.last_decision_s = Some(now);
-                self.events.push_back((now, Event::Call { triggered }));
+                self.record_call(now, triggered);
             }
             CallDecision::Skip { .. } => {
                 self.last_decision_s = Some(now);
                 self.events.push_back((now, Event::Skip));
+                self.totals.skipped += 1;
+                self.totals.first_s.get_or_insert(now);
             }
             CallDecision::Wait => {}
         }
@@ -213,10 +283,37 @@ impl CallScheduler {
         decision
     }
 
+    /// Decides for a robot with nothing in progress: always a call (with an
+    /// image), since the robot waits for it, and counted in the statistics
+    /// like every other — the rules above name its reason when one applies
+    /// (first call, trigger, override, base period), else it is
+    /// [`CallReason::Idle`].
+    pub fn decide_idle(&mut self, input: &ScheduleInput<'_>) -> CallDecision {
+        let input = ScheduleInput { similarity: None, after_override: true, ..*input };
+        match self.decide(&input) {
+            call @ CallDecision::Call { .. } => call,
+            CallDecision::Skip { .. } | CallDecision::Wait => {
+                self.record_call(input.now_s, false);
+                CallDecision::Call { text_only: false, reasons: vec![CallReason::Idle] }
+            }
+        }
+    }
+
+    fn record_call(&mut self, now: f64, triggered: bool) {
+        self.last_call_s = Some(now);
+        self.last_decision_s = Some(now);
+        self.events.push_back((now, Event::Call { triggered }));
+        self.totals.calls += 1;
+        self.totals.triggered += u64::from(triggered);
+        self.totals.first_s.get_or_insert(now);
+    }
+
     /// Records the latency of a finished call for the statistics.
     pub fn record_latency(&mut self, now_s: f64, latency_s: f64) {
         if latency_s.is_finite() && latency_s >= 0.0 {
             self.events.push_back((now_s, Event::Latency(latency_s)));
+            self.totals.latency.0 += latency_s;
+            self.totals.latency.1 += 1;
         }
         self.prune(now_s);
     }
@@ -238,6 +335,7 @@ impl CallScheduler {
                     calls += 1;
                     triggered += u32::from(*tr);
                 }
+                Event::Requests(n) => calls += n,
                 Event::Skip => skipped += 1,
                 Event::Latency(l) => {
                     lat_sum += l;
@@ -278,6 +376,27 @@ mod tests {
 
     fn input(now_s: f64, triggers: &[TriggerEvent], sim: Option<f64>, near: f64, ov: bool) -> ScheduleInput<'_> {
         ScheduleInput { now_s, triggers, similarity: sim, nearest_obstacle_m: near, after_override: ov }
+    }
+
+    #[test]
+    fn every_request_counts_in_the_window_and_the_run_totals() {
+        let mut s = CallScheduler::new(ScheduleConfig::default());
+        assert!(matches!(s.decide(&input(0.0, &[], None, 1.0, false)), CallDecision::Call { .. }));
+        s.record_requests(1.0, 1); // the follow-up of a perception sub-call
+        s.record_latency(1.0, 1.0);
+        assert!(matches!(s.decide(&input(5.0, &[], Some(0.99), 4.0, false)), CallDecision::Skip { .. }));
+        assert!(matches!(s.decide(&input(10.0, &[], None, 1.0, false)), CallDecision::Call { .. }));
+        s.record_requests(10.5, 0);
+        assert_eq!(s.stats(30.0).calls_per_min, 3.0);
+        let t = s.totals();
+        assert_eq!((t.calls, t.triggered, t.skipped), (3, 0, 1));
+        assert_eq!(
+            t.line(60.0),
+            "VLM stats for the run: 3 calls in 1.0 min (3 calls/min; 0 triggered, 1 skipped), avg latency 1000ms"
+        );
+        // the window forgets, the run totals do not
+        assert_eq!(s.stats(200.0).calls_per_min, 0.0);
+        assert_eq!(s.totals().calls, 3);
     }
 
     #[test]

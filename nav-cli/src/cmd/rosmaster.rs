@@ -30,7 +30,9 @@ use nav_hal::hal::Sensors;
 use nav_hal::rosbridge::{Nav2Mode, RosbridgeConfig, RosbridgeHal, StopHandle};
 use nav_hal::tap::Tapped;
 use nav_planner::navigator::billing::{BackendSummary, backend_line};
-use nav_planner::navigator::explore_loop::{ExploreLoop, ExploreLoopConfig, ExploreOutcome, ExploreSignals, Pacing};
+use nav_planner::navigator::explore_loop::{
+    ExploreEnd, ExploreLoop, ExploreLoopConfig, ExploreOutcome, ExploreSignals, Pacing,
+};
 use nav_planner::navigator::{NavError, Observer, RunContext, StepLog};
 use nav_planner::offline::OfflineExplorePlanner;
 use nav_planner::protocol::explore::{ExplorePlanner, ExplorePromptConfig, VlmExplorePlanner};
@@ -351,6 +353,7 @@ async fn session(
     if let Some(path) = &args.memory_file {
         outcome.memory.save(path).map_err(|e| usage(format!("--memory-file: {e}")))?;
     }
+    let model_unavailable = outcome.end == ExploreEnd::ModelUnavailable;
     let mut text = summary(&outcome, lp.planner_name(), &robot, &progress, args);
     if let Some(ledger) = &setup.vlm {
         // calls still in flight are not waited for (the robot has stopped; a hung call may never end)
@@ -365,6 +368,8 @@ async fn session(
             eprintln!("{}", super::cost_limit_message(b));
             Ok(super::EXIT_COST_LIMIT)
         }
+        // the model stopped answering: a failed run, even with the robot home
+        None if model_unavailable => Ok(1),
         None => Ok(0),
     }
 }
@@ -436,17 +441,23 @@ fn summary(
     let topics = &robot.hal().config().topics;
     let rooms: Vec<&str> = out.memory.rooms().iter().map(|r| r.name.as_str()).collect();
     let mut text = format!(
-        "nav rosmaster: ended ({}) after {:.1} s, {} control ticks{}\n  \
-         planner {planner} | decisions {} | fallbacks {} | VLM calls {} | tokens {}+{}\n  \
+        "nav rosmaster: ended ({}{}) after {:.1} s, {} control ticks{}\n  \
+         planner {planner} | decisions {} | fallbacks {} | invalid tool calls {} | VLM calls {} | tokens {}+{}\n  \
          travelled {:.2} m (odometry) | safety overrides {} | worst watchdog tier {} | collisions reported {}\n  \
          link {}: {} session(s) | {} {} msgs | {} {} msgs\n  \
          rooms: {}",
         out.end.as_str(),
+        match (out.end, out.at_home) {
+            (ExploreEnd::ModelUnavailable, true) => ", the robot is home",
+            (ExploreEnd::ModelUnavailable, false) => ", the robot did not get home",
+            _ => "",
+        },
         progress.elapsed_s(),
         s.steps,
         if robot.hal().config().dry_run { " (dry run: nothing was published)" } else { "" },
         s.planner_calls,
         s.fallbacks,
+        s.invalid_tool_calls,
         s.vlm_calls,
         s.usage.prompt_tokens,
         s.usage.completion_tokens,
@@ -462,6 +473,7 @@ fn summary(
         topic(&topics.odom),
         if rooms.is_empty() { "none reported".to_string() } else { rooms.join(", ") },
     );
+    text.push_str(&format!("\n  {}", out.stats_line));
     if let Some(p) = &args.log {
         text.push_str(&format!("\n  step log: {}", p.display()));
     }

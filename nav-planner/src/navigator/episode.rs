@@ -8,7 +8,9 @@ use crate::navigator::billing::{BackendSummary, LEDGER_SETTLE};
 use crate::navigator::candidates_loop::{
     CandidatesEnd, CandidatesLoop, CandidatesLoopConfig, CandidatesTask, WorldModelMode, rasterize_arena,
 };
-use crate::navigator::explore_loop::{ExploreLoop, ExploreLoopConfig, ExploreSignals, frontier_list, memory_frontiers};
+use crate::navigator::explore_loop::{
+    ExploreEnd, ExploreLoop, ExploreLoopConfig, ExploreSignals, frontier_list, memory_frontiers,
+};
 use crate::navigator::objectnav_loop::{ObjectNavEnd, ObjectNavLoop, ObjectNavLoopConfig, ObjectNavParts};
 use crate::navigator::pixel_policy::{PixelGoalConfig, PixelGoalPolicy};
 use crate::navigator::place_score::PlaceScore;
@@ -309,6 +311,11 @@ pub struct RunSummary {
     /// arena's room polygons (objectnav in arenas with rooms).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub places: Option<PlaceScore>,
+    /// Tool calls the model made that were rejected as invalid (unknown
+    /// tool, bad arguments; explore), each told to the model in the next
+    /// prompt.
+    #[serde(default)]
+    pub invalid_tool_calls: u32,
 }
 
 impl RunSummary {
@@ -377,6 +384,9 @@ impl RunSummary {
                 p.accuracy().map_or("n/a".to_string(), |a| format!("{:.0}%", a * 100.0)),
                 p.scene_calls
             );
+        }
+        if self.invalid_tool_calls > 0 {
+            let _ = writeln!(s, "  invalid tool calls {} (each told to the model)", self.invalid_tool_calls);
         }
         for b in &self.backends {
             let _ = writeln!(s, "  {}", crate::navigator::billing::backend_line(b));
@@ -793,7 +803,8 @@ async fn explore_episode(
     Ok(LoopResult {
         stats: out.stats,
         end: out.end.as_str().into(),
-        success: None,
+        // a model outage is a failure, whatever the fallbacks explored; otherwise coverage decides
+        success: (out.end == ExploreEnd::ModelUnavailable).then_some(false),
         explores: true,
         coverage: None,
         stuck_recovery: None,
@@ -964,6 +975,7 @@ fn judge(j: Judged<'_>, hal: &SimHal, run: LoopResult) -> RunSummary {
         backends: Vec::new(),
         scene_calls: stats.scene_calls,
         places: run.places,
+        invalid_tool_calls: stats.invalid_tool_calls,
     }
 }
 
@@ -1095,6 +1107,7 @@ async fn explore_snapshot_of(
         previous_action: None,
         previous_result: None,
         in_progress: None,
+        rejected: Vec::new(),
         memory_text: memory.prompt_text(nav_memory::PromptParts { without_frontiers: true, ..Default::default() }),
         frontiers,
         detections: Vec::new(),

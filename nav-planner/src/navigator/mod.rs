@@ -98,6 +98,9 @@ pub struct EpisodeStats {
     /// Scene analyses run (objectnav; every trigger, answered or not).
     #[serde(default)]
     pub scene_calls: u32,
+    /// Tool calls rejected as invalid (unknown tool, bad arguments).
+    #[serde(default)]
+    pub invalid_tool_calls: u32,
     /// Local per-cycle overhead samples (everything but model calls), ms.
     #[serde(skip)]
     pub overhead_ms: Vec<f64>,

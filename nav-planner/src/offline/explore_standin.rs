@@ -154,6 +154,7 @@ mod tests {
             previous_action: None,
             previous_result: None,
             in_progress: None,
+            rejected: Vec::new(),
             memory_text: String::new(),
             frontiers,
             detections: Vec::new(),

@@ -339,16 +339,20 @@ pub fn validate_candidate(obj: &Map<String, Value>) -> Result<CandidateDecision,
 /// `action`, `name` or `command` (synonym table, any case); the target
 /// under `target_id`, `target`, `subgoal` or `candidate` (a string becomes
 /// `target_id`, a 2-element array `target_m`); the heading under `yaw_deg`,
-/// `yaw`, `angle`, `heading` or `degrees`; the explanation under
+/// `yaw`, `angle`, `heading`, `degrees` or `rotation`; the explanation under
 /// `explanation`, `reason`, `reasoning` or `rationale`; a fallback given as
-/// a string or under `if_failed` has its name mapped the same way. The
-/// normalizer only maps names: a missing fallback or explanation stays
-/// missing, and validation then rejects the reply (seed 002 "Validation
-/// Rules").
+/// a string or under `if_failed` has its name mapped the same way.
+///
+/// A *free-form* reply — its action a plain string (`"navigate"`) or no
+/// `action` key at all (`{"command": "halt", …}`) — that has no `fallback`
+/// gets the default fallback STOP, as LLMos's `normalizeLLMResponse` does.
+/// A *structured* reply (an `action` object) is never completed: a missing
+/// fallback stays missing and validation rejects it; a missing explanation
+/// stays missing in either shape.
 pub fn normalize(obj: &Map<String, Value>) -> Result<Map<String, Value>, DecisionError> {
     const TYPE_KEYS: [&str; 4] = ["type", "action", "name", "command"];
     const TARGET_KEYS: [&str; 4] = ["target_id", "target", "subgoal", "candidate"];
-    const YAW_KEYS: [&str; 5] = ["yaw_deg", "yaw", "angle", "heading", "degrees"];
+    const YAW_KEYS: [&str; 6] = ["yaw_deg", "yaw", "angle", "heading", "degrees", "rotation"];
     const WHY_KEYS: [&str; 4] = ["explanation", "reason", "reasoning", "rationale"];
 
     // Where the action lives: an object under "action", a string under "action", or the top level.
@@ -405,6 +409,10 @@ pub fn normalize(obj: &Map<String, Value>) -> Result<Map<String, Value>, Decisio
         }
         Some(other) => {
             out.insert("fallback".into(), other.clone());
+        }
+        // free-form: the default fallback; structured: left missing for validation to reject
+        None if action_obj.is_none() => {
+            out.insert("fallback".into(), serde_json::json!({ "if_failed": "STOP" }));
         }
         None => {}
     }
@@ -597,6 +605,11 @@ pub struct CandidatePromptConfig {
     pub grounding: Option<String>,
     /// The seed's verbalized-entropy variant of the system prompt.
     pub verbalized_entropy: bool,
+    /// Ask the server for output constrained to the decision schema
+    /// ([`candidates_schema`]); a server that offers no structured output
+    /// gets the schema's instructions only (the backend's capability
+    /// fallback).
+    pub json_schema: bool,
 }
 
 impl Default for CandidatePromptConfig {
@@ -610,8 +623,67 @@ impl Default for CandidatePromptConfig {
             map_size_px: 400,
             grounding: None,
             verbalized_entropy: false,
+            json_schema: true,
         }
     }
+}
+
+/// The JSON Schema of a candidates decision, strict-mode compatible: every
+/// field listed and required, the optional ones nullable (`target_id`,
+/// `target_m`, `yaw_deg`, the fallback's `target_id`, `world_model_update`),
+/// the action and fallback types as enums. Every reply in this shape that
+/// names a listed candidate is valid, so a server that constrains its output
+/// to it leaves even a tiny model only the choice.
+pub fn candidates_schema() -> Value {
+    let nullable = |ty: &str| serde_json::json!({"type": [ty, "null"]});
+    serde_json::json!({
+        "type": "object",
+        "properties": {
+            "action": {
+                "type": "object",
+                "properties": {
+                    "type": {"type": "string", "enum": ["MOVE_TO", "EXPLORE", "ROTATE_TO", "FOLLOW_WALL", "STOP"]},
+                    "target_id": nullable("string"),
+                    "target_m": {"type": ["array", "null"], "items": {"type": "number"}},
+                    "yaw_deg": nullable("number"),
+                },
+                "required": ["type", "target_id", "target_m", "yaw_deg"],
+                "additionalProperties": false,
+            },
+            "fallback": {
+                "type": "object",
+                "properties": {
+                    "if_failed": {"type": "string", "enum": ["EXPLORE", "ROTATE_TO", "STOP"]},
+                    "target_id": nullable("string"),
+                },
+                "required": ["if_failed", "target_id"],
+                "additionalProperties": false,
+            },
+            "world_model_update": {
+                "type": ["object", "null"],
+                "properties": {
+                    "corrections": {
+                        "type": "array",
+                        "items": {
+                            "type": "object",
+                            "properties": {
+                                "pos_m": {"type": "array", "items": {"type": "number"}},
+                                "observed_state": {"type": "string", "enum": ["free", "obstacle", "unknown"]},
+                                "confidence": {"type": "number"},
+                            },
+                            "required": ["pos_m", "observed_state", "confidence"],
+                            "additionalProperties": false,
+                        },
+                    },
+                },
+                "required": ["corrections"],
+                "additionalProperties": false,
+            },
+            "explanation": {"type": "string"},
+        },
+        "required": ["action", "fallback", "world_model_update", "explanation"],
+        "additionalProperties": false,
+    })
 }
 
 /// Builds the request for one candidates cycle: map image and camera frame
@@ -628,6 +700,9 @@ pub fn build_request(f: &CandidateFrame<'_>, cfg: &CandidatePromptConfig) -> Vlm
     .temperature(cfg.temperature)
     .max_tokens(cfg.max_tokens)
     .timeout(Duration::from_secs_f64(cfg.timeout_s.max(0.1)));
+    if cfg.json_schema {
+        req = req.json_schema("navigation_decision", candidates_schema(), true);
+    }
     if !cfg.text_only {
         if f.map_image {
             let map = render_world_model(f.grid, f.pose, f.goal, f.candidates, cfg.map_size_px);
@@ -750,8 +825,9 @@ mod tests {
     }
 
     #[test]
-    fn the_normalizer_only_maps_names() {
-        // seed 002 validation: a valid fallback, a non-empty explanation, a fallback at all
+    fn the_normalizer_completes_only_free_form_replies() {
+        // seed 002 validation: a valid fallback, a non-empty explanation, and for a structured
+        // reply (an action object) a fallback at all
         let bad = [
             (
                 r#"{"action": {"type": "STOP"}, "fallback": {"if_failed": "MOVE_TO"}, "explanation": "x"}"#,
@@ -762,12 +838,54 @@ mod tests {
             (r#"{"action": "halt", "fallback": "stop", "reason": "  "}"#, "explanation"),
             (r#"{"action": "halt", "fallback": "stop"}"#, "explanation"),
             (r#"{"action": {"type": "STOP"}, "explanation": "x"}"#, "fallback"),
-            (r#"{"action": "go_to", "target": "c2", "reason": "closer"}"#, "fallback"),
+            (r#"{"action": {"type": "go_to", "target": "c2"}, "reason": "closer"}"#, "fallback"),
+            (r#"{"action": {"type": "MOVE_TO", "target_id": "c2"}, "explanation": "closer"}"#, "fallback"),
         ];
         for (reply, field) in bad {
             let e = CandidateDecision::parse(reply).expect_err(reply).to_string();
             assert!(e.contains(field), "{reply}: {e}");
         }
+    }
+
+    #[test]
+    fn a_reply_in_the_schemas_shape_is_valid() {
+        // what a schema-constrained server returns: every field, the unused ones null
+        let reply = r#"{"action": {"type": "MOVE_TO", "target_id": "c2", "target_m": null, "yaw_deg": null},
+            "fallback": {"if_failed": "EXPLORE", "target_id": null}, "world_model_update": null,
+            "explanation": "c2 leads to the goal"}"#;
+        let (d, path) = CandidateDecision::parse(reply).unwrap();
+        assert_eq!(path, ParsePath::Strict);
+        assert_eq!(d.action.target_id.as_deref(), Some("c2"));
+        assert_eq!(d.fallback.if_failed, FallbackType::Explore);
+        let schema = candidates_schema();
+        let props = schema["properties"].as_object().unwrap();
+        assert_eq!(schema["required"].as_array().unwrap().len(), props.len(), "strict: every field required");
+        assert_eq!(schema["properties"]["action"]["properties"]["type"]["enum"].as_array().unwrap().len(), 5);
+    }
+
+    #[test]
+    fn free_form_replies_get_the_default_stop_fallback() {
+        let cases = [
+            (r#"{"action": "navigate", "candidate": "c2", "reasoning": "closer"}"#, ActionType::MoveTo),
+            (r#"{"action": "halt", "reason": "done"}"#, ActionType::Stop),
+            (r#"{"action": "scan", "rationale": "unknown room"}"#, ActionType::Explore),
+            (r#"{"action": "rotate", "rotation": -90, "explanation": "wall"}"#, ActionType::RotateTo),
+            (r#"{"command": "turn", "degrees": 45, "reason": "look"}"#, ActionType::RotateTo),
+            (r#"{"action": "go_to", "target": [1.5, -2], "reason": "open"}"#, ActionType::MoveTo),
+        ];
+        for (reply, kind) in cases {
+            let (d, path) = CandidateDecision::parse(reply).unwrap_or_else(|e| panic!("{reply}: {e}"));
+            assert_eq!(path, ParsePath::Normalized, "{reply}");
+            assert_eq!(d.action.kind, kind, "{reply}");
+            assert_eq!(d.fallback, FallbackAction { if_failed: FallbackType::Stop, target_id: None }, "{reply}");
+        }
+        let (d, _) =
+            CandidateDecision::parse(r#"{"action": "navigate", "candidate": "c2", "reasoning": "why"}"#).unwrap();
+        assert_eq!(d.action.target_id.as_deref(), Some("c2"));
+        assert_eq!(d.explanation, "why");
+        // a fallback the reply gives is kept (and mapped), not replaced by the default
+        let (d, _) = CandidateDecision::parse(r#"{"action": "halt", "fallback": "scan", "reason": "x"}"#).unwrap();
+        assert_eq!(d.fallback.if_failed, FallbackType::Explore);
     }
 
     #[test]
@@ -821,7 +939,98 @@ mod tests {
             })
     }
 
+    /// The seed's synonyms per action type.
+    const SYNONYMS: [(&str, ActionType); 19] = [
+        ("move", ActionType::MoveTo),
+        ("go", ActionType::MoveTo),
+        ("go_to", ActionType::MoveTo),
+        ("navigate", ActionType::MoveTo),
+        ("moveto", ActionType::MoveTo),
+        ("move_to", ActionType::MoveTo),
+        ("explore", ActionType::Explore),
+        ("scan", ActionType::Explore),
+        ("rotate", ActionType::RotateTo),
+        ("rotate_to", ActionType::RotateTo),
+        ("turn", ActionType::RotateTo),
+        ("follow_wall", ActionType::FollowWall),
+        ("wall_follow", ActionType::FollowWall),
+        ("stop", ActionType::Stop),
+        ("halt", ActionType::Stop),
+        ("wait", ActionType::Stop),
+        ("MOVE_TO", ActionType::MoveTo),
+        ("ROTATE_TO", ActionType::RotateTo),
+        ("STOP", ActionType::Stop),
+    ];
+
+    /// A free-form reply: a string action in random case, the target, heading and explanation
+    /// under any of their keys, maybe a fallback (a name), maybe under a top-level `command`.
+    fn arb_free_form() -> impl Strategy<Value = (String, ActionType, Option<FallbackType>, String, f64, String)> {
+        let fb = proptest::option::of(prop_oneof![
+            Just(("explore", FallbackType::Explore)),
+            Just(("scan", FallbackType::Explore)),
+            Just(("turn", FallbackType::RotateTo)),
+            Just(("halt", FallbackType::Stop)),
+            Just(("STOP", FallbackType::Stop)),
+        ]);
+        (
+            0..SYNONYMS.len(),
+            any::<bool>(),
+            prop_oneof![Just("target"), Just("target_id"), Just("subgoal"), Just("candidate")],
+            "[cfrw][1-5]",
+            prop_oneof![Just("yaw"), Just("yaw_deg"), Just("angle"), Just("degrees"), Just("rotation")],
+            -180i32..=180,
+            prop_oneof![Just("explanation"), Just("reason"), Just("reasoning"), Just("rationale")],
+            "[a-zA-Z가-힣\\\\\"{} ,.]{0,30}[a-z]",
+            fb,
+            (any::<bool>(), any::<bool>()),
+        )
+            .prop_map(|(i, upper, tk, id, yk, yaw, wk, why, fb, (command, fence))| {
+                let (word, kind) = SYNONYMS[i];
+                let word = if upper { word.to_ascii_uppercase() } else { word.to_string() };
+                let mut m = Map::new();
+                m.insert(if command { "command" } else { "action" }.into(), Value::String(word));
+                m.insert(tk.into(), Value::String(id.clone()));
+                m.insert(yk.into(), Value::from(yaw));
+                m.insert(wk.into(), Value::String(why.clone()));
+                if let Some((name, _)) = fb {
+                    m.insert("fallback".into(), Value::String(name.into()));
+                }
+                let text = serde_json::to_string(&Value::Object(m)).unwrap_or_default();
+                let text = if fence { format!("Sure.\n```json\n{text}\n```") } else { text };
+                (text, kind, fb.map(|f| f.1), id, f64::from(yaw), why)
+            })
+    }
+
     proptest! {
+        #[test]
+        fn free_form_replies_normalize(
+            (reply, kind, fb, id, yaw, why) in arb_free_form()
+        ) {
+            let (d, path) = CandidateDecision::parse(&reply).map_err(|e| TestCaseError::fail(format!("{reply}: {e}")))?;
+            prop_assert_eq!(path, ParsePath::Normalized);
+            prop_assert_eq!(d.action.kind, kind);
+            prop_assert_eq!(d.action.target_id.as_deref(), Some(id.as_str()));
+            prop_assert_eq!(d.action.yaw_deg, Some(yaw));
+            prop_assert_eq!(d.fallback.if_failed, fb.unwrap_or(FallbackType::Stop));
+            prop_assert_eq!(d.explanation, why);
+        }
+
+        #[test]
+        fn structured_replies_without_a_fallback_stay_invalid(
+            i in 0..SYNONYMS.len(),
+            id in "[cfrw][1-5]",
+            yaw in -180i32..=180,
+            why_key in prop_oneof![Just("explanation"), Just("reason")],
+        ) {
+            let reply = serde_json::json!({
+                "action": {"type": SYNONYMS[i].0, "target_id": id, "yaw_deg": yaw},
+                why_key: "a reason",
+            })
+            .to_string();
+            let e = CandidateDecision::parse(&reply).err().map(|e| e.to_string()).unwrap_or_default();
+            prop_assert!(e.starts_with("fallback"), "{}: {}", reply, e);
+        }
+
         #[test]
         fn valid_decision_in_noise_parses_back(d in arb_decision(), prose in "[a-zA-Z .,:!]{0,30}", fence in any::<bool>(), think in any::<bool>(), trailing in any::<bool>()) {
             let mut json = serde_json::to_string(&d).unwrap();

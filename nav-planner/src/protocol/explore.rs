@@ -17,7 +17,7 @@ use nav_core::lidar::{AffordanceScores, LaserScan, LidarConfig, LidarSummary};
 use nav_core::raster::RgbFrame;
 use nav_hal::hal::{DepthFrame, Detection};
 use nav_safety::config::SpeedConfig;
-use nav_safety::executor::check_path;
+use nav_safety::executor::{Feedback, check_path};
 use nav_safety::{FrontierGoal, SafetyConfig, ToolCall, tool_schemas_for};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
@@ -104,6 +104,10 @@ pub struct ExploreSnapshot {
     /// The action still running when the snapshot was taken, e.g.
     /// `navigate_to_goal(frontier 2)`.
     pub in_progress: Option<String>,
+    /// Tool calls of the previous reply that were rejected as invalid
+    /// (unknown tool, bad arguments), one line each with the reason
+    /// ([`rejected_line`]); the prompt shows them after the previous action.
+    pub rejected: Vec<String>,
     /// The exploration memory's prompt text.
     pub memory_text: String,
     /// Known frontiers (ids the model may name in `navigate_to_goal`).
@@ -182,6 +186,9 @@ impl ExploreSnapshot {
                 let _ = writeln!(s, "PREVIOUS ACTION: {a}");
             }
             None => s.push_str("PREVIOUS ACTION: none\n"),
+        }
+        for r in &self.rejected {
+            let _ = writeln!(s, "REJECTED: {r}");
         }
         if let Some(a) = &self.in_progress {
             let _ = writeln!(s, "IN PROGRESS: {a}");
@@ -295,12 +302,16 @@ pub struct ExploreDecision {
     pub perception: Option<(ToolCall, String)>,
     /// The model's reasoning text (logged, never executed).
     pub reasoning: String,
+    /// Tool calls of the reply that were rejected as invalid (unknown tool,
+    /// bad arguments), each as the result the model hears
+    /// ([`Feedback::rejected_call`]).
+    pub rejected: Vec<Feedback>,
 }
 
 impl ExploreDecision {
     /// A decision with just an action.
     pub fn action(action: ToolCall) -> Self {
-        Self { action, reports: Vec::new(), perception: None, reasoning: String::new() }
+        Self { action, reports: Vec::new(), perception: None, reasoning: String::new(), rejected: Vec::new() }
     }
 }
 
@@ -339,8 +350,23 @@ pub trait ExplorePlanner: Send {
     async fn decide(&mut self, snap: &ExploreSnapshot) -> PlannerReply<ExploreDecision>;
 }
 
-/// Splits a response's tool calls into typed calls, recording invalid ones.
-fn typed_calls(calls: &[crate::vlm::RawToolCall], record: &mut CallRecord) -> Vec<(String, ToolCall)> {
+/// One line for a rejected call in the next prompt:
+/// `rotate({"degrees":30}) → <why, what to do instead>`.
+pub fn rejected_line(f: &Feedback) -> String {
+    let mut args = f.original_command.clone().unwrap_or(Value::Null);
+    let tool = args.as_object_mut().and_then(|m| m.remove("tool"));
+    let tool = tool.as_ref().and_then(Value::as_str).unwrap_or("?");
+    let args = if args.as_object().is_some_and(|m| m.is_empty()) { String::new() } else { args.to_string() };
+    format!("{tool}({args}) → {}", f.safety_message.as_deref().unwrap_or("invalid"))
+}
+
+/// Splits a response's tool calls into typed calls, recording invalid ones
+/// (in `record.errors`, and as their rejection feedback in `rejected`).
+fn typed_calls(
+    calls: &[crate::vlm::RawToolCall],
+    record: &mut CallRecord,
+    rejected: &mut Vec<Feedback>,
+) -> Vec<(String, ToolCall)> {
     let mut out = Vec::new();
     for c in calls {
         let args = match &c.arguments {
@@ -349,10 +375,23 @@ fn typed_calls(calls: &[crate::vlm::RawToolCall], record: &mut CallRecord) -> Ve
         };
         match ToolCall::parse(&c.name, &args) {
             Ok(t) => out.push((c.id.clone(), t)),
-            Err(e) => record.errors.push(format!("{}: {e}", c.name)),
+            Err(e) => {
+                record.errors.push(format!("{}: {e}", c.name));
+                rejected.push(Feedback::rejected_call(&c.name, &args, &e));
+            }
         }
     }
     out
+}
+
+/// The fallback reason of a reply without a usable action: the rejected
+/// calls' reasons when there are any.
+fn no_action_reason(default: &str, rejected: &[Feedback]) -> String {
+    if rejected.is_empty() {
+        return default.to_string();
+    }
+    let why: Vec<String> = rejected.iter().map(rejected_line).collect();
+    format!("invalid tool call: {}", why.join("; "))
 }
 
 /// The explore planner backed by a vision-language model.
@@ -426,7 +465,7 @@ impl<M: VisionLanguageModel> ExplorePlanner for VlmExplorePlanner<M> {
         };
         record.add_response(&resp);
         decision.reasoning = resp.text.trim().to_string();
-        let calls = typed_calls(&resp.tool_calls, &mut record);
+        let calls = typed_calls(&resp.tool_calls, &mut record, &mut decision.rejected);
         decision.reports = calls.iter().filter(|(_, c)| c.is_communication()).map(|(_, c)| c.clone()).collect();
         if let Some((_, a)) = calls.iter().find(|(_, c)| c.is_action()) {
             decision.action = a.clone();
@@ -443,7 +482,7 @@ impl<M: VisionLanguageModel> ExplorePlanner for VlmExplorePlanner<M> {
         let Some((id, perception)) = calls.iter().find(|(_, c)| c.is_perception()).cloned() else {
             let reason =
                 if resp.tool_calls.is_empty() { "the model called no tool" } else { "no valid action tool call" };
-            record.fallback = Some(reason.to_string());
+            record.fallback = Some(no_action_reason(reason, &decision.rejected));
             return PlannerReply { decision, distance_hint_m: None, record };
         };
         let result = self.perceive(&perception, snap, &mut record).await;
@@ -467,11 +506,14 @@ impl<M: VisionLanguageModel> ExplorePlanner for VlmExplorePlanner<M> {
                 if !r2.text.trim().is_empty() {
                     decision.reasoning = format!("{}\n{}", decision.reasoning, r2.text.trim()).trim().to_string();
                 }
-                let calls2 = typed_calls(&r2.tool_calls, &mut record);
+                let calls2 = typed_calls(&r2.tool_calls, &mut record, &mut decision.rejected);
                 decision.reports.extend(calls2.iter().filter(|(_, c)| c.is_communication()).map(|(_, c)| c.clone()));
                 match calls2.into_iter().find(|(_, c)| c.is_action()) {
                     Some((_, a)) => decision.action = a,
-                    None => record.fallback = Some("no action tool after the perception sub-call".to_string()),
+                    None => {
+                        record.fallback =
+                            Some(no_action_reason("no action tool after the perception sub-call", &decision.rejected));
+                    }
                 }
             }
             Err(e) => {
@@ -582,6 +624,7 @@ mod tests {
             previous_action: None,
             previous_result: None,
             in_progress: None,
+            rejected: Vec::new(),
             memory_text: String::new(),
             frontiers: Vec::new(),
             detections: Vec::new(),

@@ -97,6 +97,31 @@ fn moved(a: &StepRecord, b: &StepRecord) -> f64 {
     ((p.x - q.x).powi(2) + (p.y - q.y).powi(2)).sqrt() + (p.yaw_deg - q.yaw_deg).abs().to_radians()
 }
 
+/// A model that never answers: the watchdog reaches RETURN_HOME and the
+/// robot is brought home, and the run is a failure with its own end, however
+/// much the fallback explorer covered meanwhile.
+#[tokio::test]
+async fn a_model_that_never_answers_ends_model_unavailable_and_fails_even_at_home() {
+    let vlm = Arc::new(ScriptedVlm::new().then_silence());
+    let mut spec = EpisodeSpec::new(Arena::builtin("exploration").unwrap(), "builtin:exploration");
+    spec.protocol = ProtocolKind::Explore;
+    spec.planner = PlannerChoice::Vlm;
+    spec.text_only = true;
+    spec.vlm = Some(vlm.clone() as Arc<dyn VisionLanguageModel>);
+    spec.call_timeout_s = Some(0.2);
+    spec.explore.max_time_s = 600.0;
+    spec.explore.pacing = Pacing::Simulated { time_scale: 100.0 };
+    let (summary, records) = run(&spec).await;
+    assert_eq!(summary.end, "model_unavailable", "{}", summary.report());
+    assert!(!summary.success, "a model outage is a failure");
+    assert!(records.iter().any(|r| r.events.iter().any(|e| e["tier"] == "RETURN_HOME")));
+    assert!(vlm.calls() > 0 && summary.vlm_calls == 0, "no call was ever answered");
+    // the robot got home: the run ended there, not at a budget
+    let (first, last) = (records[0].gt_pose.unwrap(), records.last().unwrap().gt_pose.unwrap());
+    let from_start = ((last.x - first.x).powi(2) + (last.y - first.y).powi(2)).sqrt();
+    assert!(from_start <= spec.explore.goal_tolerance_m + 0.05, "{from_start:.2} m from the start");
+}
+
 #[tokio::test]
 async fn explore_silent_model_stops_the_robot_within_3s_and_local_nav_drives_after_10s() {
     const GOOD: usize = 3;

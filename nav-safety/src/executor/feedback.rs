@@ -90,6 +90,34 @@ pub struct MotionReport {
 }
 
 impl Feedback {
+    /// The result of a tool call that was never executed because it is
+    /// invalid (an unknown tool, a missing, mistyped or disallowed
+    /// argument), in the seed's override-feedback format: not a success,
+    /// `stopped_reason` `invalid_tool_call`, overridden by the safety layer,
+    /// a message saying why and what to do instead, the command as the model
+    /// sent it and no executed command.
+    pub fn rejected_call(tool: &str, arguments: &Value, error: &crate::ToolError) -> Self {
+        let mut original = serde_json::Map::new();
+        original.insert("tool".into(), Value::String(tool.to_owned()));
+        match arguments {
+            Value::Object(m) => original.extend(m.iter().map(|(k, v)| (k.clone(), v.clone()))),
+            Value::Null => {}
+            other => {
+                original.insert("arguments".into(), other.clone());
+            }
+        }
+        Self {
+            success: false,
+            stopped_reason: Some("invalid_tool_call".into()),
+            safety_override: true,
+            safety_message: Some(format!(
+                "Call rejected, nothing was executed: {error}. Call a listed tool with valid arguments."
+            )),
+            original_command: Some(Value::Object(original)),
+            ..Self::default()
+        }
+    }
+
     /// Adds a sentence to the safety message.
     pub(crate) fn add_message(&mut self, text: &str) {
         match &mut self.safety_message {
@@ -125,5 +153,27 @@ impl Feedback {
             self.stopped_early = true;
             self.stopped_reason = Some(why.clone());
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ToolCall;
+    use serde_json::json;
+
+    #[test]
+    fn a_rejected_call_says_why_in_the_override_format() {
+        let args = json!({"degrees": 30});
+        let Err(e) = ToolCall::parse("rotate", &args) else { panic!("rotate(30) parsed") };
+        let f = Feedback::rejected_call("rotate", &args, &e);
+        let v = serde_json::to_value(&f).unwrap();
+        assert_eq!(v["success"], false);
+        assert_eq!(v["safety_override"], true);
+        assert_eq!(v["stopped_reason"], "invalid_tool_call");
+        assert_eq!(v["original_command"], json!({"tool": "rotate", "degrees": 30}));
+        assert!(v.get("executed_command").is_none());
+        let msg = v["safety_message"].as_str().unwrap();
+        assert!(msg.contains("`degrees` = 30 is not one of: -180, -135, -90, -45, 45, 90, 135, 180"), "{msg}");
     }
 }

@@ -165,3 +165,27 @@ fn the_stats_line_comes_once_a_minute() {
     assert!(lines[0].starts_with("VLM stats: "), "{}", lines[0]);
     assert!(lines[0].contains("avg latency 1500ms, tier 0"), "{}", lines[0]);
 }
+
+#[test]
+fn idle_calls_go_through_the_scheduler_and_are_counted() {
+    let mut layer = SafetyLayer::new(SafetyConfig::default(), 0.0).unwrap();
+    let quiet = |now_s| ScheduleInput {
+        now_s,
+        triggers: &[],
+        similarity: Some(0.99),
+        nearest_obstacle_m: 5.0,
+        after_override: false,
+    };
+    assert!(matches!(layer.schedule(true, quiet(0.0)), CallDecision::Call { .. }));
+    layer.call_started(Pose2::origin(), 0.0);
+    layer.call_finished(1.0, 1.0, true);
+    // the action ended at once: the robot waits, so it is a call, named and counted
+    let idle = layer.schedule(true, quiet(2.0));
+    assert_eq!(idle, CallDecision::Call { text_only: false, reasons: vec![crate::schedule::CallReason::Idle] });
+    // the base period counts from it: a busy robot is not asked again before 7 s
+    assert_eq!(layer.schedule(false, quiet(5.0)), CallDecision::Wait);
+    assert_eq!(layer.scheduler().totals().calls, 2, "both counted");
+    layer.extra_requests(6.0, 1);
+    assert!(layer.run_stats_line(60.0).starts_with("VLM stats for the run: 3 calls in 1.0 min"));
+    assert_eq!(layer.scheduler().stats(60.0).calls_per_min, 3.0, "and in the per-minute line");
+}

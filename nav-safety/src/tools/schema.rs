@@ -22,11 +22,14 @@
 //! wraps each schema as `{"type": "function", "function": {name,
 //! description, parameters, "strict": true}}`; Anthropic uses
 //! `input_schema`; Gemini's OpenAPI subset wants `"nullable": true` in place
-//! of `["T", "null"]` type arrays and string-only enums; `rotate.degrees` is
-//! an integer whose allowed values the tool's description states (the
-//! parser enforces them).
+//! of `["T", "null"]` type arrays and string-only enums, so its converter
+//! turns `rotate.degrees`'s integer enum into a description of the allowed
+//! values. `rotate.degrees` is an integer **enum** of the allowed angles
+//! ([`RotateDegrees::ALLOWED`](super::RotateDegrees::ALLOWED)), so strict
+//! mode cannot produce `rotate(30)`; where strict mode is unavailable the
+//! parser enforces the same values and names them when it refuses one.
 
-use super::{GoalType, ObserveFocus, Speed, StopReason};
+use super::{GoalType, ObserveFocus, RotateDegrees, Speed, StopReason};
 use crate::config::SpeedConfig;
 use nav_core::discovery::Significance;
 use nav_core::lidar::Direction;
@@ -64,10 +67,10 @@ fn directions() -> Value {
     string_enum(Direction::ALL.iter().map(|d| d.as_str()))
 }
 
-/// `rotate`'s allowed angles ([`super::RotateDegrees::ALLOWED`]) as its
-/// description states them: an integer enum of the eight costs a model
-/// about three times the tokens, and the parser enforces them.
-const ROTATE_VALUES: &str = "±45, ±90, ±135 or ±180";
+/// `rotate.degrees`: an integer enum of [`RotateDegrees::ALLOWED`].
+fn rotate_degrees() -> Value {
+    json!({"type": "integer", "enum": RotateDegrees::ALLOWED})
+}
 
 /// The seven tool definitions in the seed's order, with the default speed
 /// tiers (0.08 / 0.12 / 0.18 m/s).
@@ -111,12 +114,12 @@ pub fn tool_schemas_for(speeds: &SpeedConfig) -> Vec<ToolSchema> {
         },
         ToolSchema {
             name: "rotate",
-            description: format!("Turn by degrees: {ROTATE_VALUES}."),
-            parameters: object(vec![("degrees", json!({"type": "integer"}))]),
+            description: "Turn.".into(),
+            parameters: object(vec![("degrees", rotate_degrees())]),
         },
         ToolSchema {
             name: "stop_robot",
-            description: "Stop on purpose.".into(),
+            description: "Stop.".into(),
             parameters: object(vec![("reason", string_enum(StopReason::ALL.iter().map(|r| r.as_str())))]),
         },
         ToolSchema {
@@ -146,14 +149,19 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_rotate_description_states_every_allowed_angle() {
-        use crate::tools::RotateDegrees;
-        for d in RotateDegrees::ALLOWED {
-            let both = RotateDegrees::ALLOWED.contains(&-d);
-            let stated = if both { format!("±{}", d.abs()) } else { d.to_string() };
-            assert!(ROTATE_VALUES.contains(&stated), "{d} is not stated in {ROTATE_VALUES:?}");
+    fn rotate_degrees_is_the_enum_of_allowed_angles() {
+        let schemas = tool_schemas();
+        let rotate = schemas.iter().find(|s| s.name == "rotate").unwrap();
+        let degrees = &rotate.parameters["properties"]["degrees"];
+        assert_eq!(degrees["type"], "integer");
+        let values: Vec<i64> = degrees["enum"].as_array().unwrap().iter().map(|v| v.as_i64().unwrap()).collect();
+        assert_eq!(values, RotateDegrees::ALLOWED.map(i64::from));
+        assert!(!values.contains(&30), "strict mode cannot produce rotate(30)");
+        // the parser enforces the same set where strict mode is unavailable
+        for d in -180..=180 {
+            let parsed = ToolCall::parse("rotate", &json!({ "degrees": d })).is_ok();
+            assert_eq!(parsed, values.contains(&d), "{d}");
         }
-        assert_eq!(ROTATE_VALUES.matches(|c: char| c.is_ascii_digit()).count(), 10, "no other angle is stated");
     }
     use crate::tools::ToolCall;
 

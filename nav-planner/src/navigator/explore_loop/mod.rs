@@ -174,21 +174,24 @@ pub enum ExploreEnd {
     DecisionLimit,
     /// Shut down from outside.
     Shutdown,
-    /// Returned home after losing the planner.
-    ReturnedHome,
+    /// The model stopped answering: the watchdog reached RETURN_HOME (no
+    /// usable decision for its return-home time) and either brought the robot
+    /// home ([`ExploreOutcome::at_home`]) or the time or decision budget ran
+    /// out meanwhile. A failure, however much the fallbacks explored.
+    ModelUnavailable,
 }
 
 impl ExploreEnd {
     /// The name the run summary and the logs give it (as serialized):
     /// `"complete"`, `"time_limit"`, `"decision_limit"`, `"shutdown"`,
-    /// `"returned_home"`.
+    /// `"model_unavailable"`.
     pub fn as_str(self) -> &'static str {
         match self {
             ExploreEnd::Complete => "complete",
             ExploreEnd::TimeLimit => "time_limit",
             ExploreEnd::DecisionLimit => "decision_limit",
             ExploreEnd::Shutdown => "shutdown",
-            ExploreEnd::ReturnedHome => "returned_home",
+            ExploreEnd::ModelUnavailable => "model_unavailable",
         }
     }
 }
@@ -206,6 +209,12 @@ pub struct ExploreOutcome {
     pub collisions: u32,
     /// Highest watchdog tier reached.
     pub worst_tier: WatchdogTier,
+    /// The robot ended within the goal tolerance of its start pose.
+    pub at_home: bool,
+    /// The statistics line of the whole run: every model request the loop
+    /// sent (each decision's first and further ones), the mean rate,
+    /// triggered and skipped calls, mean latency.
+    pub stats_line: String,
 }
 
 /// The explore loop. Build it with [`ExploreLoop::new`] and drive a robot
@@ -299,7 +308,7 @@ impl ExploreLoop {
             }
         };
         run.close_handoff(robot).await;
-        Ok(run.finish(end))
+        Ok(run.finish(end, ctx.clock.now_s()))
     }
 }
 

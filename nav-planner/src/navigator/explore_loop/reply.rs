@@ -8,7 +8,7 @@ use super::decision::PendingCall;
 use super::state::{LoopState, TickLog, TickView};
 use crate::navigator::log::PlannerRecord;
 use crate::protocol::PlannerReply;
-use crate::protocol::explore::{ExploreDecision, decision_json};
+use crate::protocol::explore::{ExploreDecision, decision_json, rejected_line};
 use nav_core::geometry::{Point2, Pose2};
 use nav_memory::ActionRecord;
 use nav_safety::executor::{ExecutionOutcome, MotionReport, Target};
@@ -19,7 +19,11 @@ use serde_json::json;
 impl LoopState {
     /// Applies the reply to `call`, as this tick sees it. Discoveries go to
     /// the exploration memory from any reply. A failed call (a fallback) is
-    /// no response: the loop keeps waiting and the watchdog tiers run. A
+    /// no response: the loop keeps waiting and the watchdog tiers run —
+    /// unless the model answered with invalid tool calls: that is an answer
+    /// refused like an unsafe call (the action in progress ends, no new
+    /// decision for the refusal cooldown), and the next prompt says why
+    /// each call was rejected. A
     /// reply with only discoveries is an answer that leaves the action in
     /// progress running. Any other good one replaces the action in
     /// progress; `path_speed` sets a navigation goal's deadline.
@@ -34,7 +38,12 @@ impl LoopState {
         let ok = self.book_call(&reply, call, tick.now, out);
         let d = reply.decision;
         self.remember(&d, tick.pose, out);
+        self.note_rejected(&d, out);
         if !ok {
+            if !d.rejected.is_empty() {
+                self.finish_active(tick.pose, tick.now);
+                self.safety.hold_off(tick.now);
+            }
             return;
         }
         if d.action.is_communication() {
@@ -63,7 +72,8 @@ impl LoopState {
 
     /// Books a finished call: statistics, network latency, the scheduler,
     /// the planner record (and a fallback event). True when the call
-    /// succeeded.
+    /// succeeded. A reply with invalid tool calls only is a fallback, but
+    /// the model did answer: the network monitor and the watchdog hear it.
     fn book_call(
         &mut self,
         reply: &PlannerReply<ExploreDecision>,
@@ -74,14 +84,31 @@ impl LoopState {
         let r = &reply.record;
         self.stats.add_call(r);
         let ok = r.fallback.is_none();
+        let answered = ok || !reply.decision.rejected.is_empty();
         let latency_s = (now - call.started_s).max(r.latency_ms / 1000.0);
-        self.safety.call_finished(now, latency_s, ok);
+        self.safety.call_finished(now, latency_s, answered);
+        // every request the call made counts in the statistics line, not only its first
+        let sent = r.vlm_calls + r.vlm_failures;
+        if sent > 1 {
+            self.safety.extra_requests(now, sent - 1);
+        }
         out.tool = Some(reply.decision.action.name());
         out.planner = Some(PlannerRecord::of(r, decision_json(&reply.decision.action)));
         if let Some(reason) = &r.fallback {
             out.events.push(json!({"event": "fallback", "reason": reason}));
         }
         ok
+    }
+
+    /// Invalid tool calls of the reply: counted, logged, and kept for the
+    /// next prompt with the reason each was rejected.
+    fn note_rejected(&mut self, d: &ExploreDecision, out: &mut TickLog) {
+        for f in &d.rejected {
+            self.stats.invalid_tool_calls += 1;
+            out.events.push(json!({"event": "invalid_tool_call", "command": f.original_command,
+                                    "message": f.safety_message}));
+            self.rejected.push(rejected_line(f));
+        }
     }
 
     /// Discoveries and the perception sub-call's result go to the

@@ -40,6 +40,8 @@ pub(super) struct Run {
     paused: bool,
     /// The next tick's deadline (real-time pacing).
     deadline: tokio::time::Instant,
+    /// The watchdog tier and the pose of the last tick.
+    last: (WatchdogTier, Pose2),
 }
 
 /// What a tick has done by the time it is logged.
@@ -91,6 +93,7 @@ impl Run {
             tick: 0,
             paused: false,
             deadline: tokio::time::Instant::now(),
+            last: (WatchdogTier::Continue, start_pose),
         })
     }
 
@@ -185,6 +188,7 @@ impl Run {
             };
 
         let end = TickEnd { started, pose: sensed.pose, tier, guarded, published };
+        self.last = (tier, sensed.pose);
         self.log_step(robot, ctx, &end, out)?;
         self.pace().await;
         Ok(self.ended_after(&end))
@@ -225,13 +229,14 @@ impl Run {
         self.handoffs.close(robot, &mut events).await;
     }
 
-    /// The ends checked before a tick: shutdown, the time budget, and
-    /// exploration complete (once the last action is done).
+    /// The ends checked before a tick: shutdown, the time budget (a model
+    /// outage when the model had stopped answering), and exploration
+    /// complete (once the last action is done).
     fn ended_before(&self, signals: &ExploreSignals, elapsed: f64) -> Option<ExploreEnd> {
         if signals.shutdown.load(Ordering::SeqCst) {
             Some(ExploreEnd::Shutdown)
         } else if elapsed >= self.cfg.max_time_s {
-            Some(ExploreEnd::TimeLimit)
+            Some(self.budget_end(ExploreEnd::TimeLimit, self.last.0))
         } else if self.st.complete && self.cfg.stop_when_complete && self.st.active.is_idle() {
             Some(ExploreEnd::Complete)
         } else {
@@ -239,20 +244,31 @@ impl Run {
         }
     }
 
-    /// The ends checked after a tick: home again in RETURN_HOME, and the
-    /// decision budget spent with nothing left to do or wait for.
+    /// The ends checked after a tick: home again in RETURN_HOME (the model
+    /// stopped answering), and the decision budget spent with nothing left
+    /// to do or wait for.
     fn ended_after(&self, end: &TickEnd) -> Option<ExploreEnd> {
-        let home = end.pose.position().distance(self.start_pose.position()) <= self.cfg.goal_tolerance_m;
-        if end.tier == WatchdogTier::ReturnHome && home {
-            Some(ExploreEnd::ReturnedHome)
+        if end.tier == WatchdogTier::ReturnHome && self.at_home(end.pose) {
+            Some(ExploreEnd::ModelUnavailable)
         } else if self.st.stats.planner_calls >= self.cfg.max_decisions
             && self.calls.pending.is_none()
             && self.st.active.is_idle()
         {
-            Some(ExploreEnd::DecisionLimit)
+            Some(self.budget_end(ExploreEnd::DecisionLimit, end.tier))
         } else {
             None
         }
+    }
+
+    /// A budget's end, or a model outage when the watchdog was at
+    /// RETURN_HOME (the model had stopped answering) as the budget ran out.
+    fn budget_end(&self, budget: ExploreEnd, tier: WatchdogTier) -> ExploreEnd {
+        if tier == WatchdogTier::ReturnHome { ExploreEnd::ModelUnavailable } else { budget }
+    }
+
+    /// Within the goal tolerance of the start pose.
+    fn at_home(&self, pose: Pose2) -> bool {
+        pose.position().distance(self.start_pose.position()) <= self.cfg.goal_tolerance_m
     }
 
     /// Counts the tick and writes its step-log line.
@@ -312,12 +328,18 @@ impl Run {
         }
     }
 
-    /// The outcome of the run.
-    pub(super) fn finish(self, end: ExploreEnd) -> ExploreOutcome {
+    /// The outcome of the run, ended at loop time `now`; the run's
+    /// statistics line is logged.
+    pub(super) fn finish(self, end: ExploreEnd, now: f64) -> ExploreOutcome {
+        let at_home = self.at_home(self.last.1);
+        let stats_line = self.st.safety.run_stats_line(now);
+        tracing::info!("{stats_line}");
         let st = self.st;
         let mut stats = st.stats;
         stats.safety_overrides = st.safety.overrides();
         ExploreOutcome {
+            at_home,
+            stats_line,
             end,
             stats,
             memory: st.memory,

@@ -199,6 +199,7 @@ async fn snapshot<R: Robot + ?Sized>(
         previous_action: st.prev_action.clone(),
         previous_result: st.prev_result.clone(),
         in_progress: st.outcome.as_ref().filter(|_| !st.active.is_idle()).map(|o| o.call.summary()),
+        rejected: std::mem::take(&mut st.rejected),
         memory_text: st.memory.prompt_text(memory_parts(st)),
         frontiers,
         detections,

@@ -28,6 +28,8 @@ pub(super) struct LoopState {
     pub(super) motion: MotionReport,
     pub(super) prev_action: Option<String>,
     pub(super) prev_result: Option<String>,
+    /// Rejected tool calls not yet shown to the model, one line each.
+    pub(super) rejected: Vec<String>,
     /// The model called `stop_robot(exploration_complete)`.
     pub(super) complete: bool,
 }
@@ -46,6 +48,7 @@ impl LoopState {
             motion: MotionReport::default(),
             prev_action: None,
             prev_result: None,
+            rejected: Vec::new(),
             complete: false,
         }
     }

@@ -26,15 +26,31 @@ pub fn tools_instruction(tools: &[&ToolSpec]) -> String {
     s
 }
 
-/// The JSON schema of one call of `tools`: `name` one of theirs, `arguments`
-/// an object.
+/// The JSON schema of one call of `tools`: one branch per tool (`anyOf`),
+/// whose `name` is that tool's and whose `arguments` follow that tool's
+/// parameter schema, so a server that constrains its output to the schema
+/// (llama.cpp's grammar, vLLM's guided decoding) can only produce a call of
+/// a listed tool with arguments in shape — `rotate` by an allowed angle,
+/// `move_toward` in a listed direction. A tool without an object schema
+/// takes any object.
 pub fn call_schema(tools: &[&ToolSpec]) -> Value {
-    let names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
-    json!({
-        "type": "object",
-        "properties": {"name": {"type": "string", "enum": names}, "arguments": {"type": "object"}},
-        "required": ["name", "arguments"],
-    })
+    let branches: Vec<Value> = tools
+        .iter()
+        .map(|t| {
+            let arguments = if t.parameters.get("type").and_then(Value::as_str) == Some("object") {
+                t.parameters.clone()
+            } else {
+                json!({"type": "object"})
+            };
+            json!({
+                "type": "object",
+                "properties": {"name": {"type": "string", "enum": [t.name]}, "arguments": arguments},
+                "required": ["name", "arguments"],
+                "additionalProperties": false,
+            })
+        })
+        .collect();
+    json!({"anyOf": branches})
 }
 
 /// The last JSON object in `text` that names one of `names` (`name`, or
@@ -78,6 +94,25 @@ fn call_of(v: &Value, names: &[&str]) -> Option<RawToolCall> {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    #[test]
+    fn the_call_schema_has_each_tools_own_arguments() {
+        let rotate = ToolSpec::new(
+            "rotate",
+            "Turn.",
+            json!({"type": "object", "properties": {"degrees": {"type": "integer", "enum": [-90, 90]}},
+                   "required": ["degrees"], "additionalProperties": false}),
+        );
+        let stop = ToolSpec::new("stop_robot", "Stop.", json!({}));
+        let schema = call_schema(&[&rotate, &stop]);
+        let branches = schema["anyOf"].as_array().expect("one branch per tool");
+        assert_eq!(branches.len(), 2);
+        assert_eq!(branches[0]["properties"]["name"]["enum"], json!(["rotate"]));
+        assert_eq!(branches[0]["properties"]["arguments"]["properties"]["degrees"]["enum"], json!([-90, 90]));
+        assert_eq!(branches[1]["properties"]["name"]["enum"], json!(["stop_robot"]));
+        assert_eq!(branches[1]["properties"]["arguments"], json!({"type": "object"}));
+        assert!(branches.iter().all(|b| b["required"] == json!(["name", "arguments"])));
+    }
 
     #[test]
     fn finds_the_last_call_after_reasoning() {
