@@ -99,7 +99,7 @@ pub(super) async fn run(
     let stop = hal.stop_handle();
     let clock = hal.clock();
     let url = setup.robot.url.trim().to_string();
-    eprintln!(
+    crate::exit::diag!(
         "nav rosmaster: objectnav: looking for {:?} (up to {} steps, {:.0} s); each step is a closed-loop \
          motion under the safety guard, each planner call a 12-view panorama turned on the spot; Ctrl-C stops \
          the robot",
