@@ -60,8 +60,19 @@ pub const MAX_GROUNDING_BYTES: u64 = 16 << 20;
 
 /// Reads a whole UTF-8 file of at most `limit` bytes, naming it in the
 /// error (a larger file is an error naming the limit).
+/// Anything but a regular file (a FIFO, a device, a folder) is an
+/// `InvalidInput` error before it is opened: opening a FIFO that has no
+/// writer would block forever.
 pub(crate) fn read_text(path: &Path, limit: u64) -> Result<String, MemoryError> {
-    std::fs::File::open(path)
+    std::fs::metadata(path)
+        .and_then(|m| {
+            if m.is_file() {
+                Ok(())
+            } else {
+                Err(std::io::Error::new(std::io::ErrorKind::InvalidInput, "not a regular file"))
+            }
+        })
+        .and_then(|()| std::fs::File::open(path))
         .and_then(|f| nav_core::bounded::read_to_string_limited(f, limit))
         .map_err(|source| MemoryError::Io { op: "reading", path: path.to_path_buf(), source })
 }

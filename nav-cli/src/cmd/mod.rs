@@ -171,3 +171,17 @@ impl RecordArgs {
 pub fn finish_recording(r: &crate::record::Recording) -> Result<crate::record::RecordStats, Exit> {
     r.finish().map_err(crate::exit::internal)
 }
+
+/// Opens `path` for reading when it is a regular file (links followed).
+/// Anything else — a FIFO, a socket, a device, a directory — is an
+/// `InvalidInput` error before it is opened: opening a FIFO that has no
+/// writer blocks forever.
+pub fn open_regular(path: &Path) -> std::io::Result<std::fs::File> {
+    if !std::fs::metadata(path)?.is_file() {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            "not a regular file (a FIFO, device or folder cannot be read here)",
+        ));
+    }
+    std::fs::File::open(path)
+}
