@@ -292,6 +292,11 @@ pub struct RunSummary {
     /// Per-backend call statistics (seed 002 adapter statistics).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub backends: Vec<BackendSummary>,
+    /// An output of the episode that could not be written (the
+    /// `--memory-file` save on a full or read-only disk). The episode's
+    /// result stands; `nav run` prints it, then exits 3 with this message.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_error: Option<String>,
 }
 
 impl RunSummary {
@@ -443,6 +448,8 @@ struct LoopResult {
     /// Final stuck counter and its limit (the seed's Stuck Recovery
     /// criterion, candidates protocol).
     stuck_recovery: Option<(u32, u32)>,
+    /// An output that could not be written (the `--memory-file` save).
+    output_error: Option<String>,
 }
 
 /// Runs one episode (see the module docs). `log` receives the step log;
@@ -636,6 +643,7 @@ async fn objectnav_episode(
         explores: false,
         coverage: None,
         stuck_recovery: None,
+        output_error: None,
     })
 }
 
@@ -711,6 +719,7 @@ async fn candidates_episode(
         explores: arena.goal.is_none(),
         coverage: Some(out.coverage),
         stuck_recovery: Some((out.stuck_counter, cfg_max_stuck)),
+        output_error: None,
     })
 }
 
@@ -745,9 +754,9 @@ async fn explore_episode(
         lp = lp.with_memory(memory);
     }
     let out = lp.run(hal, ctx).await?;
-    if let Some(path) = &spec.memory_file {
-        out.memory.save(path).map_err(|e| EpisodeError::Spec(format!("--memory-file: {e}")))?;
-    }
+    // a save that fails (a full or read-only disk) leaves the episode's result standing: the caller reports it
+    let output_error = spec.memory_file.as_ref().and_then(|path| out.memory.save(path).err());
+    let output_error = output_error.map(|e| format!("--memory-file: {e}"));
     Ok(LoopResult {
         stats: out.stats,
         end: out.end.as_str().into(),
@@ -755,6 +764,7 @@ async fn explore_episode(
         explores: true,
         coverage: None,
         stuck_recovery: None,
+        output_error,
     })
 }
 
@@ -913,6 +923,7 @@ fn judge(j: Judged<'_>, hal: &SimHal, run: LoopResult) -> RunSummary {
         criteria,
         vlm_failures: stats.vlm_failures,
         backends: Vec::new(),
+        output_error: run.output_error,
     }
 }
 
