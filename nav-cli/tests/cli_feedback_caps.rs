@@ -73,8 +73,11 @@ fn dropped_lines_are_named_and_typed_status_is_kept() {
     assert!(json.contains("- Success ] : found the tv"), "{json}");
     // a file entry in an unknown category: dropped with a warning naming the line
     let file = dir.join("fb.jsonl");
-    std::fs::write(&file, "{\"step_id\": 1, \"status\": \"WiP\", \"feedback\": {\"spacial\": \"x\", \"spatial\": \"y\"}}\n")
-        .unwrap();
+    std::fs::write(
+        &file,
+        "{\"step_id\": 1, \"status\": \"WiP\", \"feedback\": {\"spacial\": \"x\", \"spatial\": \"y\"}}\n",
+    )
+    .unwrap();
     let o = run_in(dir, "typed", file.to_str().unwrap(), None);
     assert!(matches!(o.code, Some(0 | 1)), "{o:?}");
     assert!(o.stderr.contains("fb.jsonl line 1") && o.stderr.contains("\"spacial\" dropped"), "{o:?}");
@@ -84,11 +87,8 @@ fn dropped_lines_are_named_and_typed_status_is_kept() {
 fn an_overlong_experiment_name_is_refused_before_the_episode() {
     let tmp = tempfile::tempdir().unwrap();
     let name = "e".repeat(256);
-    let o = limited::nav_limited(
-        &["run", "--experiment", &name, "--logs-dir", tmp.path().to_str().unwrap()],
-        None,
-        WALL,
-    );
+    let o =
+        limited::nav_limited(&["run", "--experiment", &name, "--logs-dir", tmp.path().to_str().unwrap()], None, WALL);
     assert_eq!(o.code, Some(2), "{o:?}");
     assert!(o.stderr.contains("255") && !o.stderr.contains("internal error"), "{o:?}");
 }

@@ -123,7 +123,8 @@ fn a_memory_file_or_picture_that_cannot_be_written_is_exit_3_after_the_summary()
     let not_a_dir = dir.path().join("plain.txt");
     std::fs::write(&not_a_dir, "a file, not a folder").unwrap();
     let memory = not_a_dir.join("session.yaml");
-    let o = nav(&["run", "--protocol", "explore", "--max-steps", "4", "--json", "--memory-file", memory.to_str().unwrap()]);
+    let o =
+        nav(&["run", "--protocol", "explore", "--max-steps", "4", "--json", "--memory-file", memory.to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
     assert!(stderr(&o).contains("--memory-file"), "{}", stderr(&o));
     let summary: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();

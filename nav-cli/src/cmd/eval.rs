@@ -200,8 +200,7 @@ fn check_summary(s: &RunSummary) -> Result<(), String> {
     if let Some((k, v)) = unit.iter().find(|(_, v)| !(0.0..=1.0).contains(v)) {
         return Err(format!("{k} {v} is outside [0, 1]"));
     }
-    let positive =
-        [("path_length_m", s.path_length_m), ("wall_ms", s.wall_ms), ("cost_usd", s.cost_usd)];
+    let positive = [("path_length_m", s.path_length_m), ("wall_ms", s.wall_ms), ("cost_usd", s.cost_usd)];
     let optional = [("geodesic_m", s.geodesic_m), ("median_overhead_ms", s.median_overhead_ms)];
     let all = positive.into_iter().chain(optional.into_iter().filter_map(|(k, v)| v.map(|v| (k, v))));
     for (k, v) in all {

@@ -391,7 +391,10 @@ async fn announce(hal: &mut RosbridgeHal, setup: &Setup, dry_run: bool, explore:
         crate::exit::diag!("nav rosmaster: {e}: the robot holds still until the LiDAR sends valid scans");
     }
     if dry_run {
-        crate::exit::diag!("nav rosmaster: DRY RUN: nothing is published on {}; commands are printed instead", c.topics.cmd_vel);
+        crate::exit::diag!(
+            "nav rosmaster: DRY RUN: nothing is published on {}; commands are printed instead",
+            c.topics.cmd_vel
+        );
     }
     let planner = if setup.vlm.is_some() { "vlm" } else { "offline" };
     if !explore {
@@ -406,7 +409,8 @@ async fn announce(hal: &mut RosbridgeHal, setup: &Setup, dry_run: bool, explore:
         (Nav2Mode::Auto, Some(Ok(()))) => crate::exit::diag!(
             "nav rosmaster: Nav2 found ({}): navigation goals go to Nav2 on {}; navkit publishes no cmd_vel while \
              Nav2 drives and cancels the goal on any safety stop",
-            c.topics.nav2_status, c.topics.goal
+            c.topics.nav2_status,
+            c.topics.goal
         ),
         (Nav2Mode::Auto, Some(Err(why))) => {
             crate::exit::diag!("nav rosmaster: Nav2 not found ({why}): navkit drives its own paths")
@@ -418,7 +422,8 @@ async fn announce(hal: &mut RosbridgeHal, setup: &Setup, dry_run: bool, explore:
     crate::exit::diag!(
         "nav rosmaster: exploring with the {planner} planner for up to {:.0} s; pause with {} (std_msgs/Bool); \
          Ctrl-C stops the robot",
-        setup.explore.max_time_s, c.topics.pause
+        setup.explore.max_time_s,
+        c.topics.pause
     );
 }
 

@@ -311,7 +311,8 @@ impl<'a> Fields<'a> {
     fn string(&mut self) -> Result<String, String> {
         let len = self.u32()?;
         let raw = self.bytes(u64::from(len))?;
-        String::from_utf8(raw.to_vec()).map_err(|_| format!("corrupt MCAP recording: a {} record's text is not UTF-8", self.record))
+        String::from_utf8(raw.to_vec())
+            .map_err(|_| format!("corrupt MCAP recording: a {} record's text is not UTF-8", self.record))
     }
 
     fn rest(&self) -> &'a [u8] {
@@ -355,7 +356,14 @@ mod tests {
     }
 
     fn channel(id: u16, topic: &str) -> Vec<u8> {
-        let body = [id.to_le_bytes().to_vec(), 0u16.to_le_bytes().to_vec(), string(topic), string("json"), 0u32.to_le_bytes().to_vec()].concat();
+        let body = [
+            id.to_le_bytes().to_vec(),
+            0u16.to_le_bytes().to_vec(),
+            string(topic),
+            string("json"),
+            0u32.to_le_bytes().to_vec(),
+        ]
+        .concat();
         rec(OP_CHANNEL, &body)
     }
 

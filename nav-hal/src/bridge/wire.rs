@@ -443,8 +443,12 @@ pub(crate) fn decode_rgb(
             if (hw as usize, hh as usize) != (*width, *height) {
                 return Err(protocol(format!("rgb: PNG is {hw}x{hh} but the message says {width}x{height}")));
             }
-            crate::picture::decode_image_bounded(&bytes, Some(image::ImageFormat::Png), crate::picture::MAX_FRAME_PIXELS)
-                .map_err(|e| protocol(format!("rgb: bad PNG: {e}")))?
+            crate::picture::decode_image_bounded(
+                &bytes,
+                Some(image::ImageFormat::Png),
+                crate::picture::MAX_FRAME_PIXELS,
+            )
+            .map_err(|e| protocol(format!("rgb: bad PNG: {e}")))?
         }
         WireImage::Raw { shape, data } => {
             let [h, w, c] = *shape;
@@ -587,8 +591,11 @@ mod tests {
         assert!(decode_rgb(&png, 60.0, 0.0, &mut PixelBudget::reply()).unwrap_err().to_string().contains("limit"));
         // ... or stated small: the header is read before decoding
         let png = WireImage::Png { width: 2, height: 2, data: b64(&png_claiming(13_000, 13_000)) };
-        assert!(decode_rgb(&png, 60.0, 0.0, &mut PixelBudget::reply()).unwrap_err().to_string().contains("13000x13000"));
-        let e = crate::picture::decode_image_bounded(&png_claiming(13_000, 13_000), None, crate::picture::MAX_FRAME_PIXELS);
+        assert!(
+            decode_rgb(&png, 60.0, 0.0, &mut PixelBudget::reply()).unwrap_err().to_string().contains("13000x13000")
+        );
+        let e =
+            crate::picture::decode_image_bounded(&png_claiming(13_000, 13_000), None, crate::picture::MAX_FRAME_PIXELS);
         assert!(e.unwrap_err().to_string().contains("limit"));
         // a reply's frames share one budget
         let mut budget = PixelBudget::reply();

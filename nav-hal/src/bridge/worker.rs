@@ -166,8 +166,15 @@ impl BridgeWorker {
             BridgeEndpoint::Tcp(addr) => Transport::connect(addr, &tc).await?,
         };
         let placeholder = WorkerInfo { name: String::new(), version: String::new(), ops: Vec::new() };
-        let mut w =
-            Self { transport, config, info: placeholder, next_id: 1, broken: None, closed: false, timeouts_in_a_row: 0 };
+        let mut w = Self {
+            transport,
+            config,
+            info: placeholder,
+            next_id: 1,
+            broken: None,
+            closed: false,
+            timeouts_in_a_row: 0,
+        };
         let mut fields = Map::new();
         fields.insert("protocol".into(), json!(PROTOCOL));
         fields.insert("version".into(), json!(VERSION));

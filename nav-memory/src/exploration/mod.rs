@@ -465,8 +465,11 @@ impl ExplorationMemory {
         let path = path.as_ref();
         let what = "exploration memory";
         let text = read_checked(path)?;
-        let snap: ExplorationIn = serde_json::from_str(&text)
-            .map_err(|source| MemoryError::Parse { what, path: path.to_path_buf(), source })?;
+        let snap: ExplorationIn = serde_json::from_str(&text).map_err(|source| MemoryError::Parse {
+            what,
+            path: path.to_path_buf(),
+            source,
+        })?;
         snap.check(path)
     }
 

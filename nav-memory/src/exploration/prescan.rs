@@ -66,8 +66,7 @@ pub fn check(text: &str) -> Result<(), String> {
 fn opens_block_scalar(rest: &str) -> bool {
     let t = rest.trim_end();
     let head = t.trim_end_matches(|c: char| c == '-' || c == '+' || c.is_ascii_digit());
-    (head.ends_with('|') || head.ends_with('>'))
-        && (head.len() == 1 || head[..head.len() - 1].ends_with([' ', '\t']))
+    (head.ends_with('|') || head.ends_with('>')) && (head.len() == 1 || head[..head.len() - 1].ends_with([' ', '\t']))
 }
 
 /// One line's items and the flow depth after it (quotes and comments

@@ -247,10 +247,10 @@ mod tests {
         assert!(note.unwrap().contains("oldest"));
         assert!(kept.contains("#### Spatial") && kept.contains("#### General\n- newest rule"));
         assert!(kept.contains("fact number 299") && !kept.contains("fact number 0\n"));
-        let p = system_prompt(crate::protocol::prompts::OBJECTNAV_SYSTEM, &SystemPromptOptions {
-            grounding: Some(g),
-            verbalized_entropy: false,
-        });
+        let p = system_prompt(
+            crate::protocol::prompts::OBJECTNAV_SYSTEM,
+            &SystemPromptOptions { grounding: Some(g), verbalized_entropy: false },
+        );
         assert!(p.len() < crate::protocol::prompts::OBJECTNAV_SYSTEM.len() + MAX_GROUNDING_CHARS + 100);
         // one huge line: cut at the limit, on a character boundary
         let (kept, note) = cap_grounding(&"é".repeat(5_000));

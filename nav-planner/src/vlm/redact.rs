@@ -184,8 +184,7 @@ fn redact_altered(text: &str, secret: &str) -> String {
             hide.extend(text.match_indices(piece).map(|(i, m)| (i, i + m.len())));
         }
     }
-    let holds_piece =
-        |bytes: &[u8]| pieces.iter().any(|(len, set)| bytes.windows(*len).any(|w| set.contains(w)));
+    let holds_piece = |bytes: &[u8]| pieces.iter().any(|(len, set)| bytes.windows(*len).any(|w| set.contains(w)));
     for (start, end) in encoded_runs(text) {
         if decodings(&text[start..end]).iter().any(|d| holds_piece(d)) {
             hide.push((start, end));
@@ -262,7 +261,8 @@ fn decodings(run: &str) -> Vec<Vec<u8>> {
     }
     if core.bytes().all(|b| b.is_ascii_hexdigit()) {
         for skip in 0..2.min(core.len()) {
-            let digits: Vec<u8> = core.bytes().skip(skip).filter_map(|b| (b as char).to_digit(16)).map(|d| d as u8).collect();
+            let digits: Vec<u8> =
+                core.bytes().skip(skip).filter_map(|b| (b as char).to_digit(16)).map(|d| d as u8).collect();
             out.push(digits.chunks_exact(2).map(|p| (p[0] << 4) | p[1]).collect());
         }
     }
