@@ -95,9 +95,11 @@ pub fn steps_from_bytes(bytes: &[u8]) -> Result<Vec<StepRecord>, String> {
     Ok(reader.steps)
 }
 
-/// The record at `at` (opcode, body, where the next one starts), its length
-/// checked against `end`; `None` at `end`.
-fn record_at(bytes: &[u8], at: usize, end: usize) -> Result<Option<(u8, &[u8], usize)>, String> {
+/// One record: opcode, body, and where the next record starts.
+type Record<'a> = (u8, &'a [u8], usize);
+
+/// The record at `at`, its length checked against `end`; `None` at `end`.
+fn record_at(bytes: &[u8], at: usize, end: usize) -> Result<Option<Record<'_>>, String> {
     if at == end {
         return Ok(None);
     }
