@@ -172,16 +172,11 @@ pub fn finish_recording(r: &crate::record::Recording) -> Result<crate::record::R
     r.finish().map_err(crate::exit::internal)
 }
 
-/// Opens `path` for reading when it is a regular file (links followed).
-/// Anything else — a FIFO, a socket, a device, a directory — is an
+/// Opens `path` for reading unless it is a FIFO or a socket (an
 /// `InvalidInput` error before it is opened: opening a FIFO that has no
-/// writer blocks forever.
+/// writer blocks forever). A device such as `/dev/zero` is opened; its
+/// reader's limit ends it.
 pub fn open_regular(path: &Path) -> std::io::Result<std::fs::File> {
-    if !std::fs::metadata(path)?.is_file() {
-        return Err(std::io::Error::new(
-            std::io::ErrorKind::InvalidInput,
-            "not a regular file (a FIFO, device or folder cannot be read here)",
-        ));
-    }
+    nav_memory::snapshot::refuse_fifo(path)?;
     std::fs::File::open(path)
 }
