@@ -68,6 +68,25 @@ pub fn print(text: &str) -> Result<(), Exit> {
         .map_err(|e| write_error(STDOUT, &e))
 }
 
+/// Writes `text` and a newline to standard error. Never panics (unlike
+/// `eprintln!`, which panics when standard error is full or closed): a
+/// diagnostic that cannot be written is dropped, since there is nowhere
+/// left to report it, and the command's output and exit code stand.
+pub fn diag_line(text: &str) {
+    use std::io::Write;
+    let mut err = std::io::stderr().lock();
+    let _ = err.write_all(text.as_bytes()).and_then(|()| err.write_all(b"\n")).and_then(|()| err.flush());
+}
+
+/// `eprintln!` through [`diag_line`]: a full or closed standard error never
+/// panics. Every diagnostic of `nav` goes through it.
+macro_rules! diag {
+    ($($arg:tt)*) => {
+        $crate::exit::diag_line(&format!($($arg)*))
+    };
+}
+pub(crate) use diag;
+
 /// A single-threaded tokio runtime for a command.
 pub fn runtime() -> Result<tokio::runtime::Runtime, Exit> {
     tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(internal)

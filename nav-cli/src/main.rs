@@ -17,6 +17,8 @@
 // section names such as [habitat] and placeholders such as proc_<seed> are
 // literal; rustdoc must not read them as links or HTML.
 #![allow(rustdoc::broken_intra_doc_links, rustdoc::invalid_html_tags)]
+// diagnostics go through `exit::diag!` and output through `exit::print`: neither panics on a full or closed stream
+#![deny(clippy::print_stderr, clippy::print_stdout)]
 
 mod cmd;
 mod config;
@@ -79,6 +81,8 @@ fn init_tracing(verbose: u8) {
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
+        // its fallback for a failed write is `eprintln!`, which panics on a full stderr
+        .log_internal_errors(false)
         .with_target(false)
         .with_ansi(ansi)
         .try_init();

@@ -38,7 +38,11 @@ pub fn draw(arena: &Arena, records: &[StepRecord], title: &str, path: &Path) -> 
     if records.iter().any(|r| r.place_id.is_some()) {
         pic = pic.with_anchors(anchors);
     }
-    pic.save(path).map_err(|e| usage(format!("--plot {}: {e}", path.display())))
+    pic.save(path).map_err(|e| match e {
+        // writing the picture is output: a full or read-only disk is exit 3
+        nav_hal::HalError::Io { .. } => Exit::Output(format!("writing --plot {}: {e}", path.display())),
+        e => usage(format!("--plot {}: {e}", path.display())),
+    })
 }
 
 fn to_arena(start: Pose2, local: Pose2) -> Point2 {

@@ -120,7 +120,13 @@ fn two_episodes_feedback_then_grounding_in_the_next_system_prompt() {
         let p = ok(&nav_in(dir, &["prompt", "--experiment", "demo", "--protocol", protocol]));
         let body: serde_json::Value = serde_json::from_str(&p).unwrap();
         let system = body["system"].as_str().unwrap();
-        assert!(system.ends_with(&section), "{protocol}: {system}");
+        // in its slot before the output-format rule, which stays last
+        assert!(system.contains(&format!("{section}\n\n")), "{protocol}: {system}");
+        let rule = ["Rules:\n", "OUTPUT: exactly one JSON", "First say in 1-3 sentences"]
+            .iter()
+            .find_map(|r| system.find(r))
+            .unwrap();
+        assert!(system.find(&section).unwrap() < rule, "{protocol}: {system}");
     }
     // an episode without feedback leaves grounding_latest as it was
     assert_eq!(
@@ -134,7 +140,8 @@ fn two_episodes_feedback_then_grounding_in_the_next_system_prompt() {
     let p = ok(&nav_in(dir, &["prompt", "--experiment", "demo", "--verbalized-entropy"]));
     let body: serde_json::Value = serde_json::from_str(&p).unwrap();
     let system = body["system"].as_str().unwrap();
-    assert!(system.contains(&format!("{section}\n\n### Verbalized uncertainty\n")), "{system}");
+    let (g, v) = (system.find(&section).unwrap(), system.find("\n\n### Verbalized uncertainty\n").unwrap());
+    assert!(g < v, "{system}");
 
     // nav grounding generate rewrites a saved episode's final grounding (offline summary here)
     let ep1_json = ep1.join("grounding_episode_1.json");
@@ -163,7 +170,7 @@ fn config_files_are_relative_to_the_config_file_and_bad_ones_are_skipped() {
     .unwrap();
     let o = nav_in(dir, &["prompt", "--protocol", "explore", "--config", "conf/nav.toml"]);
     let body: serde_json::Value = serde_json::from_str(&ok(&o)).unwrap();
-    assert!(body["system"].as_str().unwrap().ends_with("earlier episodes\nNever enter the garage."));
+    assert!(body["system"].as_str().unwrap().contains("earlier episodes\nNever enter the garage.\n\nFirst say"));
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(err.contains("latin1.txt") && err.contains("not UTF-8"), "{err}");
     // save_format = "json": only the JSON files

@@ -56,3 +56,82 @@ fn a_bad_file_or_a_misplaced_flag_is_a_usage_error() {
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
     assert!(stderr(&out).contains("--protocol explore"), "{}", stderr(&out));
 }
+
+#[path = "support/limited.rs"]
+mod limited;
+
+/// A real saved session's text, made once.
+fn saved_session() -> String {
+    static TEXT: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    TEXT.get_or_init(|| {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.yaml");
+        let o = explore(path.to_str().unwrap());
+        assert!(o.status.code().is_some_and(|c| c <= 1), "{}", stderr(&o));
+        std::fs::read_to_string(&path).unwrap()
+    })
+    .clone()
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig { cases: 12, failure_persistence: None, ..Default::default() })]
+
+    /// Deep nesting, huge item counts and non-finite coordinates are each
+    /// exit 2 naming the file, quickly, under a 4 GiB address-space limit.
+    #[test]
+    fn hostile_memory_files_are_exit_2(
+        kind in 0u8..4,
+        depth in 33usize..60_000,
+        items in 20_001usize..150_000,
+        bad in proptest::sample::select(vec![".nan", ".inf", "-.inf", ".NaN"]),
+    ) {
+        let text = match kind {
+            0 => format!("format: navkit-exploration\nversion: 1\nexploration: {}", "[".repeat(depth)),
+            1 => format!(
+                "format: navkit-exploration\nversion: 1\nexploration:\n{}",
+                (0..depth.min(2000)).map(|i| format!("{}- x\n", " ".repeat(2 * i))).collect::<String>()
+            ),
+            2 => format!("format: navkit-exploration\nversion: 1\nexploration:\n  rooms:\n{}", "  - 1\n".repeat(items)),
+            _ => {
+                let s = saved_session();
+                // the first coordinate of the file (a room's entry point)
+                let at = s.find("x: ").unwrap() + 3;
+                let end = at + s[at..].find('\n').unwrap();
+                format!("{}{bad}{}", &s[..at], &s[end..])
+            }
+        };
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("hostile.yaml");
+        std::fs::write(&path, &text).unwrap();
+        let p = path.to_str().unwrap();
+        let o = limited::nav_limited(
+            &["run", "--protocol", "explore", "--max-steps", "4", "--memory-file", p],
+            None,
+            std::time::Duration::from_secs(30),
+        );
+        proptest::prop_assert_eq!(o.code, Some(2), "{:?}", o);
+        proptest::prop_assert!(o.stderr.contains("hostile.yaml"), "{}", o.stderr);
+        proptest::prop_assert!(o.secs < 20.0, "{} s", o.secs);
+        // and it is left as it was, never saved back
+        proptest::prop_assert_eq!(std::fs::read_to_string(&path).unwrap(), text);
+    }
+}
+
+#[test]
+fn a_memory_file_or_picture_that_cannot_be_written_is_exit_3_after_the_summary() {
+    let dir = tempfile::tempdir().unwrap();
+    let not_a_dir = dir.path().join("plain.txt");
+    std::fs::write(&not_a_dir, "a file, not a folder").unwrap();
+    let memory = not_a_dir.join("session.yaml");
+    let o =
+        nav(&["run", "--protocol", "explore", "--max-steps", "4", "--json", "--memory-file", memory.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
+    assert!(stderr(&o).contains("--memory-file"), "{}", stderr(&o));
+    let summary: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert!(summary["output_error"].as_str().is_some_and(|e| e.contains("plain.txt")), "{summary}");
+    let plot = not_a_dir.join("x.svg");
+    let o = nav(&["run", "--max-steps", "4", "--plot", plot.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("picture"), "the summary was printed first");
+    assert!(stderr(&o).contains("--plot"), "{}", stderr(&o));
+}

@@ -60,9 +60,10 @@ impl RgbFrame {
         Self { width, height, data }
     }
 
-    /// Wraps an existing RGB8 buffer, checking its length.
+    /// Wraps an existing RGB8 buffer, checking its length (a shape whose
+    /// byte count does not fit in `usize` is an error too).
     pub fn from_raw(width: usize, height: usize, data: Vec<u8>) -> Result<Self, CoreError> {
-        if data.len() != width * height * 3 {
+        if Some(data.len()) != width.checked_mul(height).and_then(|n| n.checked_mul(3)) {
             return Err(CoreError::ImageSize { len: data.len(), width, height, channels: 3 });
         }
         Ok(Self { width, height, data })
@@ -245,5 +246,8 @@ mod tests {
         f.arrow(5.0, 5.0, 5.0, 5.0, 1.0, Rgb::WHITE);
         assert_eq!(f.get(5, 5), Some(Rgb::WHITE));
         assert!(RgbFrame::from_raw(2, 2, vec![0; 11]).is_err());
+        // a shape whose byte count wraps: 2^32 * 2^32 * 3 is 0 modulo 2^64
+        assert!(RgbFrame::from_raw(1 << 32, 1 << 32, Vec::new()).is_err());
+        assert!(RgbFrame::from_raw(usize::MAX, 1, Vec::new()).is_err());
     }
 }

@@ -99,6 +99,23 @@ async fn timeouts_garbage_and_crashes_are_errors_not_hangs() {
 }
 
 #[tokio::test]
+async fn a_worker_that_keeps_timing_out_is_given_up() {
+    let ep = BridgeEndpoint::Command(script_command("faulty_worker.py", &["--slow-s", "1.5"]));
+    let cfg = WorkerConfig { request_timeout_s: 0.3, ..fast() };
+    let mut w = BridgeWorker::connect(&ep, "detector", "detect", cfg).await.expect("worker starts");
+    let (frame, depth) = red_box_view();
+    for _ in 0..nav_hal::bridge::MAX_TIMEOUTS_IN_A_ROW {
+        let err = w.call("detect", detect_fields("slow", &frame, &depth)).await.unwrap_err();
+        assert!(matches!(err, HalError::Timeout { .. }), "{err}");
+    }
+    // then every call fails at once, naming why, instead of waiting out the timeout again
+    let started = std::time::Instant::now();
+    let err = w.call("detect", detect_fields("red box", &frame, &depth)).await.unwrap_err();
+    assert!(started.elapsed() < std::time::Duration::from_millis(250), "{:?}", started.elapsed());
+    assert!(matches!(&err, HalError::Disconnected { reason, .. } if reason.contains("timed out")), "{err}");
+}
+
+#[tokio::test]
 async fn a_missing_program_is_an_error() {
     let ep = BridgeEndpoint::Command(BridgeCommand::new("/nonexistent/navkit-detector"));
     let err = BridgeWorker::connect(&ep, "detector", "detect", fast()).await.unwrap_err();

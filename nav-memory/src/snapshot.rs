@@ -60,10 +60,36 @@ pub const MAX_GROUNDING_BYTES: u64 = 16 << 20;
 
 /// Reads a whole UTF-8 file of at most `limit` bytes, naming it in the
 /// error (a larger file is an error naming the limit).
+/// A FIFO or a socket is an `InvalidInput` error before it is opened:
+/// opening a FIFO that has no writer would block forever (a device such as
+/// `/dev/zero` is read, up to the limit).
 pub(crate) fn read_text(path: &Path, limit: u64) -> Result<String, MemoryError> {
-    std::fs::File::open(path)
+    refuse_fifo(path)
+        .and_then(|()| std::fs::File::open(path))
         .and_then(|f| nav_core::bounded::read_to_string_limited(f, limit))
         .map_err(|source| MemoryError::Io { op: "reading", path: path.to_path_buf(), source })
+}
+
+/// An `InvalidInput` error for a FIFO or a socket at `path` (links
+/// followed); `Ok` for anything else, a missing file included (its open
+/// then names the problem).
+pub fn refuse_fifo(path: &Path) -> std::io::Result<()> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::FileTypeExt;
+        if let Ok(m) = std::fs::metadata(path) {
+            let t = m.file_type();
+            if t.is_fifo() || t.is_socket() {
+                return Err(std::io::Error::new(
+                    std::io::ErrorKind::InvalidInput,
+                    "a FIFO or socket, not a regular file (it is not read: it could block forever)",
+                ));
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = path;
+    Ok(())
 }
 
 /// Serializes `value` as pretty JSON and writes it atomically.

@@ -164,10 +164,13 @@ impl std::str::FromStr for Shard {
 /// is a few KiB).
 const MAX_SUMMARY_LINE_BYTES: u64 = 1 << 20;
 
-/// The summaries in a `--jsonl` file; a line that is not a summary is bad
-/// input naming the file and line. A missing file is empty with `missing_ok`.
+/// The summaries in a `--jsonl` file; a line that is not a summary, or a
+/// summary with a value out of its range (an SPL outside [0, 1]), is bad
+/// input naming the file and line, and so is a path that is not a regular
+/// file (a FIFO with no writer would block forever). A missing file is
+/// empty with `missing_ok`.
 fn read_summaries(path: &std::path::Path, missing_ok: bool) -> Result<Vec<RunSummary>, Exit> {
-    let file = match std::fs::File::open(path) {
+    let file = match super::open_regular(path) {
         Ok(f) => f,
         Err(e) if missing_ok && e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
         Err(e) => return Err(usage(format!("{}: {e}", path.display()))),
@@ -187,28 +190,50 @@ fn read_summaries(path: &std::path::Path, missing_ok: bool) -> Result<Vec<RunSum
         }
         let s: RunSummary = serde_json::from_slice(&buf)
             .map_err(|e| usage(format!("{}, line {line}: not an episode summary: {e}", path.display())))?;
+        check_summary(&s).map_err(|e| usage(format!("{}, line {line}: {e}", path.display())))?;
         out.push(s);
     }
     Ok(out)
 }
 
-/// `nav eval merge`: one report from many JSON-lines files.
-fn merge(args: &MergeArgs) -> CmdResult {
-    let mut seen = std::collections::HashSet::new();
-    let mut summaries = Vec::new();
-    let mut duplicates = 0usize;
-    for path in &args.files {
-        for s in read_summaries(path, false)? {
-            if seen.insert(EpisodeKey::of_summary(&s)) {
-                summaries.push(s);
-            } else {
-                duplicates += 1;
-            }
+/// The ranges a summary's values must lie in (what an episode can
+/// produce): SPL and coverage in [0, 1], lengths, times and costs finite
+/// and not negative.
+fn check_summary(s: &RunSummary) -> Result<(), String> {
+    let unit = [("spl", s.spl), ("coverage", s.coverage)];
+    if let Some((k, v)) = unit.iter().find(|(_, v)| !(0.0..=1.0).contains(v)) {
+        return Err(format!("{k} {v} is outside [0, 1]"));
+    }
+    let positive = [("path_length_m", s.path_length_m), ("wall_ms", s.wall_ms), ("cost_usd", s.cost_usd)];
+    let optional = [("geodesic_m", s.geodesic_m), ("median_overhead_ms", s.median_overhead_ms)];
+    let all = positive.into_iter().chain(optional.into_iter().filter_map(|(k, v)| v.map(|v| (k, v))));
+    for (k, v) in all {
+        if !(v.is_finite() && v >= 0.0) {
+            return Err(format!("{k} {v} is not a finite, non-negative number"));
         }
     }
-    if duplicates > 0 {
-        eprintln!("nav: warning: {duplicates} episode(s) found more than once; each counted once");
+    Ok(())
+}
+
+/// The summaries with every episode once (the first line found wins); warns
+/// with the number of duplicates dropped.
+fn once_each(all: Vec<RunSummary>) -> Vec<RunSummary> {
+    let mut seen = std::collections::HashSet::new();
+    let n = all.len();
+    let out: Vec<RunSummary> = all.into_iter().filter(|s| seen.insert(EpisodeKey::of_summary(s))).collect();
+    if out.len() < n {
+        crate::exit::diag!("nav: warning: {} episode(s) found more than once; each counted once", n - out.len());
     }
+    out
+}
+
+/// `nav eval merge`: one report from many JSON-lines files.
+fn merge(args: &MergeArgs) -> CmdResult {
+    let mut all = Vec::new();
+    for path in &args.files {
+        all.extend(read_summaries(path, false)?);
+    }
+    let summaries = once_each(all);
     let wall_s = summaries.iter().map(|s| s.wall_ms).sum::<f64>() / 1000.0;
     report(EvalReport::new(summaries, wall_s, args.files.len()), args.json, args.markdown.as_deref())
 }
@@ -409,6 +434,12 @@ fn pool<T: Send + 'static>(
     for (i, r) in rx {
         if outcome.is_ok() {
             outcome = each(i, r);
+            if outcome.is_err() {
+                // the first failure (a full disk under --jsonl) stops the suite: no new episode starts
+                if let Ok(mut q) = queue.episodes.lock() {
+                    q.clear();
+                }
+            }
         }
     }
     for h in handles {
@@ -456,6 +487,8 @@ fn failed(errors: Vec<Exit>) -> Option<Exit> {
 struct EpisodeLines {
     file: std::fs::File,
     path: PathBuf,
+    /// The file's length after its last whole line.
+    whole: u64,
 }
 
 impl EpisodeLines {
@@ -468,17 +501,33 @@ impl EpisodeLines {
             options.write(true).create(true).truncate(true);
         }
         let file = options.open(path).map_err(|e| usage(format!("--jsonl {}: {e}", path.display())))?;
-        Ok(Self { file, path: path.to_path_buf() })
+        let whole = file.metadata().map_or(0, |m| m.len());
+        Ok(Self { file, path: path.to_path_buf(), whole })
     }
 
+    /// Appends one summary line. When that fails (`ENOSPC`) the file is cut
+    /// back to its last whole line, so `nav eval merge` and `--resume` can
+    /// still read it, and the error (exit 3) stops the suite.
     fn write(&mut self, summary: &RunSummary) -> Result<(), Exit> {
         use std::io::Write;
         let mut line = serde_json::to_vec(summary).map_err(internal)?;
         line.push(b'\n');
-        self.file
-            .write_all(&line)
-            .and_then(|()| self.file.flush())
-            .map_err(|e| crate::exit::write_error(&self.path.display().to_string(), &e))
+        match self.file.write_all(&line).and_then(|()| self.file.flush()) {
+            Ok(()) => {
+                self.whole += line.len() as u64;
+                Ok(())
+            }
+            Err(e) => {
+                let cut = match self.file.set_len(self.whole) {
+                    Ok(()) => "cut back to its last whole line".to_string(),
+                    Err(c) => format!("could not be cut back to its last whole line: {c}"),
+                };
+                Err(Exit::Output(format!(
+                    "writing {}: {e} (the file is {cut}; the suite stopped: no further episode was started)",
+                    self.path.display()
+                )))
+            }
+        }
     }
 }
 
@@ -530,6 +579,25 @@ fn estimate(args: &EvalArgs, config: &NavConfig, all: Vec<EpisodeSpec>, jobs: us
     Ok(0)
 }
 
+/// `--resume`: the episodes of `suite` the `--jsonl` file at `path`
+/// already holds, with merge's checks: each line checked, every episode
+/// once, and episodes of another suite (or another shard) ignored with a
+/// warning naming how many.
+fn resumed(path: &std::path::Path, suite: &[EpisodeSpec]) -> Result<Vec<RunSummary>, Exit> {
+    let keys: std::collections::HashSet<EpisodeKey> = suite.iter().map(EpisodeKey::of_spec).collect();
+    let all = once_each(read_summaries(path, true)?);
+    let n = all.len();
+    let ours: Vec<RunSummary> = all.into_iter().filter(|s| keys.contains(&EpisodeKey::of_summary(s))).collect();
+    if ours.len() < n {
+        crate::exit::diag!(
+            "nav: warning: --resume {}: {} episode(s) are not in this suite; ignored (not counted, not run)",
+            path.display(),
+            n - ours.len()
+        );
+    }
+    Ok(ours)
+}
+
 /// Runs the command.
 pub fn run(args: EvalArgs) -> CmdResult {
     if let Some(EvalCommand::Merge(m)) = &args.command {
@@ -554,7 +622,7 @@ pub fn run(args: EvalArgs) -> CmdResult {
     }
     // --resume: the episodes the --jsonl file already holds are done
     let done = match (&args.jsonl, args.resume) {
-        (Some(p), true) => read_summaries(p, true)?,
+        (Some(p), true) => resumed(p, &all)?,
         _ => Vec::new(),
     };
     let finished: std::collections::HashSet<EpisodeKey> = done.iter().map(EpisodeKey::of_summary).collect();
@@ -606,7 +674,7 @@ pub fn run(args: EvalArgs) -> CmdResult {
     report(EvalReport::new(summaries, started.elapsed().as_secs_f64(), jobs), args.json, args.markdown.as_deref())?;
     match budget.filter(|b| b.reached()) {
         Some(b) => {
-            eprintln!(
+            crate::exit::diag!(
                 "{}: {finished_now} episode(s) finished (in the table), {cut_short} cut short, {} not started",
                 super::cost_limit_message(&b),
                 queue.left()

@@ -15,7 +15,7 @@ use nav_memory::grounding::{
     merge_files,
 };
 use nav_planner::vlm::VisionLanguageModel;
-use std::io::{BufRead, IsTerminal};
+use std::io::{BufRead, IsTerminal, Read};
 use std::path::{Path, PathBuf};
 use std::sync::mpsc::Receiver;
 
@@ -27,6 +27,10 @@ macro_rules! warn_line {
         let _ = writeln!(std::io::stderr(), $($arg)*);
     }};
 }
+
+/// The longest `--experiment` name, bytes (a folder name on common file
+/// systems).
+pub const MAX_EXPERIMENT_NAME_BYTES: usize = 255;
 
 /// Options shared by `nav run` and `nav prompt`: the experiment whose
 /// grounding goes into the system prompt.
@@ -54,6 +58,13 @@ impl ExperimentArgs {
             && !name.contains(['/', '\\']);
         if !plain {
             return Err(usage(format!("--experiment {name:?}: expected a plain directory name")));
+        }
+        // a file system's longest name (checked before the episode, not when its files are written)
+        if name.len() > MAX_EXPERIMENT_NAME_BYTES {
+            return Err(usage(format!(
+                "--experiment: a name of {} bytes is longer than the {MAX_EXPERIMENT_NAME_BYTES} a folder name can have",
+                name.len()
+            )));
         }
         Ok(Some(GroundingStore::new(self.logs_dir.join(name))))
     }
@@ -107,14 +118,7 @@ impl FeedbackSource {
             None => Ok(Self::None),
             Some(p) if p == Path::new("-") => {
                 let (tx, rx) = std::sync::mpsc::channel();
-                std::thread::spawn(move || {
-                    for line in std::io::stdin().lock().lines() {
-                        let Ok(line) = line else { break };
-                        if tx.send(line).is_err() {
-                            break;
-                        }
-                    }
-                });
+                std::thread::spawn(move || pump_lines(std::io::stdin().lock(), &tx));
                 Ok(Self::Stdin(rx))
             }
             Some(p) => Ok(Self::File { entries: read_feedback_file(p)?, next: 0 }),
@@ -173,39 +177,163 @@ impl FeedbackSource {
     }
 }
 
+/// Most bytes of one feedback line: a typed line, or one `--feedback` JSON
+/// entry.
+pub const MAX_FEEDBACK_LINE_BYTES: u64 = 16 << 10;
+
+/// Most feedback bytes one run reads (`--feedback FILE` or `-`): an
+/// episode's grounding files then stay far below the
+/// [`MAX_GROUNDING_BYTES`](nav_memory::snapshot::MAX_GROUNDING_BYTES) the
+/// next run reads back.
+pub const MAX_FEEDBACK_BYTES: u64 = 512 << 10;
+
+/// Sends the lines of `reader` (standard input) to `tx`, at most
+/// [`MAX_FEEDBACK_LINE_BYTES`] each and [`MAX_FEEDBACK_BYTES`] in all. A
+/// line that is too long or not UTF-8 is dropped with a warning naming it;
+/// reading stops with a warning at the total limit or a read error.
+fn pump_lines(mut reader: impl BufRead, tx: &std::sync::mpsc::Sender<String>) {
+    let human = nav_core::bounded::human_bytes;
+    let mut total = 0u64;
+    let mut buf = Vec::new();
+    for line_no in 1u64.. {
+        if total > MAX_FEEDBACK_BYTES {
+            warn_line!(
+                "nav: warning: feedback: standard input passed the {} limit at line {line_no}; the rest is not read",
+                human(MAX_FEEDBACK_BYTES)
+            );
+            return;
+        }
+        match nav_core::bounded::read_line_limited(&mut reader, MAX_FEEDBACK_LINE_BYTES, &mut buf) {
+            Ok(0) => return,
+            Ok(n) => {
+                total += n as u64;
+                let text = buf.strip_suffix(b"\n").unwrap_or(&buf);
+                let text = text.strip_suffix(b"\r").unwrap_or(text);
+                match std::str::from_utf8(text) {
+                    Ok(line) => {
+                        if tx.send(line.to_string()).is_err() {
+                            return;
+                        }
+                    }
+                    Err(_) => warn_line!("nav: warning: feedback line {line_no} dropped: it is not UTF-8 text"),
+                }
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::InvalidData => {
+                total += buf.len() as u64 + skip_line(&mut reader, MAX_FEEDBACK_BYTES.saturating_sub(total));
+                warn_line!(
+                    "nav: warning: feedback line {line_no} dropped: longer than the {} limit of a line",
+                    human(MAX_FEEDBACK_LINE_BYTES)
+                );
+            }
+            Err(e) => {
+                warn_line!("nav: warning: reading feedback from standard input: {e}; the rest is not read");
+                return;
+            }
+        }
+    }
+}
+
+/// Skips the rest of the current line (through its newline), at most
+/// `budget` + 1 bytes; returns the bytes skipped.
+fn skip_line(reader: &mut impl BufRead, budget: u64) -> u64 {
+    let mut skipped = 0u64;
+    while skipped <= budget {
+        let Ok(avail) = reader.fill_buf() else { break };
+        if avail.is_empty() {
+            break;
+        }
+        let (n, done) = match avail.iter().position(|&b| b == b'\n') {
+            Some(p) => (p + 1, true),
+            None => (avail.len(), false),
+        };
+        reader.consume(n);
+        skipped += n as u64;
+        if done {
+            break;
+        }
+    }
+    skipped
+}
+
 fn apply_typed(line: &str, step_id: u32, instruction: &str, record: &mut EpisodeGrounding) {
     if line.trim().is_empty() {
         return;
     }
-    match CategoryFeedback::parse(line) {
-        Ok(fb) => {
-            record.append_step_feedback(step_id, instruction, StepStatus::WiP, fb);
-            warn_line!("nav: feedback recorded at step {step_id}");
+    // a line starting with `Success:`, `Failure:` or `WiP:` sets the step's status (WiP otherwise)
+    match CategoryFeedback::parse_typed(line) {
+        Ok((status, fb)) => {
+            let status = status.unwrap_or(StepStatus::WiP);
+            record.append_step_feedback(step_id, instruction, status, fb);
+            warn_line!("nav: feedback recorded at step {step_id} ({status})");
         }
         Err(e) => warn_line!("nav: warning: feedback ignored: {e}"),
     }
 }
 
 /// Reads `--feedback FILE`: one `grounding_per_step` entry per line (blank
-/// lines allowed), sorted by step (stable). Exit 2 naming the file and line.
+/// lines allowed), sorted by step (stable). Exit 2 naming the file and line
+/// for a line that is not an entry, not UTF-8 or over
+/// [`MAX_FEEDBACK_LINE_BYTES`], and for a file over [`MAX_FEEDBACK_BYTES`].
+/// A feedback category that is not one of the four is dropped with a
+/// warning naming the line.
 pub fn read_feedback_file(path: &Path) -> Result<Vec<StepFeedback>, Exit> {
-    let text = std::fs::read_to_string(path).map_err(|e| usage(format!("--feedback {}: {e}", path.display())))?;
+    let name = path.display();
+    let file = std::fs::File::open(path).map_err(|e| usage(format!("--feedback {name}: {e}")))?;
+    let size = file.metadata().map_or(0, |m| m.len());
+    if size > MAX_FEEDBACK_BYTES {
+        return Err(usage(format!(
+            "--feedback {name}: {size} bytes, over the {} limit",
+            nav_core::bounded::human_bytes(MAX_FEEDBACK_BYTES)
+        )));
+    }
+    let mut reader = std::io::BufReader::new(file.take(MAX_FEEDBACK_BYTES + 1));
     let mut entries = Vec::new();
-    for (i, line) in text.lines().enumerate() {
+    let mut buf = Vec::new();
+    let mut total = 0u64;
+    for line_no in 1u64.. {
+        let n = nav_core::bounded::read_line_limited(&mut reader, MAX_FEEDBACK_LINE_BYTES, &mut buf)
+            .map_err(|e| usage(format!("--feedback {name} line {line_no}: {e}")))?;
+        if n == 0 {
+            break;
+        }
+        total += n as u64;
+        if total > MAX_FEEDBACK_BYTES {
+            return Err(usage(format!(
+                "--feedback {name}: larger than the {} limit",
+                nav_core::bounded::human_bytes(MAX_FEEDBACK_BYTES)
+            )));
+        }
+        let line = std::str::from_utf8(&buf)
+            .map_err(|_| usage(format!("--feedback {name} line {line_no}: not UTF-8 text")))?;
         if line.trim().is_empty() {
             continue;
         }
-        let entry: StepFeedback = serde_json::from_str(line).map_err(|e| {
-            usage(format!(
-                "--feedback {} line {}: {e} (expected {{\"step_id\": N, \"instruction\": \"...\", \"status\": \"Success|Failure|WiP\", \"feedback\": {{\"spatial\": \"...\"}}}})",
-                path.display(),
-                i + 1
-            ))
-        })?;
-        entries.push(entry);
+        entries.push(feedback_entry(line, &format!("--feedback {name} line {line_no}"))?);
     }
     entries.sort_by_key(|e| e.step_id);
     Ok(entries)
+}
+
+/// One `--feedback` line as an entry (`at` names the file and line): a
+/// category other than the four is dropped with a warning.
+fn feedback_entry(line: &str, at: &str) -> Result<StepFeedback, Exit> {
+    let bad = |e: serde_json::Error| {
+        usage(format!(
+            "{at}: {e} (expected {{\"step_id\": N, \"instruction\": \"...\", \"status\": \"Success|Failure|WiP\", \"feedback\": {{\"spatial\": \"...\"}}}})"
+        ))
+    };
+    let mut value: serde_json::Value = serde_json::from_str(line).map_err(bad)?;
+    if let Some(fb) = value.get_mut("feedback").and_then(serde_json::Value::as_object_mut) {
+        const KNOWN: [&str; 4] = ["user_preference", "spatial", "procedural", "general"];
+        let unknown: Vec<String> = fb.keys().filter(|k| !KNOWN.contains(&k.as_str())).cloned().collect();
+        for k in unknown {
+            fb.remove(&k);
+            warn_line!(
+                "nav: warning: {at}: feedback category {k:?} dropped (expected user_preference, spatial, procedural or general)"
+            );
+        }
+    }
+    serde_json::from_value(value).map_err(bad)
 }
 
 /// The user's instruction recorded with typed feedback: the episode's task.

@@ -221,7 +221,7 @@ pub fn run(args: HabitatArgs) -> CmdResult {
         BridgeProgress::Finished { of, summary } => {
             let line = summary.line(of);
             if json {
-                eprintln!("{line}");
+                crate::exit::diag!("{line}");
             } else {
                 // a closed or full stdout shows up at the final report's write
                 bar.suspend(|| _ = crate::exit::print(&line));
@@ -251,7 +251,7 @@ pub fn run(args: HabitatArgs) -> CmdResult {
         crate::exit::print(text.trim_end_matches('\n'))?;
     }
     if let Some(b) = budget.as_ref().filter(|b| b.reached()) {
-        eprintln!("{}", super::cost_limit_message(b));
+        crate::exit::diag!("{}", super::cost_limit_message(b));
         return Ok(super::EXIT_COST_LIMIT);
     }
     match &report.aborted {

@@ -172,3 +172,12 @@ impl RecordArgs {
 pub fn finish_recording(r: &crate::record::Recording) -> Result<crate::record::RecordStats, Exit> {
     r.finish().map_err(crate::exit::internal)
 }
+
+/// Opens `path` for reading unless it is a FIFO or a socket (an
+/// `InvalidInput` error before it is opened: opening a FIFO that has no
+/// writer blocks forever). A device such as `/dev/zero` is opened; its
+/// reader's limit ends it.
+pub fn open_regular(path: &Path) -> std::io::Result<std::fs::File> {
+    nav_memory::snapshot::refuse_fifo(path)?;
+    std::fs::File::open(path)
+}

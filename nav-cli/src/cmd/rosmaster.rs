@@ -259,7 +259,7 @@ async fn session(
     let url = setup.robot.url.trim().to_string();
     let dry_run = setup.robot.dry_run;
     let connect_timeout = Duration::from_secs_f64(setup.robot.connect_timeout_s.max(0.1));
-    eprintln!("nav rosmaster: connecting to {url} ...");
+    crate::exit::diag!("nav rosmaster: connecting to {url} ...");
     let mut hal = RosbridgeHal::start(setup.robot.clone()).map_err(config_error)?;
     // the stop path outlives the loop's borrow of the HAL: signals use it
     let stop = hal.stop_handle();
@@ -315,7 +315,7 @@ async fn session(
         };
         let result = objectnav::run(hal, &setup, task, log, interrupted).await;
         if let Some(r) = recording.map(super::finish_recording).transpose()? {
-            eprintln!("  recording: {}", r.line());
+            crate::exit::diag!("  recording: {}", r.line());
         }
         return result;
     }
@@ -365,7 +365,7 @@ async fn session(
     crate::exit::print(&text)?;
     match setup.budget.as_ref().filter(|b| b.reached()) {
         Some(b) => {
-            eprintln!("{}", super::cost_limit_message(b));
+            crate::exit::diag!("{}", super::cost_limit_message(b));
             Ok(super::EXIT_COST_LIMIT)
         }
         // the model stopped answering: a failed run, even with the robot home
@@ -384,7 +384,7 @@ async fn announce(hal: &mut RosbridgeHal, setup: &Setup, dry_run: bool, explore:
         DriveKind::Ackermann { min_turn_radius_m } => format!("ackermann (turning radius {min_turn_radius_m} m)"),
         _ => "differential".to_string(),
     };
-    eprintln!(
+    crate::exit::diag!(
         "nav rosmaster: connected; {} {beams} beams, {} at ({:.2}, {:.2}, {:.0}°), {drive} drive",
         c.topics.scan,
         c.topics.odom,
@@ -393,37 +393,42 @@ async fn announce(hal: &mut RosbridgeHal, setup: &Setup, dry_run: bool, explore:
         pose.yaw.to_degrees()
     );
     if let Err(e) = &scan {
-        eprintln!("nav rosmaster: {e}: the robot holds still until the LiDAR sends valid scans");
+        crate::exit::diag!("nav rosmaster: {e}: the robot holds still until the LiDAR sends valid scans");
     }
     if dry_run {
-        eprintln!("nav rosmaster: DRY RUN: nothing is published on {}; commands are printed instead", c.topics.cmd_vel);
+        crate::exit::diag!(
+            "nav rosmaster: DRY RUN: nothing is published on {}; commands are printed instead",
+            c.topics.cmd_vel
+        );
     }
     let planner = if setup.vlm.is_some() { "vlm" } else { "offline" };
     if !explore {
         return;
     }
     match (c.nav2, hal.nav2_status()) {
-        (Nav2Mode::Off, _) => eprintln!("nav rosmaster: nav2 = \"off\": navkit drives its own paths"),
-        _ if dry_run => eprintln!("nav rosmaster: DRY RUN: no goals go to Nav2; navkit plans its own paths"),
+        (Nav2Mode::Off, _) => crate::exit::diag!("nav rosmaster: nav2 = \"off\": navkit drives its own paths"),
+        _ if dry_run => crate::exit::diag!("nav rosmaster: DRY RUN: no goals go to Nav2; navkit plans its own paths"),
         (Nav2Mode::On, _) => {
-            eprintln!("nav rosmaster: nav2 = \"on\": navigation goals go to Nav2 on {}", c.topics.goal)
+            crate::exit::diag!("nav rosmaster: nav2 = \"on\": navigation goals go to Nav2 on {}", c.topics.goal)
         }
-        (Nav2Mode::Auto, Some(Ok(()))) => eprintln!(
+        (Nav2Mode::Auto, Some(Ok(()))) => crate::exit::diag!(
             "nav rosmaster: Nav2 found ({}): navigation goals go to Nav2 on {}; navkit publishes no cmd_vel while \
              Nav2 drives and cancels the goal on any safety stop",
-            c.topics.nav2_status, c.topics.goal
+            c.topics.nav2_status,
+            c.topics.goal
         ),
         (Nav2Mode::Auto, Some(Err(why))) => {
-            eprintln!("nav rosmaster: Nav2 not found ({why}): navkit drives its own paths")
+            crate::exit::diag!("nav rosmaster: Nav2 not found ({why}): navkit drives its own paths")
         }
         (Nav2Mode::Auto, None) => {
-            eprintln!("nav rosmaster: still looking for Nav2: navkit drives its own paths meanwhile")
+            crate::exit::diag!("nav rosmaster: still looking for Nav2: navkit drives its own paths meanwhile")
         }
     }
-    eprintln!(
+    crate::exit::diag!(
         "nav rosmaster: exploring with the {planner} planner for up to {:.0} s; pause with {} (std_msgs/Bool); \
          Ctrl-C stops the robot",
-        setup.explore.max_time_s, c.topics.pause
+        setup.explore.max_time_s,
+        c.topics.pause
     );
 }
 
@@ -530,16 +535,16 @@ impl SignalWatcher {
     /// First signal: shutdown + stop burst at once; second: stop and exit.
     async fn run(mut self, stop: StopHandle, shutdown: Arc<AtomicBool>, interrupted: watch::Sender<bool>) {
         let name = self.next().await;
-        eprintln!("nav rosmaster: {name}: stopping the robot (zero velocity) and shutting down");
+        crate::exit::diag!("nav rosmaster: {name}: stopping the robot (zero velocity) and shutting down");
         shutdown.store(true, Ordering::SeqCst);
         let _ = interrupted.send(true);
         if let Err(e) = stop.stop().await {
-            eprintln!("nav rosmaster: stop on {name}: {e}");
+            crate::exit::diag!("nav rosmaster: stop on {name}: {e}");
         }
         let name = self.next().await;
-        eprintln!("nav rosmaster: second {name}: exiting now");
+        crate::exit::diag!("nav rosmaster: second {name}: exiting now");
         if let Err(e) = stop.stop().await {
-            eprintln!("nav rosmaster: stop on {name}: {e}");
+            crate::exit::diag!("nav rosmaster: stop on {name}: {e}");
         }
         std::process::exit(130);
     }

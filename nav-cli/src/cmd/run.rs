@@ -226,6 +226,7 @@ pub fn run(args: RunArgs) -> CmdResult {
     };
     // after the grounding generation, whose model call is recorded too
     let recorded = recording.as_ref().map(super::finish_recording).transpose()?;
+    let mut plot_error = None;
     if let Some(path) = &args.plot {
         let records = match &args.log {
             Some(p) => read_log(p).map_err(internal)?.0,
@@ -243,7 +244,8 @@ pub fn run(args: RunArgs) -> CmdResult {
             summary.planner,
             if summary.success { "success" } else { "failure" }
         );
-        crate::plot::draw(&arena, &records, &title, path)?;
+        // a picture that cannot be written fails after the summary is printed
+        plot_error = crate::plot::draw(&arena, &records, &title, path).err();
     }
     if args.json {
         print(&serde_json::to_string(&summary).map_err(internal)?)?;
@@ -263,8 +265,14 @@ pub fn run(args: RunArgs) -> CmdResult {
         }
         print(&text)?;
     }
+    if let Some(e) = plot_error {
+        return Err(e);
+    }
+    if let Some(e) = &summary.output_error {
+        return Err(Exit::Output(e.clone()));
+    }
     if let Some(b) = spec.budget.as_ref().filter(|_| summary.end == COST_LIMIT_END) {
-        eprintln!("{}", super::cost_limit_message(b));
+        crate::exit::diag!("{}", super::cost_limit_message(b));
         return Ok(super::EXIT_COST_LIMIT);
     }
     Ok(if summary.passed { 0 } else { 1 })

@@ -74,7 +74,7 @@ impl Sensors for BridgeHal {
             return Ok(frame.clone());
         }
         let image = latest.rgb.as_ref().ok_or_else(|| protocol("the observation carries no rgb image"))?;
-        let frame = wire::decode_rgb(image, latest.hfov_deg, latest.stamp_s)?;
+        let frame = wire::decode_rgb(image, latest.hfov_deg, latest.stamp_s, &mut wire::PixelBudget::reply())?;
         latest.rgb_decoded = Some(frame.clone());
         Ok(frame)
     }
@@ -112,10 +112,11 @@ impl Sensors for BridgeHal {
         let mut headings = Vec::with_capacity(views);
         let with_depth = self.config.depth && self.backend.observation.depth;
         let mut scan = if with_depth { Some(self.scan_builder()?) } else { None };
+        let mut budget = wire::PixelBudget::reply();
         for (k, view) in reply.views.into_iter().enumerate() {
             let image =
                 view.observation.rgb.as_ref().ok_or_else(|| protocol(format!("panorama view {k} has no rgb image")))?;
-            let frame = wire::decode_rgb(image, view.observation.hfov_deg, stamp)?;
+            let frame = wire::decode_rgb(image, view.observation.hfov_deg, stamp, &mut budget)?;
             let heading_rad = nav_core::geometry::normalize_angle(view.heading_deg.to_radians());
             if !heading_rad.is_finite() {
                 return Err(protocol(format!("panorama view {k}: heading_deg is not finite")));

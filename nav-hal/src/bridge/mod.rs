@@ -53,7 +53,7 @@ pub use config::{BridgeCommand, BridgeConfig, BridgeEndpoint, RgbEncoding, split
 pub use wire::{
     BackendInfo, EpisodeInfo, EpisodeSpec, ObservationOptions, PROTOCOL, SimMetrics, VERSION, WireCapabilities,
 };
-pub use worker::{BridgeWorker, WorkerConfig, WorkerInfo, view_json};
+pub use worker::{BridgeWorker, MAX_TIMEOUTS_IN_A_ROW, WorkerConfig, WorkerInfo, view_json};
 
 use crate::HalError;
 use crate::depth_scan::ScanBuilder;
@@ -557,8 +557,16 @@ impl BridgeHal {
     }
 }
 
+/// Longest error text (kind and message each) of a bridge or worker reply
+/// echoed into an error, characters; longer ones are cut with `…`.
+pub const MAX_ECHOED_ERROR_CHARS: usize = 500;
+
 fn map_error(op: &str, err: wire::WireError) -> HalError {
-    let wire::WireError { kind, message } = err;
+    let cut = |t: String| match t.char_indices().nth(MAX_ECHOED_ERROR_CHARS) {
+        Some((i, _)) => format!("{}… ({} characters in all)", &t[..i], t.chars().count()),
+        None => t,
+    };
+    let (kind, message) = (cut(err.kind), cut(err.message));
     match kind.as_str() {
         "unsupported" | "unavailable" => HalError::Unsupported { what: format!("bridge {op}: {message}") },
         "bad_request" | "no_episode" | "episode_over" => {
@@ -566,5 +574,20 @@ fn map_error(op: &str, err: wire::WireError) -> HalError {
         }
         "version" => protocol(format!("bridge version mismatch: {message}")),
         _ => protocol(format!("bridge {op} failed ({kind}): {message}")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn echoed_bridge_errors_are_cut() {
+        let long = "x".repeat(5 << 20);
+        let e = map_error("step", wire::WireError { kind: "internal".into(), message: long }).to_string();
+        assert!(e.len() < 2 * MAX_ECHOED_ERROR_CHARS + 200, "{} bytes", e.len());
+        assert!(e.contains("characters in all"), "{}", &e[..200]);
+        let short = map_error("step", wire::WireError { kind: "bad_request".into(), message: "no".into() });
+        assert!(short.to_string().contains("bad_request: no"));
     }
 }

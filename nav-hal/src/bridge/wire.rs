@@ -396,29 +396,66 @@ fn b64(data: &str, what: &str) -> Result<Vec<u8>, HalError> {
     base64::engine::general_purpose::STANDARD.decode(data).map_err(|e| protocol(format!("{what}: bad base64: {e}")))
 }
 
-/// Decodes an RGB image.
-pub(crate) fn decode_rgb(image: &WireImage, hfov_deg: f64, stamp_s: f64) -> Result<CameraFrame, HalError> {
+/// Most pixels of all the images of one reply together (a panorama's
+/// views), debited view by view before each is decoded.
+pub const MAX_REPLY_PIXELS: u64 = 1 << 27;
+
+/// What is left of one reply's pixel budget ([`MAX_REPLY_PIXELS`]); each
+/// image is also held to [`MAX_FRAME_PIXELS`](crate::picture::MAX_FRAME_PIXELS).
+#[derive(Debug)]
+pub(crate) struct PixelBudget {
+    left: u64,
+}
+
+impl PixelBudget {
+    /// The budget of one reply.
+    pub fn reply() -> Self {
+        Self { left: MAX_REPLY_PIXELS }
+    }
+
+    /// Debits a `width` × `height` image, or says which limit it passes.
+    fn take(&mut self, width: usize, height: usize) -> Result<(), HalError> {
+        let px = crate::picture::check_pixels(width as u64, height as u64, crate::picture::MAX_FRAME_PIXELS)
+            .map_err(|e| protocol(format!("rgb: {e}")))?;
+        if px > self.left {
+            return Err(protocol(format!("rgb: the reply's images are over the limit of {MAX_REPLY_PIXELS} pixels")));
+        }
+        self.left -= px;
+        Ok(())
+    }
+}
+
+/// Decodes an RGB image, its size checked against `budget` (from its
+/// shape, or the PNG's stated and header size) before it is decoded.
+pub(crate) fn decode_rgb(
+    image: &WireImage,
+    hfov_deg: f64,
+    stamp_s: f64,
+    budget: &mut PixelBudget,
+) -> Result<CameraFrame, HalError> {
     let frame = match image {
         WireImage::Png { width, height, data } => {
+            budget.take(*width, *height)?;
             let bytes = b64(data, "rgb")?;
-            let img = image::load_from_memory_with_format(&bytes, image::ImageFormat::Png)
-                .map_err(|e| protocol(format!("rgb: bad PNG: {e}")))?
-                .to_rgb8();
-            if (img.width() as usize, img.height() as usize) != (*width, *height) {
-                return Err(protocol(format!(
-                    "rgb: PNG is {}x{} but the message says {width}x{height}",
-                    img.width(),
-                    img.height()
-                )));
+            let (hw, hh) = image::ImageReader::with_format(std::io::Cursor::new(&bytes), image::ImageFormat::Png)
+                .into_dimensions()
+                .map_err(|e| protocol(format!("rgb: bad PNG: {e}")))?;
+            if (hw as usize, hh as usize) != (*width, *height) {
+                return Err(protocol(format!("rgb: PNG is {hw}x{hh} but the message says {width}x{height}")));
             }
-            let (w, h) = (img.width() as usize, img.height() as usize);
-            RgbFrame::from_raw(w, h, img.into_raw()).map_err(|e| protocol(format!("rgb: {e}")))?
+            crate::picture::decode_image_bounded(
+                &bytes,
+                Some(image::ImageFormat::Png),
+                crate::picture::MAX_FRAME_PIXELS,
+            )
+            .map_err(|e| protocol(format!("rgb: bad PNG: {e}")))?
         }
         WireImage::Raw { shape, data } => {
             let [h, w, c] = *shape;
             if c != 3 {
                 return Err(protocol(format!("rgb: raw images must have 3 channels, got {c}")));
             }
+            budget.take(w, h)?;
             RgbFrame::from_raw(w, h, b64(data, "rgb")?).map_err(|e| protocol(format!("rgb: {e}")))?
         }
     };
@@ -488,20 +525,20 @@ mod tests {
         let (w, h) = (3usize, 2usize);
         let px: Vec<u8> = (0..(w * h * 3) as u8).collect();
         let raw = WireImage::Raw { shape: [h, w, 3], data: base64::engine::general_purpose::STANDARD.encode(&px) };
-        let a = decode_rgb(&raw, 90.0, 0.0).unwrap();
+        let a = decode_rgb(&raw, 90.0, 0.0, &mut PixelBudget::reply()).unwrap();
         let mut png = Vec::new();
         image::RgbImage::from_raw(w as u32, h as u32, px.clone())
             .unwrap()
             .write_to(&mut std::io::Cursor::new(&mut png), image::ImageFormat::Png)
             .unwrap();
         let png = WireImage::Png { width: w, height: h, data: base64::engine::general_purpose::STANDARD.encode(&png) };
-        let b = decode_rgb(&png, 90.0, 0.0).unwrap();
+        let b = decode_rgb(&png, 90.0, 0.0, &mut PixelBudget::reply()).unwrap();
         assert_eq!(a.frame, b.frame);
         assert_eq!(a.frame.as_bytes(), &px[..]);
         assert!((a.hfov_rad - std::f64::consts::FRAC_PI_2).abs() < 1e-12);
         let wrong = WireImage::Raw { shape: [h, w, 3], data: "AAAA".into() };
-        assert!(decode_rgb(&wrong, 90.0, 0.0).is_err());
-        assert!(decode_rgb(&raw, f64::NAN, 0.0).is_err());
+        assert!(decode_rgb(&wrong, 90.0, 0.0, &mut PixelBudget::reply()).is_err());
+        assert!(decode_rgb(&raw, f64::NAN, 0.0, &mut PixelBudget::reply()).is_err());
     }
 
     #[test]
@@ -521,7 +558,68 @@ mod tests {
         assert!(decode_depth(&WireDepth { encoding: "u16".into(), ..d }, 0.0).is_err());
     }
 
+    /// A real 2x2 PNG whose header claims `w` x `h` (its IHDR CRC fixed up).
+    fn png_claiming(w: u32, h: u32) -> Vec<u8> {
+        let mut png = Vec::new();
+        image::RgbImage::new(2, 2).write_to(&mut std::io::Cursor::new(&mut png), image::ImageFormat::Png).unwrap();
+        png[16..20].copy_from_slice(&w.to_be_bytes());
+        png[20..24].copy_from_slice(&h.to_be_bytes());
+        let crc = crc32(&png[12..29]);
+        png[29..33].copy_from_slice(&crc.to_be_bytes());
+        png
+    }
+
+    fn crc32(bytes: &[u8]) -> u32 {
+        let mut c = !0u32;
+        for &b in bytes {
+            c ^= u32::from(b);
+            for _ in 0..8 {
+                c = if c & 1 == 1 { (c >> 1) ^ 0xEDB8_8320 } else { c >> 1 };
+            }
+        }
+        !c
+    }
+
+    #[test]
+    fn frames_over_the_pixel_budget_are_refused_before_decoding() {
+        // 2^32 x 2^32 x 3 wraps to 0 bytes in unchecked arithmetic
+        let raw = WireImage::Raw { shape: [1 << 32, 1 << 32, 3], data: String::new() };
+        assert!(decode_rgb(&raw, 60.0, 0.0, &mut PixelBudget::reply()).unwrap_err().to_string().contains("limit"));
+        // a 13,000 x 13,000 PNG (as its header says), stated truthfully
+        let b64 = |b: &[u8]| base64::engine::general_purpose::STANDARD.encode(b);
+        let png = WireImage::Png { width: 13_000, height: 13_000, data: b64(&png_claiming(13_000, 13_000)) };
+        assert!(decode_rgb(&png, 60.0, 0.0, &mut PixelBudget::reply()).unwrap_err().to_string().contains("limit"));
+        // ... or stated small: the header is read before decoding
+        let png = WireImage::Png { width: 2, height: 2, data: b64(&png_claiming(13_000, 13_000)) };
+        assert!(
+            decode_rgb(&png, 60.0, 0.0, &mut PixelBudget::reply()).unwrap_err().to_string().contains("13000x13000")
+        );
+        let e =
+            crate::picture::decode_image_bounded(&png_claiming(13_000, 13_000), None, crate::picture::MAX_FRAME_PIXELS);
+        assert!(e.unwrap_err().to_string().contains("limit"));
+        // a reply's frames share one budget
+        let mut budget = PixelBudget::reply();
+        let per = 4096;
+        let fit = (MAX_REPLY_PIXELS / (per * per)) as usize;
+        for _ in 0..fit {
+            budget.take(per as usize, per as usize).unwrap();
+        }
+        assert!(budget.take(per as usize, per as usize).unwrap_err().to_string().contains("reply"));
+    }
+
     proptest! {
+        /// Any shape from outside: never a panic, and an image over the
+        /// frame budget is refused.
+        #[test]
+        fn random_frame_shapes_are_checked(h in any::<usize>(), w in any::<usize>(), small in 0usize..64, data in "[A-Za-z0-9+/]{0,16}") {
+            for (h, w) in [(h, w), (small, w), (h, small), (small, small)] {
+                let r = decode_rgb(&WireImage::Raw { shape: [h, w, 3], data: data.clone() }, 60.0, 0.0, &mut PixelBudget::reply());
+                let over = (h as u128) * (w as u128) > u128::from(crate::picture::MAX_FRAME_PIXELS);
+                prop_assert!(!over || r.is_err());
+                let _ = decode_rgb(&WireImage::Png { width: w, height: h, data: data.clone() }, 60.0, 0.0, &mut PixelBudget::reply());
+            }
+        }
+
         #[test]
         fn reply_parsing_never_panics(line in "\\PC{0,200}") {
             let _ = serde_json::from_str::<Reply>(&line);
@@ -536,8 +634,8 @@ mod tests {
 
         #[test]
         fn bad_base64_is_an_error_not_a_panic(data in "\\PC{0,64}", w in 0usize..5, h in 0usize..5) {
-            let _ = decode_rgb(&WireImage::Raw { shape: [h, w, 3], data: data.clone() }, 60.0, 0.0);
-            let _ = decode_rgb(&WireImage::Png { width: w, height: h, data: data.clone() }, 60.0, 0.0);
+            let _ = decode_rgb(&WireImage::Raw { shape: [h, w, 3], data: data.clone() }, 60.0, 0.0, &mut PixelBudget::reply());
+            let _ = decode_rgb(&WireImage::Png { width: w, height: h, data: data.clone() }, 60.0, 0.0, &mut PixelBudget::reply());
             let _ = decode_depth(&WireDepth { encoding: "f32le".into(), shape: [h, w], data }, 0.0);
         }
     }

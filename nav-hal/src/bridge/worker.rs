@@ -130,7 +130,14 @@ pub struct BridgeWorker {
     next_id: u64,
     broken: Option<String>,
     closed: bool,
+    /// Requests in a row that timed out (reset by any answer).
+    timeouts_in_a_row: u32,
 }
+
+/// Requests in a row that may time out before a worker is given up: every
+/// later request fails at once (the caller's fallback) instead of waiting
+/// out the timeout again at every step.
+pub const MAX_TIMEOUTS_IN_A_ROW: u32 = 3;
 
 impl std::fmt::Debug for BridgeWorker {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -159,7 +166,15 @@ impl BridgeWorker {
             BridgeEndpoint::Tcp(addr) => Transport::connect(addr, &tc).await?,
         };
         let placeholder = WorkerInfo { name: String::new(), version: String::new(), ops: Vec::new() };
-        let mut w = Self { transport, config, info: placeholder, next_id: 1, broken: None, closed: false };
+        let mut w = Self {
+            transport,
+            config,
+            info: placeholder,
+            next_id: 1,
+            broken: None,
+            closed: false,
+            timeouts_in_a_row: 0,
+        };
         let mut fields = Map::new();
         fields.insert("protocol".into(), json!(PROTOCOL));
         fields.insert("version".into(), json!(VERSION));
@@ -219,9 +234,28 @@ impl BridgeWorker {
     /// One request (`op` plus `fields`) within the configured request
     /// timeout; the reply's `result` object as it came (its meaning is the
     /// caller's to validate).
+    ///
+    /// After [`MAX_TIMEOUTS_IN_A_ROW`] timed-out requests in a row the
+    /// worker is given up: this and every later call is a
+    /// [`HalError::Disconnected`] at once, naming why.
     pub async fn call(&mut self, op: &str, fields: Map<String, Value>) -> Result<Map<String, Value>, HalError> {
         let timeout = secs(self.config.request_timeout_s);
-        self.request_typed(op, fields, timeout).await
+        let result = self.request_typed(op, fields, timeout).await;
+        match &result {
+            Err(HalError::Timeout { .. }) => {
+                self.timeouts_in_a_row += 1;
+                if self.timeouts_in_a_row >= MAX_TIMEOUTS_IN_A_ROW && self.broken.is_none() {
+                    let reason = format!(
+                        "given up: {} requests in a row timed out (after {} s each)",
+                        self.timeouts_in_a_row, self.config.request_timeout_s
+                    );
+                    self.broken = Some(reason);
+                }
+            }
+            Ok(_) => self.timeouts_in_a_row = 0,
+            Err(_) => {}
+        }
+        result
     }
 
     /// Ends the session: `close`, wait, then kill. Idempotent.

@@ -325,6 +325,48 @@ fn encode(frame: &RgbFrame, format: image::ImageFormat) -> Result<Vec<u8>, HalEr
     Ok(cursor.into_inner())
 }
 
+/// Most pixels one image from outside (a bridge or rosbridge camera frame)
+/// may have: 4096 × 4096. Checked from its shape, or from its PNG/JPEG
+/// header, before anything is decoded.
+pub const MAX_FRAME_PIXELS: u64 = 1 << 24;
+
+/// The pixel count of a `width` × `height` image when it is at most
+/// `max_pixels`; otherwise an error naming the size and the limit.
+pub fn check_pixels(width: u64, height: u64, max_pixels: u64) -> Result<u64, HalError> {
+    width.checked_mul(height).filter(|&n| n <= max_pixels).ok_or_else(|| HalError::Image {
+        message: format!("a {width}x{height} image is over the limit of {max_pixels} pixels"),
+    })
+}
+
+/// Decodes a PNG or JPEG from outside (`format`, or recognised from the
+/// bytes when `None`) into a frame. Its header is read first: an image over
+/// `max_pixels` is an error before any pixel is decoded.
+pub fn decode_image_bounded(
+    bytes: &[u8],
+    format: Option<image::ImageFormat>,
+    max_pixels: u64,
+) -> Result<RgbFrame, HalError> {
+    let err = |e: image::ImageError| HalError::Image { message: e.to_string() };
+    let reader = || match format {
+        Some(f) => Ok(image::ImageReader::with_format(std::io::Cursor::new(bytes), f)),
+        None => image::ImageReader::new(std::io::Cursor::new(bytes))
+            .with_guessed_format()
+            .map_err(|e| HalError::Image { message: e.to_string() }),
+    };
+    let (w, h) = reader()?.into_dimensions().map_err(err)?;
+    check_pixels(u64::from(w), u64::from(h), max_pixels)?;
+    let mut r = reader()?;
+    let mut limits = image::Limits::default();
+    limits.max_image_width = Some(w);
+    limits.max_image_height = Some(h);
+    // 16-bit RGBA is the widest layout a PNG decodes to
+    limits.max_alloc = Some(u64::from(w) * u64::from(h) * 8 + (1 << 20));
+    r.limits(limits);
+    let img = r.decode().map_err(err)?.to_rgb8();
+    let (w, h) = (img.width() as usize, img.height() as usize);
+    RgbFrame::from_raw(w, h, img.into_raw()).map_err(|e| HalError::Image { message: e.to_string() })
+}
+
 /// Decodes a PNG or JPEG into a frame (for tests and tools).
 pub fn decode_image(bytes: &[u8]) -> Result<RgbFrame, HalError> {
     let img = image::load_from_memory(bytes).map_err(|e| HalError::Image { message: e.to_string() })?.to_rgb8();

@@ -202,11 +202,9 @@ pub fn image_from_rgb(frame: &RgbFrame, stamp_s: f64, frame_id: &str) -> Image {
 /// string such as `bgr8; jpeg compressed bgr8` only says what was encoded:
 /// the decoded JPEG is RGB either way).
 pub fn rgb_from_compressed(img: &CompressedImage) -> Result<RgbFrame, HalError> {
-    let decoded = image::load_from_memory(&img.data)
-        .map_err(|e| protocol(format!("cannot decode compressed image ({:?}): {e}", img.format)))?;
-    let rgb = decoded.to_rgb8();
-    let (w, h) = (rgb.width() as usize, rgb.height() as usize);
-    RgbFrame::from_raw(w, h, rgb.into_raw()).map_err(|e| protocol(e.to_string()))
+    // the header's size is checked against the frame limit before decoding
+    crate::picture::decode_image_bounded(&img.data, None, crate::picture::MAX_FRAME_PIXELS)
+        .map_err(|e| protocol(format!("cannot decode compressed image ({:?}): {e}", img.format)))
 }
 
 /// A `sensor_msgs/CompressedImage` (`jpeg`) from a frame.

@@ -25,6 +25,7 @@ use serde::{Deserialize, Serialize};
 use std::collections::VecDeque;
 use std::path::Path;
 
+mod prescan;
 mod prompt;
 
 pub use prompt::PromptParts;
@@ -162,6 +163,23 @@ struct ExplorationIn {
     format: String,
     version: u32,
     exploration: ExplorationMemory,
+}
+
+/// The largest exploration memory file read (a saved one is a few KiB to a
+/// few hundred KiB: the rooms, objects and lists are capped).
+pub const MAX_EXPLORATION_BYTES: u64 = 16 << 20;
+
+/// The text of a memory file, read up to [`MAX_EXPLORATION_BYTES`] and
+/// pre-scanned (nesting depth, item count, no YAML aliases) before any
+/// parser builds a value from it. Errors name the file.
+fn read_checked(path: &Path) -> Result<String, MemoryError> {
+    let text = snapshot::read_text(path, MAX_EXPLORATION_BYTES)?;
+    prescan::check(&text).map_err(|reason| MemoryError::InvalidFile {
+        what: "exploration memory",
+        path: path.to_path_buf(),
+        reason,
+    })?;
+    Ok(text)
 }
 
 /// A `.json` file name (any case); everything else is YAML.
@@ -426,7 +444,7 @@ impl ExplorationMemory {
             return Self::load_json(path);
         }
         let what = "exploration memory";
-        let text = snapshot::read_text(path, snapshot::MAX_SNAPSHOT_BYTES)?;
+        let text = read_checked(path)?;
         let snap: ExplorationIn = serde_yaml_ng::from_str(&text).map_err(|source| MemoryError::ParseYaml {
             what,
             path: path.to_path_buf(),
@@ -446,7 +464,12 @@ impl ExplorationMemory {
     pub fn load_json(path: impl AsRef<Path>) -> Result<Self, MemoryError> {
         let path = path.as_ref();
         let what = "exploration memory";
-        let snap: ExplorationIn = snapshot::load_json(path, what)?;
+        let text = read_checked(path)?;
+        let snap: ExplorationIn = serde_json::from_str(&text).map_err(|source| MemoryError::Parse {
+            what,
+            path: path.to_path_buf(),
+            source,
+        })?;
         snap.check(path)
     }
 
@@ -477,6 +500,24 @@ impl ExplorationMemory {
         }
         if self.dead_ends.iter().any(|d| !(d.direction_deg.is_finite() && d.position.is_finite())) {
             return Err("a dead end has a non-finite direction or position".into());
+        }
+        if let Some(r) = self.rooms.iter().find(|r| !(r.entry.is_finite() && r.explored_pct.is_finite())) {
+            return Err(format!("room {:?} has a non-finite entry point or explored_pct", r.name));
+        }
+        let finite_frontier = |f: &Frontier| {
+            f.direction_deg.is_finite()
+                && f.distance_m.is_finite()
+                && f.distance_m >= 0.0
+                && f.width_m.is_none_or(|w| w.is_finite() && w >= 0.0)
+        };
+        if let Some(f) = self.frontiers.iter().find(|f| !finite_frontier(f)) {
+            return Err(format!("frontier {} has a non-finite or negative direction, distance or width", f.id));
+        }
+        if self.recent_actions.iter().any(|a| !a.position.is_finite()) {
+            return Err("a recent action has a non-finite position".into());
+        }
+        if self.recent_discoveries.iter().any(|d| !d.position.is_finite()) {
+            return Err("a discovery has a non-finite position".into());
         }
         if !(self.started_s.is_finite()
             && self.exploration_duration_s.is_finite()

@@ -293,8 +293,11 @@ pub fn merge_files(paths: &[PathBuf], format: MergeFormat) -> Result<MergedGroun
                 warn(path, format!("not UTF-8 text ({source})"));
                 continue;
             }
-            // over the size limit (nav_core::bounded reports it as invalid data): an error naming the limit
-            Err(MemoryError::Io { source, .. }) if source.kind() == std::io::ErrorKind::InvalidData => {
+            // over the size limit (nav_core::bounded reports it as invalid data): an error naming the limit;
+            // a FIFO or socket (refused unread): an error too
+            Err(MemoryError::Io { source, .. })
+                if matches!(source.kind(), std::io::ErrorKind::InvalidData | std::io::ErrorKind::InvalidInput) =>
+            {
                 return Err(MemoryError::Io { op: "reading", path: path.clone(), source });
             }
             Err(e) => {

@@ -249,10 +249,20 @@ impl GroundingStore {
             }
             v
         };
+        // never write a file the next run refuses to read
+        let fits = |bytes: usize, ext: &str| {
+            if bytes as u64 > crate::snapshot::MAX_GROUNDING_BYTES {
+                let path = self.episode_path(id, ext);
+                let e = nav_core::bounded::too_large(crate::snapshot::MAX_GROUNDING_BYTES);
+                return Err(MemoryError::Io { op: "writing", path, source: e });
+            }
+            Ok(())
+        };
         if format.json() {
             let mut json = serde_json::to_vec_pretty(file)
                 .map_err(|source| MemoryError::Serialize { what: "grounding file", source })?;
             json.push(b'\n');
+            fits(json.len(), "json")?;
             for path in targets("json") {
                 write_atomic(&path, &json)?;
                 written.push(path);
@@ -261,6 +271,7 @@ impl GroundingStore {
         if format.txt() {
             let mut txt = render_txt(file);
             txt.push('\n');
+            fits(txt.len(), "txt")?;
             for path in targets("txt") {
                 write_atomic(&path, txt.as_bytes())?;
                 written.push(path);

@@ -182,13 +182,38 @@ impl CategoryFeedback {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn parse(input: &str) -> Result<Self, MemoryError> {
+        Self::parse_typed(input).map(|(_, f)| f)
+    }
+
+    /// [`parse`](Self::parse) for a typed line that may also set the step's
+    /// status: a line starting with `Success:`, `Failure:` or `WiP:`
+    /// (case-insensitive, before or after the optional `feedback :`) sets
+    /// it, and the rest of the line is the feedback. The last status given
+    /// wins; `None` when no line gives one.
+    ///
+    /// ```
+    /// use nav_memory::grounding::{CategoryFeedback, GroundingCategory, StepStatus};
+    /// let (status, f) = CategoryFeedback::parse_typed("failure: spatial: the kitchen is not here")?;
+    /// assert_eq!(status, Some(StepStatus::Failure));
+    /// assert_eq!(f.get(GroundingCategory::Spatial), Some("the kitchen is not here"));
+    /// assert_eq!(CategoryFeedback::parse_typed("SUCCESS: found it")?.0, Some(StepStatus::Success));
+    /// assert_eq!(CategoryFeedback::parse_typed("spatial: kitchen is green")?.0, None);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn parse_typed(input: &str) -> Result<(Option<StepStatus>, Self), MemoryError> {
         let mut out = Self::default();
+        let mut status = None;
         for raw in input.lines() {
             let mut line = raw.trim();
-            if let Some(rest) = strip_prefix_ci(line, "feedback") {
-                let rest = rest.trim_start();
-                if let Some(rest) = rest.strip_prefix(':') {
-                    line = rest.trim();
+            for _ in 0..2 {
+                if let Some(rest) = strip_prefix_ci(line, "feedback") {
+                    if let Some(rest) = rest.trim_start().strip_prefix(':') {
+                        line = rest.trim();
+                    }
+                }
+                if let Some((s, rest)) = strip_status(line) {
+                    status = Some(s);
+                    line = rest;
                 }
             }
             if line.is_empty() {
@@ -218,8 +243,17 @@ impl CategoryFeedback {
         if out.is_empty() {
             return Err(MemoryError::BadFeedback { line: input.to_string(), reason: "no feedback given" });
         }
-        Ok(out)
+        Ok((status, out))
     }
+}
+
+/// A leading `Success:`, `Failure:` or `WiP:` (case-insensitive, spaces
+/// allowed before the colon): the status and the rest of the line.
+fn strip_status(line: &str) -> Option<(StepStatus, &str)> {
+    [StepStatus::Success, StepStatus::Failure, StepStatus::WiP].into_iter().find_map(|status| {
+        let rest = strip_prefix_ci(line, status.as_str())?.trim_start().strip_prefix(':')?;
+        Some((status, rest.trim()))
+    })
 }
 
 fn strip_prefix_ci<'a>(s: &'a str, prefix: &str) -> Option<&'a str> {

@@ -316,6 +316,11 @@ pub struct RunSummary {
     /// prompt.
     #[serde(default)]
     pub invalid_tool_calls: u32,
+    /// An output of the episode that could not be written (the
+    /// `--memory-file` save on a full or read-only disk). The episode's
+    /// result stands; `nav run` prints it, then exits 3 with this message.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_error: Option<String>,
 }
 
 impl RunSummary {
@@ -483,6 +488,8 @@ struct LoopResult {
     stuck_recovery: Option<(u32, u32)>,
     /// How the memory's places followed the rooms (objectnav).
     places: Option<PlaceScore>,
+    /// An output that could not be written (the `--memory-file` save).
+    output_error: Option<String>,
 }
 
 /// Runs one episode (see the module docs). `log` receives the step log;
@@ -685,6 +692,7 @@ async fn objectnav_episode(
         coverage: None,
         stuck_recovery: None,
         places,
+        output_error: None,
     })
 }
 
@@ -763,6 +771,7 @@ async fn candidates_episode(
         coverage: Some(out.coverage),
         stuck_recovery: Some((out.stuck_counter, cfg_max_stuck)),
         places: None,
+        output_error: None,
     })
 }
 
@@ -797,9 +806,9 @@ async fn explore_episode(
         lp = lp.with_memory(memory);
     }
     let out = lp.run(hal, ctx).await?;
-    if let Some(path) = &spec.memory_file {
-        out.memory.save(path).map_err(|e| EpisodeError::Spec(format!("--memory-file: {e}")))?;
-    }
+    // a save that fails (a full or read-only disk) leaves the episode's result standing: the caller reports it
+    let output_error = spec.memory_file.as_ref().and_then(|path| out.memory.save(path).err());
+    let output_error = output_error.map(|e| format!("--memory-file: {e}"));
     Ok(LoopResult {
         stats: out.stats,
         end: out.end.as_str().into(),
@@ -809,6 +818,7 @@ async fn explore_episode(
         coverage: None,
         stuck_recovery: None,
         places: None,
+        output_error,
     })
 }
 
@@ -976,6 +986,7 @@ fn judge(j: Judged<'_>, hal: &SimHal, run: LoopResult) -> RunSummary {
         scene_calls: stats.scene_calls,
         places: run.places,
         invalid_tool_calls: stats.invalid_tool_calls,
+        output_error: run.output_error,
     }
 }
 

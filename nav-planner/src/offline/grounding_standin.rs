@@ -21,13 +21,15 @@ use nav_memory::grounding::{FinalGrounding, GroundingCategory, GroundingRequest}
 pub fn summarize_feedback(req: &GroundingRequest, timestamp: Option<String>) -> FinalGrounding {
     let mut out = FinalGrounding { generation_timestamp: timestamp, ..FinalGrounding::default() };
     for c in GroundingCategory::ALL {
+        // a set beside the list keeps this linear in the number of entries
         let mut seen: Vec<String> = Vec::new();
+        let mut known: std::collections::HashSet<String> = std::collections::HashSet::new();
         for entry in req.stacked.get(c) {
             let text = entry.split_once("] : ").map_or(entry.as_str(), |(_, t)| t).trim();
             let mut chars = text.chars();
             let capitalized: String = chars.next().map(|c| c.to_uppercase().chain(chars).collect()).unwrap_or_default();
             let sentence = if capitalized.ends_with(['.', '!', '?']) { capitalized } else { format!("{capitalized}.") };
-            if !text.is_empty() && !seen.contains(&sentence) {
+            if !text.is_empty() && known.insert(sentence.clone()) {
                 seen.push(sentence);
             }
         }

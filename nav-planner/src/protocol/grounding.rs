@@ -96,30 +96,118 @@ pub struct SystemPromptOptions {
     pub verbalized_entropy: bool,
 }
 
-/// `base` with the grounding section (under [`GROUNDING_HEADER`]) and the
-/// verbalized-entropy note appended as configured. With no grounding (or
-/// blank grounding) and the variant off, `base` exactly: default prompts
-/// stay byte-identical.
+/// Most characters of grounding knowledge one system prompt carries (about
+/// 400 tokens): past it the oldest items are dropped first (see
+/// [`cap_grounding`]).
+pub const MAX_GROUNDING_CHARS: usize = 1_500;
+
+/// Where the grounding section goes in each protocol's system prompt: just
+/// before the text that starts with one of these (the output-format rule:
+/// objectnav's `Rules:` ending in the JSON contract, candidates' `OUTPUT:`,
+/// explore's perceive-then-call instruction), so the output rule stays the
+/// last thing the model reads. A base prompt with none of them (a custom
+/// one) gets the section at its end.
+pub const GROUNDING_SLOTS: [&str; 3] = ["\nRules:\n", "\nOUTPUT: exactly one JSON", "\nFirst say in 1-3 sentences"];
+
+/// `grounding` cut to [`MAX_GROUNDING_CHARS`], and a note saying what was
+/// cut (also logged as a warning). An item is one line of the rendered
+/// grounding (one feedback entry, one knowledge line); headers, code fences
+/// and blank lines are structure, kept. Items go oldest first: the rendered
+/// grounding lists older files and steps before newer ones. The newest item
+/// is kept; when what is left is still over the cap, it is cut at the cap.
+///
+/// ```
+/// use nav_planner::protocol::grounding::{MAX_GROUNDING_CHARS, cap_grounding};
+/// let long: String = (0..200).map(|i| format!("- [ Step{i} - WiP ] : fact {i}\n")).collect();
+/// let (kept, note) = cap_grounding(&format!("#### Spatial\n{long}"));
+/// assert!(kept.chars().count() <= MAX_GROUNDING_CHARS);
+/// assert!(kept.starts_with("#### Spatial\n") && kept.contains("fact 199") && !kept.contains("fact 0\n"));
+/// assert!(note.is_some());
+/// assert_eq!(cap_grounding("#### Spatial\n- kitchen").1, None);
+/// ```
+pub fn cap_grounding(grounding: &str) -> (String, Option<String>) {
+    let total = grounding.chars().count();
+    if total <= MAX_GROUNDING_CHARS {
+        return (grounding.to_string(), None);
+    }
+    let lines: Vec<&str> = grounding.lines().collect();
+    let is_item = |l: &str| {
+        let t = l.trim();
+        !(t.is_empty() || t.starts_with('#') || t.starts_with("```") || t == "---")
+    };
+    // every line costs its characters plus a newline (the last one's is not kept, a safe overcount)
+    let mut size: usize = lines.iter().map(|l| l.chars().count() + 1).sum();
+    let mut dropped = vec![false; lines.len()];
+    let mut n_dropped = 0usize;
+    // the newest item stays (cut below if it alone is too long)
+    let newest = lines.iter().rposition(|l| is_item(l));
+    for (i, l) in lines.iter().enumerate() {
+        if size <= MAX_GROUNDING_CHARS {
+            break;
+        }
+        if is_item(l) && Some(i) != newest {
+            dropped[i] = true;
+            n_dropped += 1;
+            size -= l.chars().count() + 1;
+        }
+    }
+    let mut kept: String =
+        lines.iter().zip(&dropped).filter(|(_, d)| !**d).map(|(l, _)| *l).collect::<Vec<_>>().join("\n");
+    let mut cut_hard = false;
+    if kept.chars().count() > MAX_GROUNDING_CHARS {
+        kept = kept.chars().take(MAX_GROUNDING_CHARS).collect();
+        cut_hard = true;
+    }
+    let note = format!(
+        "grounding knowledge is {total} characters, over the {MAX_GROUNDING_CHARS} a system prompt carries: \
+         dropped the {n_dropped} oldest item(s){}",
+        if cut_hard { " and cut the rest at the limit" } else { "" }
+    );
+    tracing::warn!("{note}");
+    (kept, Some(note))
+}
+
+/// `base` with the grounding section (under [`GROUNDING_HEADER`], capped by
+/// [`cap_grounding`]) in its slot before the output-format rule (see
+/// [`GROUNDING_SLOTS`]) and the verbalized-entropy note appended, as
+/// configured. With no grounding (or blank grounding) and the variant off,
+/// `base` exactly: default prompts stay byte-identical.
 ///
 /// ```
 /// use nav_planner::protocol::grounding::{SystemPromptOptions, system_prompt};
 /// assert_eq!(system_prompt("SYS", &SystemPromptOptions::default()), "SYS");
 /// let o = SystemPromptOptions { grounding: Some("#### Spatial\n- kitchen".into()), verbalized_entropy: false };
 /// assert!(system_prompt("SYS", &o).ends_with("earlier episodes\n#### Spatial\n- kitchen"));
+/// let with_rule = system_prompt("Find it.\n\nOUTPUT: exactly one JSON object", &o);
+/// assert!(with_rule.ends_with("- kitchen\n\nOUTPUT: exactly one JSON object"));
 /// ```
 pub fn system_prompt(base: &str, options: &SystemPromptOptions) -> String {
+    system_prompt_with_note(base, options).0
+}
+
+/// [`system_prompt`] and the note [`cap_grounding`] gives when it had to
+/// cut the grounding (`None` when all of it fit).
+pub fn system_prompt_with_note(base: &str, options: &SystemPromptOptions) -> (String, Option<String>) {
     let mut s = base.to_string();
+    let mut note = None;
     if let Some(g) = options.grounding.as_deref().filter(|g| !g.trim().is_empty()) {
-        s.push_str("\n\n");
-        s.push_str(GROUNDING_HEADER);
-        s.push('\n');
-        s.push_str(g);
+        let (g, n) = cap_grounding(g);
+        note = n;
+        let section = format!("{GROUNDING_HEADER}\n{g}");
+        match GROUNDING_SLOTS.iter().filter_map(|m| base.find(m)).min() {
+            // "…text.\n" + "\n### Grounding…\n<g>\n" + "\nRules:…": one blank line either side
+            Some(at) => s.insert_str(at, &format!("\n{section}\n")),
+            None => {
+                s.push_str("\n\n");
+                s.push_str(&section);
+            }
+        }
     }
     if options.verbalized_entropy {
         s.push_str("\n\n");
         s.push_str(VERBALIZED_ENTROPY_NOTE);
     }
-    s
+    (s, note)
 }
 
 #[cfg(test)]
@@ -127,6 +215,48 @@ mod tests {
     use super::*;
     use crate::vlm::ScriptedVlm;
     use nav_memory::grounding::{CategoryFeedback, EpisodeGrounding, GroundingCategory, StepStatus};
+
+    #[test]
+    fn the_grounding_goes_before_each_protocols_output_rule_and_nothing_else_changes() {
+        use crate::protocol::prompts::{CANDIDATES_SYSTEM, EXPLORE_SYSTEM, OBJECTNAV_SYSTEM};
+        let g = "#### Spatial\n- [ Step1 - Success ] : kitchen is green";
+        let o = SystemPromptOptions { grounding: Some(g.into()), verbalized_entropy: true };
+        let section = format!("\n{GROUNDING_HEADER}\n{g}\n");
+        for (base, rule) in [
+            (OBJECTNAV_SYSTEM, "Rules:\n"),
+            (CANDIDATES_SYSTEM, "OUTPUT: exactly one JSON"),
+            (EXPLORE_SYSTEM, "First say in 1-3 sentences"),
+        ] {
+            let (p, note) = system_prompt_with_note(base, &o);
+            assert_eq!(note, None);
+            let at = p.find(GROUNDING_HEADER).unwrap();
+            assert!(at < p.find(rule).unwrap(), "{p}");
+            assert!(p.contains(&format!("{g}\n\n{rule}")), "{p}");
+            // taking the section and the entropy note out gives the prompt back
+            let back = p.replacen(&section, "", 1).replacen(&format!("\n\n{VERBALIZED_ENTROPY_NOTE}"), "", 1);
+            assert_eq!(back, base);
+        }
+    }
+
+    #[test]
+    fn a_long_grounding_loses_its_oldest_items_first() {
+        let items: Vec<String> = (0..300).map(|i| format!("- [ Step{i} - WiP ] : fact number {i}")).collect();
+        let g = format!("#### Spatial\n{}\n\n#### General\n- newest rule", items.join("\n"));
+        let (kept, note) = cap_grounding(&g);
+        assert!(kept.chars().count() <= MAX_GROUNDING_CHARS);
+        assert!(note.unwrap().contains("oldest"));
+        assert!(kept.contains("#### Spatial") && kept.contains("#### General\n- newest rule"));
+        assert!(kept.contains("fact number 299") && !kept.contains("fact number 0\n"));
+        let p = system_prompt(
+            crate::protocol::prompts::OBJECTNAV_SYSTEM,
+            &SystemPromptOptions { grounding: Some(g), verbalized_entropy: false },
+        );
+        assert!(p.len() < crate::protocol::prompts::OBJECTNAV_SYSTEM.len() + MAX_GROUNDING_CHARS + 100);
+        // one huge line: cut at the limit, on a character boundary
+        let (kept, note) = cap_grounding(&"é".repeat(5_000));
+        assert_eq!(kept.chars().count(), MAX_GROUNDING_CHARS);
+        assert!(note.is_some());
+    }
 
     #[test]
     fn generates_from_stacked_feedback() {

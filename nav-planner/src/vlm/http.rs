@@ -301,6 +301,20 @@ pub(crate) fn finish(
         }
     };
     scrub_reply(&mut response, secrets);
+    if !response.usage.is_plausible() {
+        let e = VlmError::InvalidResponse {
+            message: format!(
+                "implausible token usage (prompt {}, completion {}, cached {}, cache write {}; at most {} each, never negative)",
+                response.usage.prompt_tokens,
+                response.usage.completion_tokens,
+                response.usage.cached_tokens,
+                response.usage.cache_write_tokens,
+                crate::vlm::Usage::MAX_CALL_TOKENS
+            ),
+        };
+        tracing::warn!(provider, attempts = reply.attempts, error = %e, "VLM response rejected");
+        return Err(e);
+    }
     response.latency_ms = started.elapsed().as_secs_f64() * 1e3;
     response.attempts = reply.attempts;
     if response.model.is_empty() {
@@ -326,7 +340,8 @@ pub(crate) fn finish(
 /// arguments), so the step log and the terminal never show a key.
 fn scrub_reply(response: &mut VlmResponse, secrets: &[&str]) {
     let secrets: Vec<&str> = secrets.iter().copied().filter(|s| s.trim().len() >= 6).collect();
-    let leaks = |t: &str| secrets.iter().any(|s| t.contains(s.trim()));
+    // the key whole, a piece of it, reversed or encoded (see `redact_secrets`)
+    let leaks = |t: &str| crate::vlm::redact::redact_secrets(t, &secrets) != t;
     if leaks(&response.text) {
         response.text = redact(&response.text, &secrets);
     }
@@ -363,6 +378,35 @@ pub(crate) fn call_deadline(requested: Option<Duration>, transport: &HttpTranspo
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_reply_or_error_echoing_the_key_altered_is_scrubbed() {
+        use base64::Engine as _;
+        let key = "sk-navkit-test-SECRET123";
+        let reversed: String = key.chars().rev().collect();
+        let body = format!(
+            "bad key ...SECRET123; {reversed}; {}",
+            base64::engine::general_purpose::STANDARD.encode(key.as_bytes())
+        );
+        let mut r = VlmResponse::from_text(body.clone());
+        scrub_reply(&mut r, &[key]);
+        assert!(!r.text.contains("SECRET123") && !r.text.contains("321TERCES"), "{}", r.text);
+        let e = redact_error(VlmError::Http { status: 400, message: body }, &[key]);
+        let text = e.to_string();
+        assert!(!text.contains("SECRET123") && !text.contains("321TERCES") && !text.contains("c2stbmF2"), "{text}");
+    }
+
+    #[test]
+    fn absurd_usage_is_not_plausible_and_sums_saturate() {
+        let mut u = crate::vlm::Usage { prompt_tokens: u64::MAX, ..Default::default() };
+        assert!(!u.is_plausible());
+        u += u;
+        assert_eq!(u.prompt_tokens, u64::MAX);
+        assert_eq!(u.total_tokens(), u64::MAX);
+        let v = serde_json::json!({"prompt_tokens": -5, "completion_tokens": 3});
+        assert_eq!(crate::vlm::wire::count(&v, "prompt_tokens"), u64::MAX);
+        assert_eq!(crate::vlm::wire::count(&v, "missing"), 0);
+    }
 
     #[test]
     fn retry_after_sources() {

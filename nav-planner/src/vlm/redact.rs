@@ -121,14 +121,7 @@ fn is_token_char(c: char) -> bool {
 /// assert_eq!(clean, "Incorrect API key provided: [REDACTED]. Authorization: Bearer [REDACTED]");
 /// ```
 pub fn redact(text: &str, secrets: &[&str]) -> String {
-    let mut out = text.to_string();
-    for secret in secrets {
-        let secret = secret.trim();
-        // Very short strings would mangle ordinary words; real keys are long.
-        if secret.len() >= 6 {
-            out = out.replace(secret, REDACTED);
-        }
-    }
+    let out = redact_secrets(text, secrets);
     let mut result = String::with_capacity(out.len());
     let mut rest = out.as_str();
     let mut after_bearer = false;
@@ -159,6 +152,149 @@ pub fn redact(text: &str, secrets: &[&str]) -> String {
     }
     result.push_str(rest);
     result
+}
+
+/// The shortest piece of a secret [`redact`] recognises on its own (a key's
+/// suffix in a server's error message, say).
+pub const MIN_FRAGMENT_CHARS: usize = 8;
+
+/// Secrets at least this long are also looked for in pieces, reversed and
+/// encoded (shorter ones only whole: their pieces would be ordinary words).
+pub const MIN_FRAGMENT_SECRET_CHARS: usize = 12;
+
+/// The shortest base64 or hex run [`redact`] decodes to look for a secret
+/// in it: the base64 of a [`MIN_FRAGMENT_CHARS`]-byte piece, unpadded.
+const MIN_ENCODED_RUN: usize = (MIN_FRAGMENT_CHARS * 4).div_ceil(3);
+
+/// `text` with every altered form of `secret` replaced by `[REDACTED]`: any
+/// piece of [`MIN_FRAGMENT_CHARS`] characters or more of the secret or of
+/// the secret reversed, and any base64 (standard or URL-safe) or hex run
+/// whose decoded bytes hold such a piece. Linear in the text for a given
+/// secret.
+fn redact_altered(text: &str, secret: &str) -> String {
+    let reversed: String = secret.chars().rev().collect();
+    let mut hide: Vec<(usize, usize)> = Vec::new();
+    // the pieces as bytes, by byte length (one length for an ASCII secret)
+    let mut pieces: std::collections::BTreeMap<usize, std::collections::HashSet<&[u8]>> = Default::default();
+    for form in [secret, reversed.as_str()] {
+        let starts: Vec<usize> = form.char_indices().map(|(i, _)| i).chain([form.len()]).collect();
+        for w in starts.windows(MIN_FRAGMENT_CHARS + 1) {
+            let piece = &form[w[0]..w[MIN_FRAGMENT_CHARS]];
+            pieces.entry(piece.len()).or_default().insert(piece.as_bytes());
+            hide.extend(text.match_indices(piece).map(|(i, m)| (i, i + m.len())));
+        }
+    }
+    let holds_piece = |bytes: &[u8]| pieces.iter().any(|(len, set)| bytes.windows(*len).any(|w| set.contains(w)));
+    for (start, end) in encoded_runs(text) {
+        if decodings(&text[start..end]).iter().any(|d| holds_piece(d)) {
+            hide.push((start, end));
+        }
+    }
+    if hide.is_empty() {
+        return text.to_string();
+    }
+    hide.sort_unstable();
+    let mut merged: Vec<(usize, usize)> = Vec::new();
+    for (s, e) in hide {
+        match merged.last_mut() {
+            Some(last) if s <= last.1 => last.1 = last.1.max(e),
+            _ => merged.push((s, e)),
+        }
+    }
+    let mut out = String::with_capacity(text.len());
+    let mut at = 0;
+    for (s, e) in merged {
+        out.push_str(&text[at..s]);
+        out.push_str(REDACTED);
+        at = e;
+    }
+    out.push_str(&text[at..]);
+    out
+}
+
+/// The byte ranges of maximal runs of base64 / hex characters long enough
+/// to hide a piece of a secret.
+fn encoded_runs(text: &str) -> Vec<(usize, usize)> {
+    // '=' ends a run: padding is only at a run's end, and `name=value` is two runs
+    let is_b64 = |b: u8| b.is_ascii_alphanumeric() || matches!(b, b'+' | b'/' | b'-' | b'_');
+    let bytes = text.as_bytes();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < bytes.len() {
+        if !is_b64(bytes[i]) {
+            i += 1;
+            continue;
+        }
+        let start = i;
+        while i < bytes.len() && is_b64(bytes[i]) {
+            i += 1;
+        }
+        let end = i;
+        // the padding belongs to the run (redacted with it)
+        while i < bytes.len() && i - end < 2 && bytes[i] == b'=' {
+            i += 1;
+        }
+        if end - start >= MIN_ENCODED_RUN {
+            out.push((start, i));
+        }
+    }
+    out
+}
+
+/// What a base64 or hex run may decode to: base64 (both alphabets) from
+/// each of the four alignments a cut-out piece can start at, and hex from
+/// both nibble alignments.
+fn decodings(run: &str) -> Vec<Vec<u8>> {
+    use base64::Engine as _;
+    use base64::engine::general_purpose::{STANDARD_NO_PAD, URL_SAFE_NO_PAD};
+    let core = run.trim_end_matches('=');
+    let mut out = Vec::new();
+    for skip in 0..4.min(core.len()) {
+        let part = &core[skip..];
+        // the whole rest (a final partial group decodes too), else whole groups only
+        let whole = &part[..part.len() - part.len() % 4];
+        for engine in [&STANDARD_NO_PAD, &URL_SAFE_NO_PAD] {
+            if let Some(d) = [part, whole].into_iter().find_map(|p| engine.decode(p).ok()) {
+                out.push(d);
+            }
+        }
+    }
+    if core.bytes().all(|b| b.is_ascii_hexdigit()) {
+        for skip in 0..2.min(core.len()) {
+            let digits: Vec<u8> =
+                core.bytes().skip(skip).filter_map(|b| (b as char).to_digit(16)).map(|d| d as u8).collect();
+            out.push(digits.chunks_exact(2).map(|p| (p[0] << 4) | p[1]).collect());
+        }
+    }
+    out
+}
+
+/// `text` with the given secrets replaced by `[REDACTED]`: each whole (at
+/// least 6 characters), and for a secret of [`MIN_FRAGMENT_SECRET_CHARS`]
+/// or more any piece of [`MIN_FRAGMENT_CHARS`] characters of it or of it
+/// reversed, plain or inside a base64 or hex run. Nothing else is touched
+/// (the key-shape rules are [`redact`]'s).
+///
+/// ```
+/// use nav_planner::vlm::redact_secrets;
+/// let key = "sk-navkit-test-SECRET123";
+/// assert_eq!(redact_secrets("bad key …SECRET123", &[key]), "bad key …[REDACTED]");
+/// assert_eq!(redact_secrets("321TERCES-tset", &[key]), "[REDACTED]");
+/// assert_eq!(redact_secrets("nothing here", &[key]), "nothing here");
+/// ```
+pub fn redact_secrets(text: &str, secrets: &[&str]) -> String {
+    let mut out = text.to_string();
+    for secret in secrets {
+        let secret = secret.trim();
+        // Very short strings would mangle ordinary words; real keys are long.
+        if secret.len() >= 6 {
+            out = out.replace(secret, REDACTED);
+        }
+        if secret.chars().count() >= MIN_FRAGMENT_SECRET_CHARS {
+            out = redact_altered(&out, secret);
+        }
+    }
+    out
 }
 
 /// Splits `key=value` into (`key=`, `value`); other tokens into ("", token).
@@ -233,7 +369,62 @@ mod tests {
         assert!(!v.iter().any(|x| x.contains("0.5")), "{v:?}");
     }
 
+    #[test]
+    fn altered_forms_of_a_key_are_redacted() {
+        use base64::Engine as _;
+        let key = "sk-navkit-test-SECRET123";
+        let b64 = |s: &str| base64::engine::general_purpose::STANDARD.encode(s);
+        let reversed: String = key.chars().rev().collect();
+        let hex: String = key.bytes().map(|b| format!("{b:02x}")).collect();
+        for leak in [
+            "SECRET123".to_string(),
+            reversed.clone(),
+            b64(key),
+            b64(&reversed),
+            b64("test-SECRET123"),
+            base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(key),
+            hex.clone(),
+            hex.to_uppercase(),
+            format!("x{}", &b64(&format!("..{key}"))[3..]),
+        ] {
+            let body = format!("invalid key ending {leak}, try again");
+            let clean = redact(&body, &[key]);
+            assert_eq!(clean, "invalid key ending [REDACTED], try again", "{leak}");
+        }
+        // ordinary text stays
+        let text = "The kitchen is north of the hallway; SGVsbG8gd29ybGQh is base64 of something else.";
+        assert_eq!(redact(text, &[key]), text);
+        // a short secret is only redacted whole
+        assert_eq!(redact("hunter2-lng and hunter2-l", &["hunter2-lng"]), "[REDACTED] and hunter2-l");
+    }
+
     proptest! {
+        /// Any piece of 8 or more characters of a key, as it is, reversed,
+        /// base64- or hex-encoded, inside any text, never survives.
+        #[test]
+        fn altered_pieces_never_survive(
+            key in "[A-Za-z0-9_-]{16,48}",
+            prefix in "[ -~]{0,40}",
+            suffix in "[ -~]{0,40}",
+            from in 0usize..40,
+            len in 8usize..48,
+            form in 0u8..4,
+        ) {
+            use base64::Engine as _;
+            let from = from.min(key.len() - 8);
+            let piece = &key[from..(from + len).min(key.len())];
+            let rev: String = piece.chars().rev().collect();
+            let leak = match form {
+                0 => piece.to_string(),
+                1 => rev.clone(),
+                2 => base64::engine::general_purpose::STANDARD.encode(piece),
+                _ => piece.bytes().map(|b| format!("{b:02x}")).collect(),
+            };
+            let clean = redact(&format!("{prefix} {leak} {suffix}"), &[&key]);
+            prop_assert!(!clean.contains(&leak), "{clean}");
+            prop_assert!(!clean.contains(piece) && !clean.contains(&rev), "{clean}");
+        }
+
         #[test]
         fn a_secret_never_survives(prefix in ".{0,40}", suffix in ".{0,40}", secret in "[A-Za-z0-9_-]{6,40}") {
             let text = format!("{prefix}{secret}{suffix}");

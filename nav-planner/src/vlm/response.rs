@@ -52,18 +52,33 @@ pub struct Usage {
 }
 
 impl Usage {
-    /// Prompt plus completion tokens.
+    /// The most tokens one call may report in any field: no model reads or
+    /// writes ten million tokens in one call, so more (or a negative or
+    /// malformed count) is a broken or hostile reply, rejected as an invalid
+    /// response rather than counted (a wrapped total would blind
+    /// `--max-cost-usd`).
+    pub const MAX_CALL_TOKENS: u64 = 10_000_000;
+
+    /// Prompt plus completion tokens (saturating).
     pub fn total_tokens(&self) -> u64 {
-        self.prompt_tokens + self.completion_tokens
+        self.prompt_tokens.saturating_add(self.completion_tokens)
+    }
+
+    /// Whether every count is at most [`MAX_CALL_TOKENS`](Self::MAX_CALL_TOKENS).
+    pub fn is_plausible(&self) -> bool {
+        [self.prompt_tokens, self.completion_tokens, self.cached_tokens, self.cache_write_tokens]
+            .iter()
+            .all(|&n| n <= Self::MAX_CALL_TOKENS)
     }
 }
 
+/// Sums saturate: totals never wrap.
 impl std::ops::AddAssign for Usage {
     fn add_assign(&mut self, rhs: Self) {
-        self.prompt_tokens += rhs.prompt_tokens;
-        self.completion_tokens += rhs.completion_tokens;
-        self.cached_tokens += rhs.cached_tokens;
-        self.cache_write_tokens += rhs.cache_write_tokens;
+        self.prompt_tokens = self.prompt_tokens.saturating_add(rhs.prompt_tokens);
+        self.completion_tokens = self.completion_tokens.saturating_add(rhs.completion_tokens);
+        self.cached_tokens = self.cached_tokens.saturating_add(rhs.cached_tokens);
+        self.cache_write_tokens = self.cache_write_tokens.saturating_add(rhs.cache_write_tokens);
     }
 }
 

@@ -99,11 +99,13 @@ pub(super) async fn run(
     let stop = hal.stop_handle();
     let clock = hal.clock();
     let url = setup.robot.url.trim().to_string();
-    eprintln!(
+    crate::exit::diag!(
         "nav rosmaster: objectnav: looking for {:?} (up to {} steps, {:.0} s); each step is a closed-loop \
          motion under the safety guard, each planner call a 12-view panorama turned on the spot; Ctrl-C stops \
          the robot",
-        task.target, task.max_steps, setup.explore.max_time_s
+        task.target,
+        task.max_steps,
+        setup.explore.max_time_s
     );
     let observer = Observer::new()
         .with_info("robot", json!(url))

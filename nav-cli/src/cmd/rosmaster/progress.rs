@@ -53,7 +53,7 @@ impl Progress {
 
     /// Prints one line, stamped with the time since the start.
     pub fn say(&self, message: &str) {
-        eprintln!("{}", stamp(self.elapsed_s(), message));
+        crate::exit::diag!("{}", stamp(self.elapsed_s(), message));
     }
 
     /// The step-log tap that prints the lines of each record.
@@ -61,7 +61,7 @@ impl Progress {
         let me = self.clone();
         move |record| {
             for line in me.state().lines(record) {
-                eprintln!("{line}");
+                crate::exit::diag!("{line}");
             }
         }
     }

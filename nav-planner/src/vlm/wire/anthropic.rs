@@ -206,7 +206,7 @@ pub fn decode(body: &[u8], json_tool: Option<&str>) -> Result<VlmResponse, VlmEr
         let cached = count(u, "cache_read_input_tokens");
         let written = count(u, "cache_creation_input_tokens");
         Usage {
-            prompt_tokens: count(u, "input_tokens") + cached + written,
+            prompt_tokens: count(u, "input_tokens").saturating_add(cached).saturating_add(written),
             completion_tokens: count(u, "output_tokens"),
             cached_tokens: cached,
             cache_write_tokens: written,

@@ -194,8 +194,8 @@ pub fn decode(body: &[u8]) -> Result<VlmResponse, VlmError> {
         }
     }
     let usage = v.get("usageMetadata").map_or_else(Usage::default, |u| Usage {
-        prompt_tokens: count(u, "promptTokenCount") + count(u, "toolUsePromptTokenCount"),
-        completion_tokens: count(u, "candidatesTokenCount") + count(u, "thoughtsTokenCount"),
+        prompt_tokens: count(u, "promptTokenCount").saturating_add(count(u, "toolUsePromptTokenCount")),
+        completion_tokens: count(u, "candidatesTokenCount").saturating_add(count(u, "thoughtsTokenCount")),
         cached_tokens: count(u, "cachedContentTokenCount"),
         cache_write_tokens: 0,
     });

@@ -116,9 +116,14 @@ fn error_text(err: &Value) -> String {
     truncate_chars(&text, 300)
 }
 
-/// Reads a non-negative token count; absent or malformed counts are 0.
+/// Reads a non-negative token count; an absent (or null) count is 0, a
+/// negative or malformed one `u64::MAX`, which
+/// [`Usage::is_plausible`](crate::vlm::Usage::is_plausible) then rejects.
 pub(crate) fn count(v: &Value, key: &str) -> u64 {
-    v.get(key).and_then(Value::as_u64).unwrap_or(0)
+    match v.get(key) {
+        None | Some(Value::Null) => 0,
+        Some(n) => n.as_u64().unwrap_or(u64::MAX),
+    }
 }
 
 /// Tool-call arguments as JSON: the parsed text, `{}` for empty text, or the
