@@ -20,7 +20,17 @@ pub fn check_extension(path: &Path) -> Result<(), Exit> {
 /// Draws a run from its step records.
 pub fn draw(arena: &Arena, records: &[StepRecord], title: &str, path: &Path) -> Result<(), Exit> {
     check_extension(path)?;
-    let trajectory: Vec<Point2> = records.iter().map(|r| r.gt_pose.unwrap_or(r.pose).pose().position()).collect();
+    // poses come from a file: keep the finite ones and clamp them to the arena (plus a margin), so
+    // a pose 80 km away costs a line to the picture's edge, not 80 km of rasterizing
+    let [x0, y0, x1, y1] = arena.bounds;
+    let margin = 1.0;
+    let inside = |p: Point2| Point2::new(p.x.clamp(x0 - margin, x1 + margin), p.y.clamp(y0 - margin, y1 + margin));
+    let trajectory: Vec<Point2> = records
+        .iter()
+        .map(|r| r.gt_pose.unwrap_or(r.pose).pose().position())
+        .filter(|p| p.x.is_finite() && p.y.is_finite())
+        .map(inside)
+        .collect();
     // anchors live in the dead-reckoning frame (start at the origin): map them onto the arena
     let start = arena.start.pose();
     let mut anchors: Vec<(Point2, u32)> = Vec::new();
@@ -29,8 +39,10 @@ pub fn draw(arena: &Arena, records: &[StepRecord], title: &str, path: &Path) -> 
         if let (Some(a), Some(p)) = (r.anchor_id, r.place_id) {
             if last_anchor != Some(a) {
                 last_anchor = Some(a);
-                let local = r.pose.pose();
-                anchors.push((to_arena(start, local), p));
+                let at = to_arena(start, r.pose.pose());
+                if at.x.is_finite() && at.y.is_finite() {
+                    anchors.push((inside(at), p));
+                }
             }
         }
     }

@@ -183,7 +183,8 @@ mod tests {
         let mut d = DoorwayDetector::new(DoorwayConfig::default());
         assert!(!d.observe(Pose2::new(0.0, 0.0, 0.0), &walls(0.45, 0.45, 5.0)));
         assert!(!d.observe(Pose2::new(0.1, 0.0, 0.0), &walls(2.0, 2.0, 5.0)), "not advanced far enough");
-        assert!(!d.observe(Pose2::new(5.0, 0.0, 0.0), &walls(0.9, 0.9, 5.0)), "not opened enough, too far");
-        assert!(!d.observe(Pose2::new(5.5, 0.0, 0.0), &walls(3.0, 3.0, 5.0)), "forgotten");
+        // away from the door without passing it: still narrow-ish, not opened, more than 3 m off
+        assert!(!d.observe(Pose2::new(3.5, 0.0, 0.0), &walls(0.5, 0.5, 0.3)));
+        assert!(!d.observe(Pose2::new(3.8, 0.0, 0.0), &walls(3.0, 3.0, 5.0)), "forgotten");
     }
 }

@@ -50,8 +50,9 @@ pub fn run(args: ReplayArgs) -> CmdResult {
         (Some(n), _) => Arena::builtin(n).map_err(|e| usage(e.to_string()))?,
         (None, Some(p)) => Arena::load(p).map_err(|e| usage(e.to_string()))?,
         (None, None) => match info.get("arena_json") {
-            Some(v) => serde_json::from_value(v.clone())
-                .map_err(|e| usage(format!("{}: step 0 has an unreadable arena: {e}", args.log.display())))?,
+            // validated as `--arena-file` is: a log is input from outside, and its arena sizes the drawing
+            Some(v) => Arena::from_json_named(&v.to_string(), &format!("{} (step 0's arena)", args.log.display()))
+                .map_err(|e| usage(e.to_string()))?,
             None => {
                 let name = info.get("arena").and_then(|v| v.as_str()).ok_or_else(|| {
                     usage(format!("{}: no arena recorded; pass --arena or --arena-file", args.log.display()))
