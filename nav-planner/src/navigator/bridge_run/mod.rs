@@ -420,10 +420,11 @@ impl<'a> BridgeRunner<'a> {
         Ok(())
     }
 
-    fn planner(&self, radius: f64) -> Result<Box<dyn ObjectNavPlanner>, EpisodeError> {
+    fn planner(&self, radius: f64, camera_height_m: Option<f64>) -> Result<Box<dyn ObjectNavPlanner>, EpisodeError> {
         let map = LocalMapConfig { inflation_m: radius + self.config.clearance_margin_m, ..LocalMapConfig::default() };
         Ok(match self.config.planner {
             PlannerChoice::Offline => Box::new(OfflineObjectNavPlanner::new(OfflineObjectNavConfig {
+                camera_height_m,
                 noise: self.config.vlm_noise,
                 episode_seed: self.config.seed.unwrap_or(0),
                 ..OfflineObjectNavConfig::default()
@@ -526,7 +527,7 @@ impl<'a> BridgeRunner<'a> {
             hfov_deg: backend.hfov_deg,
             image_size: [backend.width, backend.height],
         };
-        let planner = self.planner(radius)?;
+        let planner = self.planner(radius, backend.camera_height_m)?;
         let scene = self.scene_analyzer();
         let policy = match self.policy.as_mut() {
             Some((_, factory)) => factory(&setup),
