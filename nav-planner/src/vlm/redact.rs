@@ -270,8 +270,8 @@ fn decodings(run: &str) -> Vec<Vec<u8>> {
 }
 
 /// `text` with the given secrets replaced by `[REDACTED]`: each whole (at
-/// least 6 characters), and for a secret of [`MIN_FRAGMENT_SECRET_CHARS`]
-/// or more any piece of [`MIN_FRAGMENT_CHARS`] characters of it or of it
+/// least 6 characters), and for a secret of 12 characters
+/// or more any piece of 8 characters of it or of it
 /// reversed, plain or inside a base64 or hex run. Nothing else is touched
 /// (the key-shape rules are [`redact`]'s).
 ///
