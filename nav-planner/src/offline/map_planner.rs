@@ -31,10 +31,10 @@
 
 use super::prior::SemanticPrior;
 use super::vlm_noise::VlmNoise;
+use crate::protocol::PlannerReply;
 use crate::protocol::objectnav::{
     DiscoveredContext, ObjectNavDecision, ObjectNavObservation, ObjectNavPlanner, StepObservation, panorama_objects,
 };
-use crate::protocol::{CallRecord, PlannerReply};
 use async_trait::async_trait;
 use nav_core::astar::{CostMap, distance_field_until};
 use nav_core::geometry::{Point2, Pose2};
@@ -380,15 +380,7 @@ impl ObjectNavPlanner for MapObjectNavPlanner {
         }
         reply.decision.angle = (reply.decision.angle * 10.0).round() / 10.0;
         let text = serde_json::to_string_pretty(&reply.decision).unwrap_or_default();
-        let mut record = CallRecord::default();
-        let decision = match ObjectNavDecision::parse(&text) {
-            Ok(d) => d,
-            Err(e) => {
-                record.fallback = Some(e.to_string());
-                ObjectNavDecision::fallback()
-            }
-        };
-        record.raw.push(text);
+        let (decision, record) = ObjectNavDecision::from_reply_text(text);
         self.last_plan = Some((obs.pose, decision.angle));
         PlannerReply { decision, distance_hint_m: reply.distance_hint_m, record }
     }

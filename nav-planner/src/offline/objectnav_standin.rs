@@ -40,10 +40,10 @@
 
 use super::prior::SemanticPrior;
 use super::vlm_noise::VlmNoise;
+use crate::protocol::PlannerReply;
 use crate::protocol::objectnav::{
     DiscoveredContext, ObjectNavDecision, ObjectNavObservation, ObjectNavPlanner, panorama_objects, user_text,
 };
-use crate::protocol::{CallRecord, PlannerReply};
 use async_trait::async_trait;
 use nav_core::geometry::normalize_angle;
 use nav_core::lidar::{LaserScan, corridor_clearance_dir};
@@ -427,15 +427,7 @@ impl ObjectNavPlanner for OfflineObjectNavPlanner {
     async fn plan(&mut self, obs: &ObjectNavObservation<'_>) -> PlannerReply<ObjectNavDecision> {
         let text = user_text(obs, false);
         let reply = self.answer(&text, &Eyes::of(obs.panorama, self.config.camera_height_m));
-        let mut record = CallRecord::default();
-        let decision = match ObjectNavDecision::parse(&reply) {
-            Ok(d) => d,
-            Err(e) => {
-                record.fallback = Some(e.to_string());
-                ObjectNavDecision::fallback()
-            }
-        };
-        record.raw.push(reply);
+        let (decision, record) = ObjectNavDecision::from_reply_text(reply);
         PlannerReply { decision, distance_hint_m: None, record }
     }
 }

@@ -60,6 +60,19 @@ impl ObjectNavDecision {
     pub fn parse(reply: &str) -> Result<Self, DecisionError> {
         validate_objectnav(&extract_json_object(reply)?)
     }
+
+    /// An offline stand-in's reply text taken as a model's would be: parsed
+    /// by [`Self::parse`] (the fallback, with its reason, when invalid), the
+    /// text kept as the call's raw reply.
+    pub fn from_reply_text(reply: String) -> (Self, CallRecord) {
+        let mut record = CallRecord::default();
+        let decision = Self::parse(&reply).unwrap_or_else(|e| {
+            record.fallback = Some(e.to_string());
+            Self::fallback()
+        });
+        record.raw.push(reply);
+        (decision, record)
+    }
 }
 
 /// Validates a parsed object as an objectnav decision. Extra fields are
