@@ -1,6 +1,7 @@
 //! How commands fail: bad usage/input (exit 2), internal errors (exit 3),
 //! output that cannot be written (exit 3 with a message, or a quiet exit 0
-//! when the reader of standard output has gone away).
+//! when the reader of standard output has gone away), a model that cannot
+//! be reached (exit 5).
 
 /// A command's failure, mapped to an exit code by `main`.
 #[derive(Debug)]
@@ -12,6 +13,10 @@ pub enum Exit {
     /// Output could not be written (a full disk, an I/O error): exit 3,
     /// with a message naming what was being written.
     Output(String),
+    /// The model cannot be reached or used (connection refused, DNS, TLS,
+    /// HTTP 401/403/404): exit 5, with one line naming the URL and the
+    /// cause. The robot was stopped first.
+    ModelLink(String),
     /// Standard output's reader has gone away (a closed pipe, `nav … | head`):
     /// exit 0 quietly, as other Unix tools do.
     StdoutClosed,
@@ -24,6 +29,7 @@ impl Exit {
             Exit::Usage(msg) => (2, Some(format!("nav: {msg}"))),
             Exit::Internal(msg) => (3, Some(format!("nav: internal error: {msg}"))),
             Exit::Output(msg) => (3, Some(format!("nav: {msg}"))),
+            Exit::ModelLink(msg) => (5, Some(format!("nav: {msg}"))),
             Exit::StdoutClosed => (0, None),
         }
     }
@@ -100,7 +106,8 @@ pub fn episode_error(e: nav_planner::navigator::episode::EpisodeError) -> Exit {
     use nav_planner::navigator::NavError;
     use nav_planner::navigator::episode::EpisodeError;
     match e {
-        EpisodeError::Spec(m) => usage(m),
+        EpisodeError::Spec(m) | EpisodeError::Capability(m) => usage(m),
+        EpisodeError::ModelLink(f) => Exit::ModelLink(f.to_string()),
         EpisodeError::Config(c) => usage(format!("config {}", section_and_key(&c))),
         EpisodeError::Hal(h) => usage(h.to_string()),
         EpisodeError::Nav(NavError::Config(m)) => usage(m),

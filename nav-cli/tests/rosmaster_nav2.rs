@@ -9,7 +9,6 @@
 #[allow(dead_code)]
 mod rosmaster_process;
 #[path = "support/vlm_server.rs"]
-#[allow(dead_code)]
 mod vlm_server;
 
 use nav_hal::rosbridge::msg::action_msgs::GoalStatus;

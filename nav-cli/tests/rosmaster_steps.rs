@@ -10,7 +10,6 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 #[path = "support/vlm_server.rs"]
-#[allow(dead_code)]
 mod vlm_server;
 
 use nav_core::action::Action;

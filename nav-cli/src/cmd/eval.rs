@@ -467,7 +467,7 @@ fn failed(errors: Vec<Exit>) -> Option<Exit> {
                 bad_input = true;
                 m
             }
-            Exit::Internal(m) | Exit::Output(m) => m,
+            Exit::Internal(m) | Exit::Output(m) | Exit::ModelLink(m) => m,
             Exit::StdoutClosed => continue,
         };
         if !messages.contains(&m) {
@@ -659,6 +659,8 @@ pub fn run(args: EvalArgs) -> CmdResult {
                 results[i] = Some(s);
             }
             Ok(_) => {}
+            // the model cannot be reached: every further episode would fail the same way, so the suite stops
+            Err(e @ Exit::ModelLink(_)) => return Err(e),
             Err(e) => errors.push(e),
         }
         Ok(())

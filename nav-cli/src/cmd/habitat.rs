@@ -10,7 +10,7 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use nav_hal::bridge::{BridgeCommand, BridgeEndpoint, BridgeHal};
 use nav_planner::navigator::StepLog;
 use nav_planner::navigator::bridge_run::{BridgeProgress, BridgeRunner};
-use nav_planner::navigator::episode::{EpisodeError, PlannerChoice};
+use nav_planner::navigator::episode::PlannerChoice;
 use std::io::IsTerminal;
 use std::path::PathBuf;
 
@@ -234,10 +234,7 @@ pub fn run(args: HabitatArgs) -> CmdResult {
     let _ = rt.block_on(hal.close());
     rt.block_on(workers.close());
     let recorded = recording.as_ref().map(super::finish_recording).transpose()?;
-    let report = result.map_err(|e| match e {
-        EpisodeError::Spec(m) => usage(m),
-        other => internal(other),
-    })?;
+    let report = result.map_err(crate::exit::episode_error)?;
     if args.json {
         crate::exit::print(&serde_json::to_string(&report).map_err(internal)?)?;
     } else {

@@ -125,6 +125,9 @@ struct Setup {
     vlm: Option<Arc<LedgerVlm>>,
     budget: Option<Arc<CostBudget>>,
     prompt: ExplorePromptConfig,
+    /// Ends the session at the loop's next step: Ctrl-C, `--max-cost-usd`,
+    /// or a model link that cannot work (set by the ledger).
+    halt: Arc<AtomicBool>,
 }
 
 impl Setup {
@@ -151,6 +154,7 @@ impl Setup {
             }
             explore.max_time_s = t;
         }
+        let halt = Arc::new(AtomicBool::new(false));
         let (vlm, budget) = match args.planner {
             RobotPlanner::Vlm => {
                 let budget = args.backend.budget(config)?;
@@ -158,7 +162,8 @@ impl Setup {
                 let ledger = LedgerVlm::shared(match recording {
                     Some(r) => r.wrap_vlm(model),
                     None => model,
-                });
+                })
+                .with_halt(Arc::clone(&halt));
                 let ledger = match &budget {
                     Some(b) => ledger.with_budget(Arc::clone(b)),
                     None => ledger,
@@ -178,7 +183,7 @@ impl Setup {
             timeout_s: args.backend.timeout.unwrap_or(ExplorePromptConfig::default().timeout_s),
             ..ExplorePromptConfig::default()
         };
-        Ok(Self { robot, explore, vlm, budget, prompt })
+        Ok(Self { robot, explore, vlm, budget, prompt, halt })
     }
 
     fn planner(&self) -> Box<dyn ExplorePlanner> {
@@ -263,7 +268,7 @@ async fn session(
     let mut hal = RosbridgeHal::start(setup.robot.clone()).map_err(config_error)?;
     // the stop path outlives the loop's borrow of the HAL: signals use it
     let stop = hal.stop_handle();
-    let signals = ExploreSignals::default();
+    let signals = ExploreSignals { shutdown: Arc::clone(&setup.halt), ..ExploreSignals::default() };
     let (interrupted_tx, mut interrupted) = watch::channel(false);
     let watcher = SignalWatcher::install()?;
     tokio::spawn(watcher.run(stop, Arc::clone(&signals.shutdown), interrupted_tx));
@@ -350,6 +355,10 @@ async fn session(
     // the recording is closed (and readable) whatever the loop's outcome
     let recorded = recording.map(super::finish_recording).transpose();
     let outcome = outcome.map_err(nav_error)?;
+    if let Some(failure) = setup.vlm.as_ref().and_then(|l| l.link_failure()) {
+        // the loop ended at its next step and stopped the robot
+        return Err(Exit::ModelLink(failure.to_string()));
+    }
     if let Some(path) = &args.memory_file {
         outcome.memory.save(path).map_err(|e| usage(format!("--memory-file: {e}")))?;
     }

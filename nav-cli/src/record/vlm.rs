@@ -35,4 +35,8 @@ impl VisionLanguageModel for RecordingVlm {
     fn describe(&self) -> BackendInfo {
         self.inner.describe()
     }
+
+    fn answers(&self, kind: nav_planner::vlm::RequestKind) -> bool {
+        self.inner.answers(kind)
+    }
 }

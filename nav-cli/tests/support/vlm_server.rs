@@ -4,6 +4,8 @@
 //! recorded but never answered (the connection stays open), like a model API
 //! that hangs. Answers can take a set latency, like a real model's.
 
+#![allow(dead_code)]
+
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -151,4 +153,72 @@ async fn read_request(stream: &mut TcpStream) -> bool {
         }
     }
     true
+}
+
+/// A server on 127.0.0.1:0 that answers every request with one HTTP
+/// status and a provider-style JSON error body (401 for a bad key, 404 for
+/// an unknown model), counting the requests.
+#[allow(dead_code)]
+pub struct StatusServer {
+    addr: std::net::SocketAddr,
+    requests: Arc<Mutex<usize>>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for StatusServer {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+#[allow(dead_code)]
+impl StatusServer {
+    /// Answers every request with `status` and `{"error": {"message": message}}`.
+    pub async fn start(status: u16, message: &str) -> Self {
+        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind loopback");
+        let addr = listener.local_addr().expect("local addr");
+        let requests = Arc::new(Mutex::new(0));
+        let body = serde_json::json!({"error": {"message": message, "type": "invalid_request_error"}}).to_string();
+        let shared = Arc::clone(&requests);
+        let task = tokio::spawn(async move {
+            while let Ok((mut stream, _)) = listener.accept().await {
+                let (body, shared) = (body.clone(), Arc::clone(&shared));
+                tokio::spawn(async move {
+                    if !read_request(&mut stream).await {
+                        return;
+                    }
+                    *shared.lock().unwrap() += 1;
+                    let head = format!(
+                        "HTTP/1.1 {status} Error\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\
+                         Connection: close\r\n\r\n",
+                        body.len()
+                    );
+                    let _ = stream.write_all(head.as_bytes()).await;
+                    let _ = stream.write_all(body.as_bytes()).await;
+                    let _ = stream.shutdown().await;
+                });
+            }
+        });
+        Self { addr, requests, task }
+    }
+
+    /// `http://127.0.0.1:PORT/v1`
+    pub fn base_url(&self) -> String {
+        format!("http://{}/v1", self.addr)
+    }
+
+    /// Requests answered so far.
+    pub fn requests(&self) -> usize {
+        *self.requests.lock().unwrap()
+    }
+}
+
+/// `http://127.0.0.1:PORT/v1` for a port nothing listens on (bound, then
+/// closed: connections are refused).
+#[allow(dead_code)]
+pub fn closed_base_url() -> String {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind loopback");
+    let port = listener.local_addr().expect("local addr").port();
+    drop(listener);
+    format!("http://127.0.0.1:{port}/v1")
 }

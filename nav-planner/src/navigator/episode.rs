@@ -4,32 +4,20 @@
 //! summary, seed 002 report). `nav run`, `nav eval` and the integration
 //! tests all go through [`run_episode`].
 
-use crate::navigator::billing::{BackendSummary, LEDGER_SETTLE};
-use crate::navigator::candidates_loop::{
-    CandidatesEnd, CandidatesLoop, CandidatesLoopConfig, CandidatesTask, WorldModelMode, rasterize_arena,
-};
-use crate::navigator::explore_loop::{
-    ExploreEnd, ExploreLoop, ExploreLoopConfig, ExploreSignals, frontier_list, memory_frontiers,
-};
-use crate::navigator::objectnav_loop::{ObjectNavEnd, ObjectNavLoop, ObjectNavLoopConfig, ObjectNavParts};
-use crate::navigator::pixel_policy::{PixelGoalConfig, PixelGoalPolicy};
+use crate::navigator::billing::BackendSummary;
+use crate::navigator::candidates_loop::{CandidatesLoop, CandidatesLoopConfig};
+use crate::navigator::explore_loop::{ExploreLoopConfig, frontier_list, memory_frontiers};
+use crate::navigator::objectnav_loop::ObjectNavLoopConfig;
 use crate::navigator::place_score::PlaceScore;
-use crate::navigator::{EpisodeStats, NavError, Observer, RunContext, StepLog};
-use crate::offline::OfflineSceneAnalyzer;
-use crate::offline::{
-    FrontierPlanner, MapObjectNavConfig, MapObjectNavPlanner, OfflineCandidatePlanner, OfflineExplorePlanner,
-    OfflineObjectNavConfig, OfflineObjectNavPlanner,
-};
-use crate::offline::{LabelBufferPerception, VlmNoise};
+use crate::navigator::runner::parts::candidates_setup;
+use crate::navigator::{NavError, StepLog};
+use crate::offline::{OfflineCandidatePlanner, VlmNoise};
 use crate::protocol::ProtocolKind;
-use crate::protocol::candidates::{CandidatePlanner, CandidatePromptConfig, VlmCandidatePlanner};
-use crate::protocol::explore::{ExplorePlanner, ExplorePromptConfig, VlmExplorePlanner};
-use crate::protocol::objectnav::{ObjectNavPlanner, ObjectNavPromptConfig, VlmObjectNavPlanner};
-use crate::protocol::perception::{GoalPerception, VlmGoalPerception, VlmPerceptionConfig};
-use crate::protocol::scene::{SceneAnalyzer, VlmSceneAnalyzer};
+use crate::protocol::candidates::CandidatePromptConfig;
+use crate::protocol::explore::ExplorePromptConfig;
+use crate::protocol::objectnav::ObjectNavPromptConfig;
 use crate::vlm::{CostBudget, LedgerVlm, VisionLanguageModel};
 use nav_core::geometry::Point2;
-use nav_core::grid::OccupancyGrid;
 use nav_hal::HalError;
 use nav_hal::arena::{Arena, Goal};
 use nav_hal::sim::{SimConfig, SimHal, SimWorld};
@@ -316,6 +304,15 @@ pub struct RunSummary {
     /// prompt.
     #[serde(default)]
     pub invalid_tool_calls: u32,
+    /// Model requests sent, by kind (`planner`, `scene`, `perception`,
+    /// `stop_check`, `tool_follow_up`, …).
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub requests: std::collections::BTreeMap<String, u64>,
+    /// The first few distinct fallback reasons (at most
+    /// [`crate::navigator::MAX_FALLBACK_REASONS`]), so a library user sees
+    /// why without a tracing subscriber.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub fallback_reasons: Vec<String>,
     /// An output of the episode that could not be written (the
     /// `--memory-file` save on a full or read-only disk). The episode's
     /// result stands; `nav run` prints it, then exits 3 with this message.
@@ -390,6 +387,14 @@ impl RunSummary {
                 p.scene_calls
             );
         }
+        if !self.requests.is_empty() {
+            let kinds: Vec<String> = self.requests.iter().map(|(k, n)| format!("{k} {n}")).collect();
+            let _ = writeln!(s, "  model requests: {}", kinds.join(", "));
+        }
+        if !self.fallback_reasons.is_empty() {
+            let _ =
+                writeln!(s, "  fallbacks: {} (first reasons: {})", self.fallbacks, self.fallback_reasons.join("; "));
+        }
         if self.invalid_tool_calls > 0 {
             let _ = writeln!(s, "  invalid tool calls {} (each told to the model)", self.invalid_tool_calls);
         }
@@ -418,6 +423,17 @@ pub enum EpisodeError {
     /// the `nav --config` path (`explore.safety.speeds.fast_mps`).
     #[error("config {0}")]
     Config(#[from] nav_core::config::ConfigError),
+    /// The robot lacks a method the run calls, or the model declines a
+    /// request kind the run sends (found before step 1; the message names
+    /// the method or kind, the robot or model, and the alternatives).
+    #[error("{0}")]
+    Capability(String),
+    /// The model cannot be reached or used and retrying will not help
+    /// (connection refused, DNS, TLS, HTTP 401/403/404, or any connection
+    /// failure before the first reply): the loop ended at its next step
+    /// with the robot stopped. `nav` exits 5.
+    #[error("{0}")]
+    ModelLink(crate::vlm::ModelLinkFailure),
 }
 
 /// Picks a start pose and (for ObjectNav) a target for `seed`: seed 0 keeps
@@ -460,120 +476,32 @@ pub fn seeded_arena(arena: &Arena, seed: u64, robot_radius: f64) -> Result<Arena
     Ok(a)
 }
 
-/// Checks the simulator's and the protocol's loop configuration, keys
-/// prefixed with their `nav --config` section.
-fn check_configs(spec: &EpisodeSpec) -> Result<(), nav_core::config::ConfigError> {
-    spec.sim.validate().map_err(|e| e.under("sim"))?;
-    match spec.protocol {
-        ProtocolKind::Objectnav => spec.objectnav.validate().map_err(|e| e.under("objectnav")),
-        ProtocolKind::Candidates => spec.candidates.validate().map_err(|e| e.under("candidates")),
-        ProtocolKind::Explore => spec.explore.validate().map_err(|e| e.under("explore")),
-    }
-}
-
-/// What a protocol's loop left for judging.
-struct LoopResult {
-    stats: EpisodeStats,
-    /// How the loop ended (`stopped`, `step_limit`, …).
-    end: String,
-    /// The goal verdict, when the protocol decides it (ObjectNav, point goals).
-    success: Option<bool>,
-    /// Whether the loop's own criteria judge exploration (coverage).
-    explores: bool,
-    /// The loop's own coverage (candidates: what the camera saw, the seed's
-    /// known cells / total cells); `None` uses the simulator's.
-    coverage: Option<f64>,
-    /// Final stuck counter and its limit (the seed's Stuck Recovery
-    /// criterion, candidates protocol).
-    stuck_recovery: Option<(u32, u32)>,
-    /// How the memory's places followed the rooms (objectnav).
-    places: Option<PlaceScore>,
-    /// An output that could not be written (the `--memory-file` save).
-    output_error: Option<String>,
-}
-
-/// Runs one episode (see the module docs). `log` receives the step log;
-/// `progress(step)` is called after every step.
+/// Runs one episode in the built-in simulator (see the module docs):
+/// seeds the arena, builds the simulated robot (tapped when
+/// [`EpisodeSpec::sensor_tap`] is set) and hands it to the
+/// [`Runner`](crate::navigator::runner::Runner) with the simulator's
+/// [`SimJudge`](crate::navigator::runner::SimJudge). `log` receives the
+/// step log; `progress(step)` is called after every step.
+///
+/// # Errors
+/// As [`Runner::run_with`](crate::navigator::runner::Runner::run_with), and
+/// [`EpisodeError::Hal`] for an arena the simulator rejects.
 pub async fn run_episode(
     spec: &EpisodeSpec,
     log: &mut StepLog,
     progress: &mut dyn FnMut(u64),
 ) -> Result<RunSummary, EpisodeError> {
+    use crate::navigator::runner::{Runner, SimJudge};
     let wall = Instant::now();
-    check_configs(spec)?;
-    // The run's bill: every model call goes through one ledger, which also
-    // counts replies the loop stopped waiting for.
-    let ledger = match (spec.planner, &spec.vlm) {
-        (PlannerChoice::Vlm, Some(v)) => {
-            let ledger = LedgerVlm::shared(Arc::clone(v));
-            Some(Arc::new(match &spec.budget {
-                Some(b) => ledger.with_budget(Arc::clone(b)),
-                None => ledger,
-            }))
-        }
-        _ => None,
-    };
-    let metered_spec;
-    let spec = match &ledger {
-        Some(l) => {
-            // the scene analyzer's own endpoint bills to the same ledger
-            let scene_vlm =
-                spec.scene_vlm.as_ref().map(|m| Arc::new(l.sibling(Arc::clone(m))) as Arc<dyn VisionLanguageModel>);
-            metered_spec =
-                EpisodeSpec { vlm: Some(l.clone() as Arc<dyn VisionLanguageModel>), scene_vlm, ..spec.clone() };
-            &metered_spec
-        }
-        None => spec,
-    };
+    crate::navigator::runner::parts::check_configs(spec)?;
     let mut sim_cfg = spec.sim.clone();
     sim_cfg.noise.seed = spec.seed;
     let arena = seeded_arena(&spec.arena, spec.seed, sim_cfg.robot_radius_m)?;
     let world = SimWorld::new(arena.clone(), sim_cfg)?;
     let clock = world.clock();
-    let mut hal = Tapped::new(SimHal::new(world), spec.sensor_tap.clone());
-    let max_steps = spec.max_steps.unwrap_or(arena.criteria.max_steps);
-    let planner_name = planner_name(spec)?;
-    let gt = |h: &EpisodeHal| h.world().ground_truth_pose();
-    let observer: Observer<'_, EpisodeHal> = Observer::new()
-        .with_ground_truth(&gt)
-        .with_progress(progress)
-        .with_info("arena", serde_json::json!(arena.name))
-        .with_info("arena_source", serde_json::json!(spec.arena_source))
-        .with_info("protocol", serde_json::json!(spec.protocol.as_str()))
-        .with_info("planner", serde_json::json!(planner_name))
-        .with_info("seed", serde_json::json!(spec.seed))
-        .with_info("arena_json", serde_json::to_value(&arena).unwrap_or_default());
-    // the grounding section every protocol's system prompt carries (seed 004)
-    let observer = match &spec.grounding {
-        Some(g) => observer.with_info("grounding", serde_json::json!(g)),
-        None => observer,
-    };
-    let observer = match &spec.budget {
-        Some(b) => observer.with_halt(b.flag()),
-        None => observer,
-    };
-    let mut ctx = RunContext::new(clock.as_ref(), log).with_observer(observer);
-    let run = match spec.protocol {
-        ProtocolKind::Objectnav => objectnav_episode(spec, &arena, max_steps, &mut hal, &mut ctx).await?,
-        ProtocolKind::Candidates => candidates_episode(spec, &arena, max_steps, &mut hal, &mut ctx).await?,
-        ProtocolKind::Explore => explore_episode(spec, max_steps, &mut hal, &mut ctx).await?,
-    };
-    let judged = Judged { spec, arena: &arena, max_steps, planner_name, wall_ms: 0.0 };
-    let mut summary = judge(judged, &hal, run);
-    if spec.budget.as_ref().is_some_and(|b| b.reached()) && matches!(summary.end.as_str(), "halted" | "shutdown") {
-        summary.end = COST_LIMIT_END.to_string();
-    }
-    if let Some(ledger) = &ledger {
-        let unsettled = ledger.settle(LEDGER_SETTLE).await;
-        if unsettled > 0 {
-            tracing::warn!(
-                unsettled,
-                "model calls still unanswered {} s after the episode ended",
-                LEDGER_SETTLE.as_secs()
-            );
-        }
-        apply_ledger(&mut summary, ledger, unsettled);
-    }
+    let mut hal: EpisodeHal = Tapped::new(SimHal::new(world), spec.sensor_tap.clone());
+    let runner = Runner::from_spec(EpisodeSpec { arena, ..spec.clone() });
+    let mut summary = runner.run_with(&mut hal, Some(&SimJudge), clock.as_ref(), log, progress).await?;
     summary.wall_ms = wall.elapsed().as_secs_f64() * 1000.0;
     Ok(summary)
 }
@@ -592,404 +520,11 @@ pub fn apply_ledger(summary: &mut RunSummary, ledger: &LedgerVlm, unsettled: usi
     summary.prompt_tokens = stats.usage.prompt_tokens;
     summary.completion_tokens = stats.usage.completion_tokens;
     summary.cost_usd = stats.cost_usd;
+    summary.requests = stats.requests_by_kind.clone();
     summary.backends = vec![BackendSummary::from_ledger(ledger, unsettled)];
 }
 
 /// `vlm:PROVIDER/MODEL` for a model, else the planner's name; an error for
-/// `--planner vlm` without a model.
-fn planner_name(spec: &EpisodeSpec) -> Result<String, EpisodeError> {
-    match (spec.planner, &spec.vlm) {
-        (PlannerChoice::Vlm, Some(v)) => {
-            let i = v.describe();
-            Ok(format!("vlm:{}/{}", i.provider, i.model))
-        }
-        (PlannerChoice::Vlm, None) => Err(EpisodeError::Spec("--planner vlm needs a model (--vlm PROVIDER)".into())),
-        (p, _) => Ok(p.as_str().to_string()),
-    }
-}
-
-fn the_model(spec: &EpisodeSpec) -> Result<Arc<dyn VisionLanguageModel>, EpisodeError> {
-    spec.vlm.clone().ok_or_else(|| EpisodeError::Spec("no model".into()))
-}
-
-async fn objectnav_episode(
-    spec: &EpisodeSpec,
-    arena: &Arena,
-    max_steps: u32,
-    hal: &mut EpisodeHal,
-    ctx: &mut RunContext<'_, EpisodeHal>,
-) -> Result<LoopResult, EpisodeError> {
-    let Some(Goal::Object { label: target }) = &arena.goal else {
-        return Err(EpisodeError::Spec(format!(
-            "arena {:?} has no object goal; objectnav needs {{\"goal\": {{\"object\": LABEL}}}}",
-            arena.name
-        )));
-    };
-    let planner: Box<dyn ObjectNavPlanner> = match spec.planner {
-        PlannerChoice::Offline => Box::new(OfflineObjectNavPlanner::new(OfflineObjectNavConfig {
-            camera_height_m: Some(spec.sim.camera.height_m),
-            noise: spec.vlm_noise,
-            episode_seed: spec.seed,
-            ..OfflineObjectNavConfig::default()
-        })),
-        PlannerChoice::Map => Box::new(
-            MapObjectNavPlanner::new(MapObjectNavConfig {
-                memory: spec.memory,
-                noise: spec.vlm_noise,
-                episode_seed: spec.seed,
-                ..MapObjectNavConfig::default()
-            })
-            .map_err(|e| EpisodeError::Spec(e.to_string()))?,
-        ),
-        PlannerChoice::Frontier => {
-            Box::new(FrontierPlanner::new(Default::default()).map_err(|e| EpisodeError::Spec(e.to_string()))?)
-        }
-        PlannerChoice::Vlm => Box::new(VlmObjectNavPlanner::new(
-            the_model(spec)?,
-            ObjectNavPromptConfig {
-                text_only: spec.text_only,
-                grounding: spec.grounding.clone(),
-                verbalized_entropy: spec.verbalized_entropy,
-                timeout_s: spec.call_timeout_s.unwrap_or(ObjectNavPromptConfig::default().timeout_s),
-                ..ObjectNavPromptConfig::default()
-            },
-        )),
-    };
-    let scene: Box<dyn SceneAnalyzer> = match (&spec.planner, &spec.vlm, spec.text_only) {
-        (PlannerChoice::Vlm, Some(v), false) => Box::new(VlmSceneAnalyzer::new(
-            spec.scene_vlm.clone().unwrap_or_else(|| v.clone()),
-            spec.call_timeout_s.unwrap_or(8.0),
-        )),
-        _ => Box::new(OfflineSceneAnalyzer::new()),
-    };
-    let policy = Box::new(PixelGoalPolicy::new(PixelGoalConfig {
-        stop_distance_m: (arena.success_distance_m() - 0.2).max(0.3),
-        blocked_stop_distance_m: (arena.success_distance_m() - 0.05).max(0.3),
-        use_map: spec.objectnav.policy_map,
-        ..PixelGoalConfig::default()
-    }));
-    let perception: Box<dyn GoalPerception> = match (spec.perception, spec.planner) {
-        (Some(PerceptionChoice::Vlm), _) | (None, PlannerChoice::Vlm) => {
-            Box::new(VlmGoalPerception::new(the_model(spec)?, VlmPerceptionConfig::default()))
-        }
-        (Some(PerceptionChoice::External), _) => {
-            return Err(EpisodeError::Spec(
-                "--perception external needs a detector worker; it runs with `nav habitat --detector CMD`".into(),
-            ));
-        }
-        _ => Box::new(LabelBufferPerception::default()),
-    };
-    let cfg = ObjectNavLoopConfig { max_steps, memory: spec.memory, ..spec.objectnav.clone() };
-    let mut lp = ObjectNavLoop::new(cfg, target.clone(), ObjectNavParts { planner, policy, perception, scene })?;
-    let out = lp.run(hal, ctx).await?;
-    let success = out.end == ObjectNavEnd::Stopped && hal.world().is_success(hal.world().ground_truth_pose());
-    let places = PlaceScore::of(arena, &out.places, out.stats.scene_calls);
-    Ok(LoopResult {
-        stats: out.stats,
-        end: out.end.as_str().into(),
-        success: Some(success),
-        explores: false,
-        coverage: None,
-        stuck_recovery: None,
-        places,
-        output_error: None,
-    })
-}
-
-/// The candidates loop's settings and task for `arena`: the point goal (if
-/// any) and its text, and the initial world model (the rasterized arena in
-/// ground-truth mode, an unknown grid over the bounds otherwise).
-fn candidates_setup(
-    spec: &EpisodeSpec,
-    arena: &Arena,
-    max_steps: u32,
-) -> Result<(CandidatesLoopConfig, CandidatesTask), EpisodeError> {
-    let cfg = CandidatesLoopConfig {
-        max_cycles: max_steps,
-        goal_tolerance_m: arena.success_distance_m(),
-        inference_timeout_s: spec.call_timeout_s.unwrap_or(spec.candidates.inference_timeout_s),
-        ..spec.candidates.clone()
-    };
-    let grid = match cfg.world_model {
-        WorldModelMode::GroundTruth => rasterize_arena(arena, cfg.resolution_m),
-        WorldModelMode::Vision | WorldModelMode::Lidar => {
-            let [x0, y0, x1, y1] = arena.bounds;
-            OccupancyGrid::covering(x0, y0, x1, y1, cfg.resolution_m)
-        }
-    }
-    .map_err(|e| EpisodeError::Spec(format!("[candidates] resolution_m {}: {e}", cfg.resolution_m)))?;
-    let goal = match &arena.goal {
-        Some(Goal::Point { x, y }) => Some(Point2::new(*x, *y)),
-        _ => None,
-    };
-    let goal_text = match (goal, &arena.goal) {
-        (Some(g), _) => format!("Reach the goal at ({:.1}, {:.1})", g.x, g.y),
-        (None, Some(Goal::Object { label })) => format!("Find the {label}"),
-        _ => "Explore the whole arena".to_string(),
-    };
-    Ok((cfg, CandidatesTask { goal, goal_text, grid }))
-}
-
-async fn candidates_episode(
-    spec: &EpisodeSpec,
-    arena: &Arena,
-    max_steps: u32,
-    hal: &mut EpisodeHal,
-    ctx: &mut RunContext<'_, EpisodeHal>,
-) -> Result<LoopResult, EpisodeError> {
-    let planner: Box<dyn CandidatePlanner> = match spec.planner {
-        PlannerChoice::Offline | PlannerChoice::Frontier | PlannerChoice::Map => {
-            Box::new(OfflineCandidatePlanner::new())
-        }
-        PlannerChoice::Vlm => Box::new(VlmCandidatePlanner::new(
-            the_model(spec)?,
-            CandidatePromptConfig {
-                text_only: spec.text_only,
-                grounding: spec.grounding.clone(),
-                verbalized_entropy: spec.verbalized_entropy,
-                timeout_s: spec.call_timeout_s.unwrap_or(CandidatePromptConfig::default().timeout_s),
-                ..CandidatePromptConfig::default()
-            },
-        )),
-    };
-    let (cfg, task) = candidates_setup(spec, arena, max_steps)?;
-    let cfg_max_stuck = cfg.max_stuck_counter;
-    let mut lp = CandidatesLoop::new(cfg, planner, task)?;
-    let out = lp.run(hal, ctx).await?;
-    let at_goal = || hal.world().is_success(hal.world().ground_truth_pose());
-    let success = match (&arena.goal, out.end) {
-        (Some(Goal::Point { .. }), _) => Some(at_goal()),
-        (Some(Goal::Object { .. }), CandidatesEnd::Stopped) => Some(at_goal()),
-        (Some(Goal::Object { .. }), _) => Some(false),
-        (None, _) => None,
-    };
-    Ok(LoopResult {
-        stats: out.stats,
-        end: out.end.as_str().into(),
-        success,
-        explores: arena.goal.is_none(),
-        coverage: Some(out.coverage),
-        stuck_recovery: Some((out.stuck_counter, cfg_max_stuck)),
-        places: None,
-        output_error: None,
-    })
-}
-
-async fn explore_episode(
-    spec: &EpisodeSpec,
-    max_steps: u32,
-    hal: &mut EpisodeHal,
-    ctx: &mut RunContext<'_, EpisodeHal>,
-) -> Result<LoopResult, EpisodeError> {
-    let planner: Box<dyn ExplorePlanner> = match spec.planner {
-        PlannerChoice::Offline | PlannerChoice::Frontier | PlannerChoice::Map => Box::new(OfflineExplorePlanner::new()),
-        PlannerChoice::Vlm => Box::new(VlmExplorePlanner::new(
-            the_model(spec)?,
-            ExplorePromptConfig {
-                text_only: spec.text_only,
-                grounding: spec.grounding.clone(),
-                verbalized_entropy: spec.verbalized_entropy,
-                timeout_s: spec.call_timeout_s.unwrap_or(ExplorePromptConfig::default().timeout_s),
-                ..ExplorePromptConfig::default()
-            },
-            spec.explore.safety.clone(),
-        )),
-    };
-    let cfg = ExploreLoopConfig { max_decisions: max_steps, ..spec.explore.clone() };
-    // a spending limit ends the loop the way a shutdown does
-    let signals = match &spec.budget {
-        Some(b) => ExploreSignals { shutdown: b.flag(), ..ExploreSignals::default() },
-        None => ExploreSignals::default(),
-    };
-    let mut lp = ExploreLoop::new(cfg, planner, signals)?;
-    if let Some(memory) = load_explore_memory(spec)? {
-        lp = lp.with_memory(memory);
-    }
-    let out = lp.run(hal, ctx).await?;
-    // a save that fails (a full or read-only disk) leaves the episode's result standing: the caller reports it
-    let output_error = spec.memory_file.as_ref().and_then(|path| out.memory.save(path).err());
-    let output_error = output_error.map(|e| format!("--memory-file: {e}"));
-    Ok(LoopResult {
-        stats: out.stats,
-        end: out.end.as_str().into(),
-        // a model outage is a failure, whatever the fallbacks explored; otherwise coverage decides
-        success: (out.end == ExploreEnd::ModelUnavailable).then_some(false),
-        explores: true,
-        coverage: None,
-        stuck_recovery: None,
-        places: None,
-        output_error,
-    })
-}
-
-/// The exploration memory saved in `spec.memory_file`, if the file exists
-/// (a first session starts empty and creates it).
-///
-/// # Errors
-/// The file exists but cannot be read or is not a valid memory file.
-fn load_explore_memory(spec: &EpisodeSpec) -> Result<Option<nav_memory::ExplorationMemory>, EpisodeError> {
-    let Some(path) = spec.memory_file.as_deref().filter(|p| p.exists()) else { return Ok(None) };
-    nav_memory::ExplorationMemory::load(path).map(Some).map_err(|e| EpisodeError::Spec(format!("--memory-file: {e}")))
-}
-
-/// The episode a loop result is judged against.
-struct Judged<'a> {
-    spec: &'a EpisodeSpec,
-    arena: &'a Arena,
-    max_steps: u32,
-    planner_name: String,
-    wall_ms: f64,
-}
-
-/// The seed-002 criteria and the SPEC §6 run summary, from the
-/// simulator's ground truth (scoring only: nothing here reaches a loop).
-fn judge(j: Judged<'_>, hal: &SimHal, run: LoopResult) -> RunSummary {
-    let (spec, arena, max_steps) = (j.spec, j.arena, j.max_steps);
-    let stats = &run.stats;
-    let w = hal.world();
-    let coverage = run.coverage.unwrap_or_else(|| w.coverage());
-    let collisions = w.collisions();
-    let path = w.path_length_m();
-    let geodesic = if arena.goal.is_some() { w.geodesic_start_to_goal() } else { None };
-    // exploration without a stated coverage target is judged against the seed's 80 %
-    let min_cov =
-        arena.criteria.min_coverage.or((spec.protocol == ProtocolKind::Explore || arena.goal.is_none()).then_some(0.8));
-    let success = match run.success {
-        Some(s) => s,
-        None => min_cov.is_none_or(|m| coverage >= m) && run.explores,
-    };
-    let spl = match geodesic {
-        Some(l) => nav_core::metrics::spl(success, l, path),
-        None => 0.0,
-    };
-    let unit = match spec.protocol {
-        ProtocolKind::Explore => "decision",
-        ProtocolKind::Candidates => "cycle",
-        ProtocolKind::Objectnav => "step",
-    };
-    let mut criteria = Vec::new();
-    let crit = |name: &str, passed: bool, actual: String, expected: String, detail: String| CriterionResult {
-        name: name.into(),
-        passed,
-        actual,
-        expected,
-        detail,
-    };
-    if let Some(goal) = &arena.goal {
-        let tol = arena.success_distance_m();
-        let what = match goal {
-            Goal::Object { label } => format!("STOP within {tol:.1}m of a {label}"),
-            Goal::Point { .. } => format!("within {tol:.1}m"),
-        };
-        let final_d = w.distance_to_goal(w.ground_truth_pose().position());
-        let final_text = final_d.map_or("n/a".into(), |d| format!("{d:.2}m"));
-        criteria.push(crit(
-            "Goal Reached",
-            success,
-            if success {
-                // explore counts decisions (as "Cycle Limit" does), the others steps or cycles
-                match spec.protocol {
-                    ProtocolKind::Explore => {
-                        format!("Reached at decision {} (step {})", stats.planner_calls, stats.steps)
-                    }
-                    _ => format!("Reached at {unit} {}", stats.steps),
-                }
-            } else {
-                format!("Not reached (final distance {final_text})")
-            },
-            what,
-            format!("final distance {final_text} from the goal region (simulator ground truth); ended: {}", run.end),
-        ));
-    }
-    let max_coll = arena.criteria.max_collisions.unwrap_or(0);
-    criteria.push(crit(
-        "Collisions",
-        collisions <= max_coll,
-        format!("{collisions} collisions"),
-        format!("<= {max_coll}"),
-        "contacts of the robot's disc with walls, obstacles or objects (simulator)".into(),
-    ));
-    if let Some(m) = min_cov {
-        let how = if run.coverage.is_some() {
-            "known cells / total cells of the world-model grid, as the robot's camera (and in LiDAR mode its LiDAR) saw them"
-        } else {
-            "free cells seen by the simulated sensors / free cells reachable from the start"
-        };
-        criteria.push(crit(
-            "Exploration",
-            coverage >= m,
-            format!("{:.0}% covered", coverage * 100.0),
-            format!(">= {:.0}%", m * 100.0),
-            format!("{:.1}%: {how}", coverage * 100.0),
-        ));
-    }
-    let used = if spec.protocol == ProtocolKind::Explore { stats.planner_calls } else { stats.steps };
-    criteria.push(crit(
-        "Cycle Limit",
-        used <= max_steps,
-        format!("{used} of {max_steps} {unit}s"),
-        format!("<= {max_steps}"),
-        format!("ended: {}", run.end),
-    ));
-    if let Some((counter, max)) = run.stuck_recovery {
-        criteria.push(crit(
-            "Stuck Recovery",
-            counter <= max,
-            format!("stuckCounter={counter}"),
-            format!("<= {max}"),
-            format!(
-                "final count of consecutive cycles that moved less than {:.0} cm; the detector fired {} time(s)",
-                spec.candidates.stuck.min_motion_m * 100.0,
-                stats.stuck
-            ),
-        ));
-    }
-    let passed = criteria.iter().all(|c| c.passed);
-    let passed_count = criteria.iter().filter(|c| c.passed).count() as u32;
-    let total_count = criteria.len() as u32;
-    let stats = run.stats;
-    RunSummary {
-        arena: arena.name.clone(),
-        protocol: spec.protocol.as_str().to_string(),
-        planner: j.planner_name,
-        seed: spec.seed,
-        success,
-        spl,
-        steps: stats.steps,
-        path_length_m: path,
-        geodesic_m: geodesic,
-        collisions,
-        coverage,
-        ababa: stats.ababa,
-        stuck: stats.stuck,
-        vlm_calls: stats.vlm_calls,
-        prompt_tokens: stats.usage.prompt_tokens,
-        completion_tokens: stats.usage.completion_tokens,
-        fallbacks: stats.fallbacks,
-        wall_ms: j.wall_ms,
-        memory: spec.memory,
-        target: match &arena.goal {
-            Some(Goal::Object { label }) => Some(label.clone()),
-            _ => None,
-        },
-        planner_calls: stats.planner_calls,
-        cost_usd: stats.cost_usd,
-        safety_overrides: stats.safety_overrides,
-        end: run.end,
-        median_overhead_ms: stats.median_overhead_ms(),
-        passed,
-        passed_count,
-        total_count,
-        criteria,
-        vlm_failures: stats.vlm_failures,
-        backends: Vec::new(),
-        scene_calls: stats.scene_calls,
-        places: run.places,
-        invalid_tool_calls: stats.invalid_tool_calls,
-        output_error: run.output_error,
-    }
-}
-
 /// The request a backend would send at the start state of `spec`'s
 /// episode (what `nav prompt` prints and the prompt snapshots pin down).
 pub async fn initial_request(spec: &EpisodeSpec) -> Result<crate::vlm::VlmRequest, EpisodeError> {

@@ -40,6 +40,7 @@ pub mod pixel_policy;
 pub mod place_score;
 pub mod policy;
 mod pursuit;
+pub mod runner;
 
 pub use log::{LogError, MAX_LOG_LINE_BYTES, PlannerRecord, PoseRecord, StepLog, StepRecord, read_log};
 
@@ -71,6 +72,9 @@ pub enum NavError {
     Config(String),
 }
 
+/// How many distinct fallback reasons a run summary keeps.
+pub const MAX_FALLBACK_REASONS: usize = 5;
+
 /// Counters a loop accumulates for the run summary.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct EpisodeStats {
@@ -101,6 +105,10 @@ pub struct EpisodeStats {
     /// Tool calls rejected as invalid (unknown tool, bad arguments).
     #[serde(default)]
     pub invalid_tool_calls: u32,
+    /// The first distinct fallback reasons, at most
+    /// [`MAX_FALLBACK_REASONS`].
+    #[serde(default)]
+    pub fallback_reasons: Vec<String>,
     /// Local per-cycle overhead samples (everything but model calls), ms.
     #[serde(skip)]
     pub overhead_ms: Vec<f64>,
@@ -113,8 +121,9 @@ impl EpisodeStats {
     pub fn add_call(&mut self, r: &CallRecord) {
         self.planner_calls += 1;
         self.add_scene_call(r);
-        if r.fallback.is_some() {
+        if let Some(reason) = &r.fallback {
             self.fallbacks += 1;
+            self.note_fallback(reason);
         }
     }
 
@@ -124,6 +133,14 @@ impl EpisodeStats {
         self.vlm_failures += r.vlm_failures;
         self.usage += r.usage;
         self.cost_usd += r.cost_usd.unwrap_or(0.0);
+    }
+
+    /// Keeps `reason` among the first distinct fallback reasons.
+    pub fn note_fallback(&mut self, reason: &str) {
+        let reason: String = reason.chars().take(160).collect();
+        if self.fallback_reasons.len() < MAX_FALLBACK_REASONS && !self.fallback_reasons.contains(&reason) {
+            self.fallback_reasons.push(reason);
+        }
     }
 
     /// Records one cycle's local overhead.
@@ -172,11 +189,14 @@ impl<'a, R: ?Sized> RunContext<'a, R> {
     }
 }
 
+/// Reads a robot's true pose for the step log (`None`: not known).
+pub type GroundTruthFn<'a, R> = dyn Fn(&R) -> Option<Pose2> + 'a;
+
 /// What a loop reports outward while it runs: ground truth for the log
 /// (simulators), progress for a progress bar, and the run identity for
 /// step 0.
 pub struct Observer<'a, R: ?Sized> {
-    gt: Option<&'a dyn Fn(&R) -> Pose2>,
+    gt: Option<&'a GroundTruthFn<'a, R>>,
     progress: Option<&'a mut dyn FnMut(u64)>,
     halt: Option<std::sync::Arc<std::sync::atomic::AtomicBool>>,
     /// Run identity written into step 0's `info`.
@@ -195,8 +215,8 @@ impl<'a, R: ?Sized> Observer<'a, R> {
         Self::default()
     }
 
-    /// Logs ground-truth poses read with `f`.
-    pub fn with_ground_truth(mut self, f: &'a dyn Fn(&R) -> Pose2) -> Self {
+    /// Logs ground-truth poses read with `f` (`None` when it has none).
+    pub fn with_ground_truth(mut self, f: &'a GroundTruthFn<'a, R>) -> Self {
         self.gt = Some(f);
         self
     }
@@ -227,7 +247,7 @@ impl<'a, R: ?Sized> Observer<'a, R> {
     }
 
     pub(crate) fn gt_pose(&self, robot: &R) -> Option<Pose2> {
-        self.gt.map(|f| f(robot))
+        self.gt.and_then(|f| f(robot))
     }
 
     pub(crate) fn step(&mut self, _robot: &R, step: u64) {

@@ -423,6 +423,7 @@ impl<M: VisionLanguageModel> VlmExplorePlanner<M> {
                 let req = VlmRequest::new(
                     "You describe what an indoor robot's camera shows, briefly and factually, in at most 3 sentences.",
                 )
+                .of_kind(crate::vlm::RequestKind::ToolFollowUp)
                 .image(Part::jpeg(jpeg, ImageDetail::High))
                 .text(format!("Focus on: {focus}. Mention doorways, obstacles and their approximate directions."))
                 .max_tokens(200)

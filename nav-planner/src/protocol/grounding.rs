@@ -43,6 +43,7 @@ pub fn parse_final_grounding(reply: &str) -> Result<FinalGrounding, DecisionErro
 /// Builds the request for one episode's feedback.
 pub fn build_request(req: &GroundingRequest) -> VlmRequest {
     VlmRequest::new(GROUNDING_SYSTEM)
+        .of_kind(crate::vlm::RequestKind::Grounding)
         .text(format!("Episode {} feedback:\n{}", req.episode_id, req.feedback_text()))
         .max_tokens(600)
         .temperature(0.2)

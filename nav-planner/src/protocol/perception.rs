@@ -274,6 +274,7 @@ impl Default for VlmPerceptionConfig {
 /// Builds the perception request for `target` in `frame`.
 pub fn build_perception_request(target: &str, frame: &CameraFrame, cfg: &VlmPerceptionConfig) -> VlmRequest {
     let mut req = VlmRequest::new(PERCEPTION_SYSTEM)
+        .of_kind(crate::vlm::RequestKind::Perception)
         .cache_system(true)
         .temperature(0.0)
         .max_tokens(cfg.max_tokens)
@@ -300,6 +301,7 @@ pub fn build_stop_check_request(target: &str, frame: &CameraFrame, cfg: &VlmPerc
         "additionalProperties": false
     });
     let mut req = VlmRequest::new(STOP_CHECK_SYSTEM)
+        .of_kind(crate::vlm::RequestKind::StopCheck)
         .cache_system(true)
         .temperature(0.0)
         .max_tokens(cfg.max_tokens)

@@ -8,7 +8,7 @@ use super::{CallRecord, DecisionError, get_str};
 use crate::protocol::annotate::encode_jpeg;
 use crate::protocol::json::extract_json_object;
 use crate::protocol::prompts::SCENE_SYSTEM;
-use crate::vlm::{ImageDetail, Part, VisionLanguageModel, VlmRequest};
+use crate::vlm::{ImageDetail, Part, RequestKind, VisionLanguageModel, VlmRequest};
 use async_trait::async_trait;
 use nav_core::lidar::LaserScan;
 use nav_core::raster::RgbFrame;
@@ -77,6 +77,7 @@ pub fn scene_request(frame: &RgbFrame, timeout_s: f64) -> Option<VlmRequest> {
     let jpeg = encode_jpeg(frame, 80).ok()?;
     Some(
         VlmRequest::new(SCENE_SYSTEM)
+            .of_kind(RequestKind::Scene)
             .cache_system(true)
             .image(Part::jpeg(jpeg, ImageDetail::Low))
             .text("What kind of place is this?")

@@ -1,5 +1,7 @@
 //! [`VlmError`]: everything that can go wrong when asking a model.
 
+use serde::{Deserialize, Serialize};
+
 /// Why a completion failed. Messages never contain API keys or bearer
 /// tokens: provider error bodies are passed through [`redact`] first.
 ///
@@ -72,6 +74,14 @@ pub enum VlmError {
         /// What went wrong (exit status, stderr excerpt; redacted).
         message: String,
     },
+    /// The model does not answer requests of this kind
+    /// ([`super::VisionLanguageModel::answers`]); the caller takes its
+    /// documented fallback.
+    #[error("the model does not answer {kind} requests")]
+    Declined {
+        /// The declined [`super::RequestKind`]'s name.
+        kind: String,
+    },
     /// The run's spending limit (`--max-cost-usd`, a [`CostBudget`]) is
     /// reached: the call was not sent.
     ///
@@ -93,6 +103,52 @@ pub enum VlmError {
     },
 }
 
+/// A fault of the link to the model that retrying cannot heal: the run
+/// stops the robot and ends with [`crate::navigator::episode::EpisodeError::ModelLink`]
+/// instead of driving on fallback decisions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum LinkFault {
+    /// Nothing listens at the address (connection refused).
+    Refused,
+    /// The host name does not resolve.
+    Dns,
+    /// The TLS handshake failed (certificate, protocol).
+    Tls,
+    /// HTTP 401: the key is missing, wrong or expired.
+    Unauthorized,
+    /// HTTP 403: the key may not use this model or endpoint.
+    Forbidden,
+    /// HTTP 404: wrong base URL, or a model the server does not have.
+    NotFound,
+    /// No credentials, or the command that fetches them failed.
+    Credentials,
+    /// The backend cannot be used as configured (a disabled cargo feature,
+    /// an invalid configuration).
+    Configuration,
+    /// The first request of a run could not reach the server (a reset or
+    /// closed connection before any reply).
+    Unreachable,
+}
+
+impl LinkFault {
+    /// A short description for the one-line message.
+    pub fn describe(self) -> &'static str {
+        match self {
+            LinkFault::Refused => "connection refused (is the server running, and on this port?)",
+            LinkFault::Dns => "the host name does not resolve",
+            LinkFault::Tls => "the TLS handshake failed",
+            LinkFault::Unauthorized => "HTTP 401 unauthorized (check the API key)",
+            LinkFault::Forbidden => "HTTP 403 forbidden (the key may not use this model)",
+            LinkFault::NotFound => "HTTP 404 not found (check the base URL and the model name)",
+            LinkFault::Credentials => "no usable credentials",
+            LinkFault::Configuration => "the backend is not usable as configured",
+            LinkFault::Unreachable => "the server could not be reached",
+        }
+    }
+}
+
 fn fmt_retry_after(s: Option<f64>) -> String {
     match s {
         Some(s) => format!("; retry after {s:.1} s"),
@@ -104,7 +160,7 @@ impl VlmError {
     /// A short stable name of the variant, for statistics and logs:
     /// `timeout`, `rate_limited`, `http`, `connection`, `invalid_response`,
     /// `refused`, `missing_credentials`, `config`, `token_command`,
-    /// `cost_limit`, `feature_disabled`.
+    /// `cost_limit`, `feature_disabled`, `declined`.
     pub fn kind(&self) -> &'static str {
         match self {
             VlmError::Timeout { .. } => "timeout",
@@ -118,6 +174,35 @@ impl VlmError {
             VlmError::TokenCommand { .. } => "token_command",
             VlmError::CostLimit { .. } => "cost_limit",
             VlmError::FeatureDisabled { .. } => "feature_disabled",
+            VlmError::Declined { .. } => "declined",
+        }
+    }
+
+    /// The fault of the link to the model, when retrying cannot heal it:
+    /// connection refused, a name that does not resolve, a failed TLS
+    /// handshake, HTTP 401/403/404, missing credentials or an unusable
+    /// configuration. Timeouts, rate limits, server errors and dropped
+    /// connections are not link faults (the loops' watchdogs handle them).
+    pub fn link_fault(&self) -> Option<LinkFault> {
+        match self {
+            VlmError::Http { status: 401, .. } => Some(LinkFault::Unauthorized),
+            VlmError::Http { status: 403, .. } => Some(LinkFault::Forbidden),
+            VlmError::Http { status: 404, .. } => Some(LinkFault::NotFound),
+            VlmError::MissingCredentials { .. } | VlmError::TokenCommand { .. } => Some(LinkFault::Credentials),
+            VlmError::FeatureDisabled { .. } | VlmError::Config { .. } => Some(LinkFault::Configuration),
+            VlmError::Connection { message } => {
+                let m = message.to_ascii_lowercase();
+                if m.contains("connection refused") {
+                    Some(LinkFault::Refused)
+                } else if m.contains("dns error") || m.contains("failed to lookup") || m.contains("name or service") {
+                    Some(LinkFault::Dns)
+                } else if m.contains("certificate") || m.contains("tls") || m.contains("handshake") {
+                    Some(LinkFault::Tls)
+                } else {
+                    None
+                }
+            }
+            _ => None,
         }
     }
 

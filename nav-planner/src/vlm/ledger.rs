@@ -3,25 +3,89 @@
 //! inference timeout, a superseded request) is still counted — the provider
 //! bills it all the same.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use tokio::sync::Notify;
 
-use super::{BackendInfo, CostBudget, VisionLanguageModel, VlmError, VlmRequest, VlmResponse, VlmStats};
+use super::{
+    BackendInfo, CostBudget, LinkFault, RequestKind, VisionLanguageModel, VlmError, VlmRequest, VlmResponse, VlmStats,
+};
 
 #[derive(Debug, Default)]
 struct Shared {
     stats: Mutex<VlmStats>,
     in_flight: AtomicUsize,
     idle: Notify,
+    /// The first link fault seen (the run ends on it).
+    link: Mutex<Option<ModelLinkFailure>>,
 }
 
 impl Shared {
     fn lock(&self) -> MutexGuard<'_, VlmStats> {
         self.stats.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn link(&self) -> MutexGuard<'_, Option<ModelLinkFailure>> {
+        self.link.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// Why a run's model cannot be reached: a link fault retrying cannot heal
+/// ([`VlmError::link_fault`]), or any connection failure before the run's
+/// first reply. One line, naming the backend and its URL (never a key).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct ModelLinkFailure {
+    /// `provider/model`.
+    pub backend: String,
+    /// The URL requests went to, without query string or user info.
+    pub endpoint: Option<String>,
+    /// What is wrong.
+    pub fault: LinkFault,
+    /// The error as the backend reported it (redacted, one line).
+    pub message: String,
+}
+
+impl std::fmt::Display for ModelLinkFailure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "cannot use the model {}", self.backend)?;
+        if let Some(url) = &self.endpoint {
+            write!(f, " at {url}")?;
+        }
+        write!(f, ": {} ({})", self.fault.describe(), self.message)
+    }
+}
+
+impl ModelLinkFailure {
+    /// The failure `error` means for a run whose model is `info`, if it is
+    /// one: a link fault, or a connection failure before any reply
+    /// (`answered_before` false). Timeouts never are.
+    pub fn classify(error: &VlmError, info: &BackendInfo, answered_before: bool) -> Option<Self> {
+        let fault = error.link_fault().or_else(|| match error {
+            VlmError::Connection { message } if !answered_before && !message.contains("no response within") => {
+                Some(LinkFault::Unreachable)
+            }
+            _ => None,
+        })?;
+        let message: String = error.to_string().split_whitespace().collect::<Vec<_>>().join(" ");
+        Some(Self {
+            backend: info.to_string(),
+            endpoint: info.endpoint.as_deref().map(public_url),
+            fault,
+            message: message.chars().take(300).collect(),
+        })
+    }
+}
+
+/// `url` without its query string, fragment and user info (where keys
+/// travel).
+fn public_url(url: &str) -> String {
+    let cut = url.find(['?', '#']).map_or(url, |i| &url[..i]);
+    match (cut.find("://"), cut.find('@')) {
+        (Some(scheme), Some(at)) if at > scheme => format!("{}{}", &cut[..scheme + 3], &cut[at + 1..]),
+        _ => cut.to_string(),
     }
 }
 
@@ -56,6 +120,7 @@ pub struct LedgerVlm {
     inner: Arc<dyn VisionLanguageModel>,
     shared: Arc<Shared>,
     budget: Option<Arc<CostBudget>>,
+    halt: Option<Arc<AtomicBool>>,
 }
 
 impl std::fmt::Debug for LedgerVlm {
@@ -72,7 +137,7 @@ impl LedgerVlm {
 
     /// Wraps a shared model with an empty ledger.
     pub fn shared(inner: Arc<dyn VisionLanguageModel>) -> Self {
-        Self { inner, shared: Arc::new(Shared::default()), budget: None }
+        Self { inner, shared: Arc::new(Shared::default()), budget: None, halt: None }
     }
 
     /// Bills every answered call to `budget` too, and refuses calls once it
@@ -83,12 +148,27 @@ impl LedgerVlm {
         self
     }
 
+    /// Sets `flag` when the run must end: a link fault
+    /// ([`LedgerVlm::link_failure`]) or a refused call of a reached budget.
+    /// The loops end at their next step once it is set (pass the same flag
+    /// to their observer's halt, or as the explore loop's shutdown).
+    pub fn with_halt(mut self, flag: Arc<AtomicBool>) -> Self {
+        self.halt = Some(flag);
+        self
+    }
+
+    /// The first link fault of the run, if one happened: the model cannot
+    /// be reached or used, and retrying will not help.
+    pub fn link_failure(&self) -> Option<ModelLinkFailure> {
+        self.shared.link().clone()
+    }
+
     /// Wraps another model on the **same** bill: a second backend of the
     /// same run (the scene analyzer's own endpoint, `[scene]`) whose calls,
     /// tokens and cost belong in the run's totals. [`settle`](Self::settle)
     /// on either waits for both.
     pub fn sibling(&self, inner: Arc<dyn VisionLanguageModel>) -> Self {
-        Self { inner, shared: Arc::clone(&self.shared), budget: self.budget.clone() }
+        Self { inner, shared: Arc::clone(&self.shared), budget: self.budget.clone(), halt: self.halt.clone() }
     }
 
     /// The totals so far (calls still in flight are not in them yet).
@@ -121,13 +201,27 @@ impl LedgerVlm {
 #[async_trait]
 impl VisionLanguageModel for LedgerVlm {
     async fn complete(&self, req: VlmRequest) -> Result<VlmResponse, VlmError> {
+        let halt = |flag: &Option<Arc<AtomicBool>>| {
+            if let Some(f) = flag {
+                f.store(true, Ordering::SeqCst);
+            }
+        };
         if let Some(b) = self.budget.as_ref().filter(|b| b.reached()) {
+            halt(&self.halt);
             return Err(VlmError::CostLimit { limit_usd: b.limit_usd(), spent_usd: b.spent_usd() });
+        }
+        if let Some(failure) = self.link_failure() {
+            // the run is ending on it: send nothing more to a link that cannot work
+            halt(&self.halt);
+            return Err(VlmError::Connection { message: failure.to_string() });
         }
         let inner = Arc::clone(&self.inner);
         let shared = Arc::clone(&self.shared);
         let budget = self.budget.clone();
+        let flag = self.halt.clone();
+        let info = self.inner.describe();
         shared.in_flight.fetch_add(1, Ordering::SeqCst);
+        shared.lock().record_request(req.kind);
         let task = tokio::spawn(async move {
             let start = Instant::now();
             let result = inner.complete(req).await;
@@ -138,9 +232,18 @@ impl VisionLanguageModel for LedgerVlm {
                         stats.record_success(reply);
                         if let Some(b) = &budget {
                             b.add(reply.cost_usd.unwrap_or(0.0));
+                            if b.reached() {
+                                halt(&flag);
+                            }
                         }
                     }
-                    Err(e) => stats.record_failure(e, start.elapsed().as_secs_f64() * 1e3),
+                    Err(e) => {
+                        stats.record_failure(e, start.elapsed().as_secs_f64() * 1e3);
+                        if let Some(failure) = ModelLinkFailure::classify(e, &info, stats.successes > 0) {
+                            shared.link().get_or_insert(failure);
+                            halt(&flag);
+                        }
+                    }
                 }
             }
             shared.in_flight.fetch_sub(1, Ordering::SeqCst);
@@ -154,6 +257,10 @@ impl VisionLanguageModel for LedgerVlm {
 
     fn describe(&self) -> BackendInfo {
         self.inner.describe()
+    }
+
+    fn answers(&self, kind: RequestKind) -> bool {
+        self.inner.answers(kind)
     }
 }
 

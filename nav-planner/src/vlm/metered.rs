@@ -8,7 +8,7 @@ use std::time::Instant;
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 
-use super::{BackendInfo, Usage, VisionLanguageModel, VlmError, VlmRequest, VlmResponse};
+use super::{BackendInfo, RequestKind, Usage, VisionLanguageModel, VlmError, VlmRequest, VlmResponse};
 
 /// Running totals over many calls.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -31,9 +31,16 @@ pub struct VlmStats {
     /// Summed HTTP attempts of successful calls (retries show as attempts
     /// beyond one per success).
     pub attempts: u64,
+    /// Requests sent, by [`RequestKind`] name (`planner`, `scene`, …).
+    pub requests_by_kind: BTreeMap<String, u64>,
 }
 
 impl VlmStats {
+    /// Records one request sent, before its reply.
+    pub fn record_request(&mut self, kind: RequestKind) {
+        *self.requests_by_kind.entry(kind.as_str().to_string()).or_default() += 1;
+    }
+
     /// Records one successful call.
     pub fn record_success(&mut self, reply: &VlmResponse) {
         self.calls += 1;
@@ -118,6 +125,7 @@ impl<V: VisionLanguageModel> MeteredVlm<V> {
 impl<V: VisionLanguageModel> VisionLanguageModel for MeteredVlm<V> {
     async fn complete(&self, req: VlmRequest) -> Result<VlmResponse, VlmError> {
         let start = Instant::now();
+        self.lock().record_request(req.kind);
         let result = self.inner.complete(req).await;
         match &result {
             Ok(reply) => self.lock().record_success(reply),
@@ -128,6 +136,10 @@ impl<V: VisionLanguageModel> VisionLanguageModel for MeteredVlm<V> {
 
     fn describe(&self) -> BackendInfo {
         self.inner.describe()
+    }
+
+    fn answers(&self, kind: RequestKind) -> bool {
+        self.inner.answers(kind)
     }
 }
 

@@ -57,16 +57,16 @@ pub use config::{
     ANTHROPIC_VERSION, AnthropicConfig, BackendConfig, CommandLine, DEFAULT_MAX_REPLY_BYTES, Provider, RetryPolicy,
     VertexConfig, build_backend, build_backend_with_env, is_local_url,
 };
-pub use error::VlmError;
+pub use error::{LinkFault, VlmError};
 #[cfg(feature = "gemini")]
 pub use gemini::GeminiBackend;
-pub use ledger::LedgerVlm;
+pub use ledger::{LedgerVlm, ModelLinkFailure};
 pub use metered::{MeteredVlm, VlmStats};
 #[cfg(feature = "openai")]
 pub use openai::OpenAiBackend;
 pub use pricing::{ModelPrice, PriceTable};
 pub use redact::{REDACTED, Secret, credential_values, redact, redact_secrets};
-pub use request::{ImageDetail, JsonSchemaSpec, Part, ToolChoice, ToolSpec, Turn, VlmRequest};
+pub use request::{ImageDetail, JsonSchemaSpec, Part, RequestKind, ToolChoice, ToolSpec, Turn, VlmRequest};
 pub use response::{RawToolCall, Usage, VlmResponse};
 pub use scripted::{FnVlm, ScriptStep, ScriptedVlm};
 
@@ -125,6 +125,17 @@ pub trait VisionLanguageModel: Send + Sync {
     fn describe(&self) -> BackendInfo {
         BackendInfo::new("unknown", "unknown")
     }
+
+    /// Whether this model answers requests of `kind` ([`VlmRequest::kind`];
+    /// all of them unless overridden). A run checks this before its first
+    /// step against the kinds its configuration sends and ends with an
+    /// error naming the kind and the alternatives, rather than collecting
+    /// fallbacks; a model that declines a single request at run time
+    /// returns [`VlmError::Declined`]. Wrappers must forward it.
+    fn answers(&self, kind: RequestKind) -> bool {
+        let _ = kind;
+        true
+    }
 }
 
 #[async_trait]
@@ -135,6 +146,10 @@ impl<T: VisionLanguageModel + ?Sized> VisionLanguageModel for Box<T> {
 
     fn describe(&self) -> BackendInfo {
         (**self).describe()
+    }
+
+    fn answers(&self, kind: RequestKind) -> bool {
+        (**self).answers(kind)
     }
 }
 
@@ -147,6 +162,10 @@ impl<T: VisionLanguageModel + ?Sized> VisionLanguageModel for Arc<T> {
     fn describe(&self) -> BackendInfo {
         (**self).describe()
     }
+
+    fn answers(&self, kind: RequestKind) -> bool {
+        (**self).answers(kind)
+    }
 }
 
 #[async_trait]
@@ -157,5 +176,9 @@ impl<T: VisionLanguageModel + ?Sized> VisionLanguageModel for &T {
 
     fn describe(&self) -> BackendInfo {
         (**self).describe()
+    }
+
+    fn answers(&self, kind: RequestKind) -> bool {
+        (**self).answers(kind)
     }
 }

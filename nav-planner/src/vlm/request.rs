@@ -33,6 +33,69 @@ impl ImageDetail {
     }
 }
 
+/// What a request asks for. Every request a run sends carries one, so a
+/// model can answer the kinds it handles and decline the rest
+/// ([`VisionLanguageModel::answers`](super::VisionLanguageModel::answers),
+/// [`VlmError::Declined`]), and a run counts its requests per kind.
+///
+/// | kind | sent by | when | declined means |
+/// | --- | --- | --- | --- |
+/// | `planner` | every protocol's planner | each decision | the run cannot start |
+/// | `scene` | the objectnav scene analyzer | first step, doorways, every 20 steps | places stay unnamed |
+/// | `perception` | the objectnav perception stage with `perception = vlm` | each step that looks for the target | the target is never seen |
+/// | `stop_check` | the same stage | before each STOP | the STOP is not confirmed |
+/// | `grounding` | `nav grounding` | once per feedback batch | no grounding |
+/// | `tool_follow_up` | the explore planner's `observe_scene` tool | when the model calls it | the tool reports an error |
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum RequestKind {
+    /// A planner decision (objectnav, explore, candidates).
+    #[default]
+    Planner,
+    /// A scene analysis: what kind of place the camera shows.
+    Scene,
+    /// A perception query: where the target is in the current view.
+    Perception,
+    /// A stop check: whether the target is really within reach.
+    StopCheck,
+    /// Grounding knowledge distilled from feedback.
+    Grounding,
+    /// A request a tool makes while the planner decides (explore's
+    /// `observe_scene`).
+    ToolFollowUp,
+}
+
+impl RequestKind {
+    /// Every kind, in the order above.
+    pub const ALL: [RequestKind; 6] = [
+        RequestKind::Planner,
+        RequestKind::Scene,
+        RequestKind::Perception,
+        RequestKind::StopCheck,
+        RequestKind::Grounding,
+        RequestKind::ToolFollowUp,
+    ];
+
+    /// The snake_case name (`planner`, `stop_check`, …), as serialized.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RequestKind::Planner => "planner",
+            RequestKind::Scene => "scene",
+            RequestKind::Perception => "perception",
+            RequestKind::StopCheck => "stop_check",
+            RequestKind::Grounding => "grounding",
+            RequestKind::ToolFollowUp => "tool_follow_up",
+        }
+    }
+}
+
+impl std::fmt::Display for RequestKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// One piece of the user message: text or an encoded image. Serialized as
 /// `{"type": "text", "content": "…"}` / `{"type": "image", "content": {…}}`.
 #[derive(Clone, PartialEq, Serialize, Deserialize)]
@@ -211,6 +274,10 @@ pub struct VlmRequest {
     /// that needs a marker (Anthropic `cache_control`); OpenAI and Gemini
     /// cache long prefixes on their own.
     pub cache_system: bool,
+    /// What the request asks for (a planner decision unless set); never
+    /// sent to the provider.
+    #[serde(default)]
+    pub kind: RequestKind,
 }
 
 impl VlmRequest {
@@ -276,6 +343,12 @@ impl VlmRequest {
     /// Sets the overall deadline of the call.
     pub fn timeout(mut self, t: Duration) -> Self {
         self.timeout = Some(t);
+        self
+    }
+
+    /// Sets what the request asks for ([`VlmRequest::kind`]).
+    pub fn of_kind(mut self, kind: RequestKind) -> Self {
+        self.kind = kind;
         self
     }
 

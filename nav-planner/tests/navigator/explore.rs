@@ -82,7 +82,7 @@ async fn explore_run(
     let mut lp = ExploreLoop::new(explore_config(max_time_s), Box::new(planner), signals.clone()).unwrap();
     let mut stop = stop;
     let mut log = StepLog::memory().with_tap(move |r| stop(r, &signals));
-    let gt = |h: &SimHal| h.world().ground_truth_pose();
+    let gt = |h: &SimHal| Some(h.world().ground_truth_pose());
     let mut ctx = RunContext::new(clock.as_ref(), &mut log).with_observer(Observer::new().with_ground_truth(&gt));
     let out = lp.run(&mut hal, &mut ctx).await.unwrap();
     (out.end, log.records().to_vec(), hal)

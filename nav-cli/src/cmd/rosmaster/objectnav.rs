@@ -92,7 +92,7 @@ pub(super) async fn run(
             ..PixelGoalConfig::default()
         })),
         perception: Box::new(VlmGoalPerception::new(Arc::clone(&vlm), VlmPerceptionConfig::default())),
-        scene: Box::new(VlmSceneAnalyzer::new(vlm, timeout_s)),
+        scene: Box::new(VlmSceneAnalyzer::new(Arc::clone(&vlm), timeout_s)),
     };
     let config = ObjectNavLoopConfig { max_steps: task.max_steps, ..ObjectNavLoopConfig::default() };
     let mut lp = ObjectNavLoop::new(config, task.target.clone(), parts).map_err(|e| usage(e.to_string()))?;
@@ -110,7 +110,8 @@ pub(super) async fn run(
     let observer = Observer::new()
         .with_info("robot", json!(url))
         .with_info("command", json!("rosmaster"))
-        .with_info("protocol", json!("objectnav"));
+        .with_info("protocol", json!("objectnav"))
+        .with_halt(Arc::clone(&setup.halt));
     let mut ctx = RunContext::new(&clock, &mut log).with_observer(observer);
     let started = Instant::now();
     let budget = Duration::from_secs_f64(setup.explore.max_time_s);
@@ -124,6 +125,9 @@ pub(super) async fn run(
     // whatever ended it, the robot stands still (a step cut mid-motion may have published last)
     let stopped = stop.stop().await;
     let elapsed = started.elapsed().as_secs_f64();
+    if let Some(failure) = vlm.link_failure() {
+        return Err(crate::exit::Exit::ModelLink(failure.to_string()));
+    }
     let text = match result {
         Ended::Loop(r) => match *r {
             Ok(out) => summary(&out, elapsed, &hal),

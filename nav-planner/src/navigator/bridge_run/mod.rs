@@ -220,6 +220,9 @@ pub struct BridgeRunner<'a> {
     sensor_tap: Option<SharedTap>,
     budget: Option<Arc<CostBudget>>,
     detector: Option<SharedWorker>,
+    /// Set by the run's ledger on a spending limit or a broken model link:
+    /// the episode's loop ends at its next step.
+    halt: Arc<std::sync::atomic::AtomicBool>,
 }
 
 impl std::fmt::Debug for BridgeRunner<'_> {
@@ -247,6 +250,7 @@ impl<'a> BridgeRunner<'a> {
             call_timeout_s: None,
             sensor_tap: None,
             detector: None,
+            halt: Arc::default(),
         })
     }
 
@@ -358,9 +362,10 @@ impl<'a> BridgeRunner<'a> {
             backends: Vec::new(),
         };
         // the run's bill: every model call goes through one ledger
+        self.halt = Arc::default();
         let ledger = match (self.config.planner, &self.vlm) {
             (PlannerChoice::Vlm, Some(v)) => {
-                let ledger = LedgerVlm::shared(Arc::clone(v));
+                let ledger = LedgerVlm::shared(Arc::clone(v)).with_halt(Arc::clone(&self.halt));
                 Some(Arc::new(match &self.budget {
                     Some(b) => ledger.with_budget(Arc::clone(b)),
                     None => ledger,
@@ -378,7 +383,13 @@ impl<'a> BridgeRunner<'a> {
                 break;
             }
             let spec = self.config.episode_spec(k);
-            match self.run_episode(hal, k, &spec, log, progress).await {
+            let result = self.run_episode(hal, k, &spec, log, progress).await;
+            if let Some(failure) = ledger.as_ref().and_then(|l| l.link_failure()) {
+                // every further episode would fail the same way: stop the run
+                self.vlm = model;
+                return Err(EpisodeError::ModelLink(failure));
+            }
+            match result {
                 Ok(summary) => {
                     progress(BridgeProgress::Finished { of: self.config.episodes, summary: &summary });
                     report.episodes.push(summary);
@@ -548,8 +559,8 @@ impl<'a> BridgeRunner<'a> {
             .with_info("planner", json!(self.planner_name()))
             .with_info("policy", json!(self.policy_name()))
             .with_info("robot_radius_m", json!(radius));
-        if let Some(b) = &self.budget {
-            observer = observer.with_halt(b.flag());
+        if self.vlm.is_some() {
+            observer = observer.with_halt(Arc::clone(&self.halt));
         }
         let mut robot = Tapped::new(MeteredBridge::new(hal), self.sensor_tap.clone());
         let mut ctx = RunContext::new(&clock, log).with_observer(observer);
