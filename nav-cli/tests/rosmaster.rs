@@ -29,7 +29,7 @@ use nav_hal::sim::{SimConfig, SimWorld};
 use rosmaster_process::Nav;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
-use vlm_server::SilentVlm;
+use vlm_server::{SilentVlm, StatusServer, closed_base_url};
 
 /// One control tick plus scheduling slack on a loaded machine, s.
 const SLACK_S: f64 = 0.35;
@@ -163,6 +163,26 @@ async fn a_vlm_answering_in_1_5_s_gets_one_request_per_decision_and_no_watchdog_
     assert!(asked <= requests && requests <= decided + 1, "one request per decision; stderr:\n{err}");
     assert!(!err.contains("watchdog:"), "answers within 3 s keep the watchdog in CONTINUE; stderr:\n{err}");
     assert!(!err.contains("no usable answer"), "stderr:\n{err}");
+}
+
+/// A model link that cannot work ends the session within 10 s with exit 5
+/// and one line naming the URL; the robot never gets a Twist other than zero.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_model_that_cannot_be_reached_ends_the_session_before_any_motion() {
+    let unauthorized = StatusServer::start(401, "Incorrect API key provided").await;
+    for (url, cause) in [(closed_base_url(), "connection refused"), (unauthorized.base_url(), "401")] {
+        let peer = peer().await;
+        let args = ["--planner", "vlm", "--vlm", "openai", "--base-url", &url, "--model", "test-model"];
+        let started = Instant::now();
+        let nav = Nav::start(&peer.url(), DEFAULTS, &[&args[..], &["--max-time", "30"]].concat());
+        let (status, _, err) = nav.finish(30.0).await;
+        let took = started.elapsed();
+        assert_eq!(status.code(), Some(5), "stderr:\n{err}");
+        assert!(took < Duration::from_secs(10), "took {took:?}; stderr:\n{err}");
+        let line = err.lines().find(|l| l.starts_with("nav: cannot use the model")).expect("one line names it");
+        assert!(line.contains(&url) && line.contains(cause), "{line}");
+        assert!(peer.twists().iter().all(|(_, t)| zero(t)), "only zero Twists: {:?}", peer.twists());
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -123,7 +123,7 @@ impl EpisodeStats {
         self.add_scene_call(r);
         if let Some(reason) = &r.fallback {
             self.fallbacks += 1;
-            self.note_fallback(reason);
+            self.note_fallback(&format!("planner: {reason}"));
         }
     }
 

@@ -420,8 +420,9 @@ impl ObjectNavLoop {
     fn record_perception(&self, st: &mut RunState, event: &str, record: &CallRecord, answer: Value) {
         st.stats.add_scene_call(record);
         st.vlm_time_ms += record.latency_ms;
-        if record.fallback.is_some() {
+        if let Some(reason) = &record.fallback {
             st.stats.fallbacks += 1;
+            st.stats.note_fallback(&format!("{event}: {reason}"));
         }
         let mut e = json!({"event": event, "answer": answer});
         if let Some(reason) = &record.fallback {

@@ -20,13 +20,13 @@
 //! [`EpisodeError::ModelLink`], naming the URL and the cause.
 //!
 //! ```
-//! use nav_hal::arena::builtin;
+//! use nav_hal::arena::Arena;
 //! use nav_hal::sim::{SimConfig, SimHal, SimWorld};
 //! use nav_planner::navigator::StepLog;
 //! use nav_planner::navigator::runner::{Runner, SimJudge, Task};
 //!
 //! # tokio::runtime::Builder::new_current_thread().enable_all().build()?.block_on(async {
-//! let arena = builtin("house_a").expect("a built-in arena");
+//! let arena = Arena::builtin("house_a")?;
 //! let mut robot = SimHal::new(SimWorld::new(arena.clone(), SimConfig::default())?);
 //! let runner = Runner::new(Task::of_arena(&arena)).max_steps(40);
 //! let summary = runner.run(&mut robot, Some(&SimJudge), &mut StepLog::null()).await?;
