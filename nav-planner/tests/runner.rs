@@ -190,3 +190,46 @@ async fn a_refused_connection_before_the_first_reply_ends_the_run_at_once() {
     }
     assert!(log.records().len() <= 3, "the loop ended at its next step: {} records", log.records().len());
 }
+
+/// The doc comment of `async fn NAME` in the HAL traits' source.
+fn hal_doc(source: &str, name: &str) -> String {
+    let at = source.find(&format!("async fn {name}(")).unwrap_or_else(|| panic!("no method {name}"));
+    let before: Vec<&str> = source[..at].lines().collect();
+    let doc: Vec<&str> = before.iter().rev().skip(1).take_while(|l| l.trim().starts_with("///")).copied().collect();
+    doc.into_iter().rev().collect::<Vec<_>>().join("\n")
+}
+
+#[test]
+fn the_hal_docs_name_every_method_each_protocol_needs() {
+    use nav_planner::navigator::candidates_loop::WorldModelMode;
+    use nav_planner::navigator::episode::{EpisodeSpec, PlannerChoice};
+    use nav_planner::navigator::runner::needs::{Method, robot_needs};
+    use nav_planner::protocol::ProtocolKind;
+    let source = include_str!("../../nav-hal/src/hal/mod.rs");
+    let mut checked = 0;
+    for protocol in [ProtocolKind::Objectnav, ProtocolKind::Explore, ProtocolKind::Candidates] {
+        for perception in [PerceptionChoice::Sim, PerceptionChoice::Vlm] {
+            for world in [WorldModelMode::Lidar, WorldModelMode::Vision] {
+                let mut spec = EpisodeSpec::new(house_a(), "test");
+                (spec.protocol, spec.perception, spec.planner) = (protocol, Some(perception), PlannerChoice::Offline);
+                spec.candidates.world_model = world;
+                for need in robot_needs(&spec) {
+                    let names: &[&str] = match need.method {
+                        Method::MoveToOrDrive => &["move_to", "drive"],
+                        m => &[m.name().split('(').next().unwrap()],
+                    };
+                    for name in names {
+                        let doc = hal_doc(source, name);
+                        let word = protocol.as_str();
+                        assert!(
+                            doc.contains("Needed by:") && doc.contains(word),
+                            "`{name}` docs do not say {word} needs it:\n{doc}"
+                        );
+                        checked += 1;
+                    }
+                }
+            }
+        }
+    }
+    assert!(checked > 20);
+}

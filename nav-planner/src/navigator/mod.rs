@@ -40,8 +40,9 @@ pub mod pixel_policy;
 pub mod place_score;
 pub mod policy;
 mod pursuit;
-pub mod runner;
 
+/// The public episode runner for any robot (see [`episode::runner`]).
+pub use episode::runner;
 pub use log::{LogError, MAX_LOG_LINE_BYTES, PlannerRecord, PoseRecord, StepLog, StepRecord, read_log};
 
 use crate::protocol::CallRecord;

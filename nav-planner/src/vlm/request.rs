@@ -367,6 +367,20 @@ impl VlmRequest {
         }
     }
 
+    /// The user message's text parts, joined by newlines (what a text
+    /// model reads; images left out).
+    pub fn user_text(&self) -> String {
+        let texts: Vec<&str> = self
+            .user
+            .iter()
+            .filter_map(|p| match p {
+                Part::Text(t) => Some(t.as_str()),
+                Part::Image { .. } => None,
+            })
+            .collect();
+        texts.join("\n")
+    }
+
     /// Number of image parts in the user message.
     pub fn image_count(&self) -> usize {
         self.user.iter().filter(|p| p.is_image()).count()

@@ -4,12 +4,14 @@
 //! summary, seed 002 report). `nav run`, `nav eval` and the integration
 //! tests all go through [`run_episode`].
 
+pub mod runner;
+
 use crate::navigator::billing::BackendSummary;
 use crate::navigator::candidates_loop::{CandidatesLoop, CandidatesLoopConfig};
+use crate::navigator::episode::runner::parts::candidates_setup;
 use crate::navigator::explore_loop::{ExploreLoopConfig, frontier_list, memory_frontiers};
 use crate::navigator::objectnav_loop::ObjectNavLoopConfig;
 use crate::navigator::place_score::PlaceScore;
-use crate::navigator::runner::parts::candidates_setup;
 use crate::navigator::{NavError, StepLog};
 use crate::offline::{OfflineCandidatePlanner, VlmNoise};
 use crate::protocol::ProtocolKind;
@@ -479,21 +481,21 @@ pub fn seeded_arena(arena: &Arena, seed: u64, robot_radius: f64) -> Result<Arena
 /// Runs one episode in the built-in simulator (see the module docs):
 /// seeds the arena, builds the simulated robot (tapped when
 /// [`EpisodeSpec::sensor_tap`] is set) and hands it to the
-/// [`Runner`](crate::navigator::runner::Runner) with the simulator's
-/// [`SimJudge`](crate::navigator::runner::SimJudge). `log` receives the
+/// [`Runner`](crate::navigator::episode::runner::Runner) with the simulator's
+/// [`SimJudge`](crate::navigator::episode::runner::SimJudge). `log` receives the
 /// step log; `progress(step)` is called after every step.
 ///
 /// # Errors
-/// As [`Runner::run_with`](crate::navigator::runner::Runner::run_with), and
+/// As [`Runner::run_with`](crate::navigator::episode::runner::Runner::run_with), and
 /// [`EpisodeError::Hal`] for an arena the simulator rejects.
 pub async fn run_episode(
     spec: &EpisodeSpec,
     log: &mut StepLog,
     progress: &mut dyn FnMut(u64),
 ) -> Result<RunSummary, EpisodeError> {
-    use crate::navigator::runner::{Runner, SimJudge};
+    use crate::navigator::episode::runner::{Runner, SimJudge};
     let wall = Instant::now();
-    crate::navigator::runner::parts::check_configs(spec)?;
+    crate::navigator::episode::runner::parts::check_configs(spec)?;
     let mut sim_cfg = spec.sim.clone();
     sim_cfg.noise.seed = spec.seed;
     let arena = seeded_arena(&spec.arena, spec.seed, sim_cfg.robot_radius_m)?;
