@@ -1,7 +1,8 @@
 //! `nav sim-robot` end to end, as a user tries it: the real `nav` binary
 //! serves the simulated robot on a free port, `nav rosmaster --url …` (a
-//! second process) explores it for a few seconds and exits 0 with its
-//! summary, the robot moved, and the server exits 0 on SIGTERM. Binding a
+//! second process) explores it for eight seconds and exits 0 with its
+//! summary, the robot moved, and the server exits 0 on SIGTERM; with
+//! `--nav2` its goals go to the emulated Nav2. Binding a
 //! non-loopback address needs `--allow-remote` (exit 2 without it, a
 //! warning with it); a port in use and a bad arena are exit 2.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
@@ -152,7 +153,7 @@ fn nav_rosmaster_explores_the_simulated_robot_and_the_server_stops_on_sigterm() 
     assert!(url.starts_with("ws://127.0.0.1:") && !url.ends_with(":0"), "{}", server.ready);
     assert!(server.ready.contains(&format!("nav rosmaster --url {url}")), "says what to run next: {}", server.ready);
 
-    let o = run(&["rosmaster", "--url", &url, "--max-time", "6"], 90);
+    let o = run(&["rosmaster", "--url", &url, "--max-time", "8"], 90);
     let out = String::from_utf8_lossy(&o.stdout).into_owned();
     let err = String::from_utf8_lossy(&o.stderr).into_owned();
     assert_eq!(o.status.code(), Some(0), "nav rosmaster: stdout:\n{out}\nstderr:\n{err}");
@@ -169,6 +170,23 @@ fn nav_rosmaster_explores_the_simulated_robot_and_the_server_stops_on_sigterm() 
     // the simulator's own account: the robot really moved
     let moved = number_after(&server_err, "the robot travelled ").expect("the final line gives the distance");
     assert!(moved > 0.2, "the simulated robot travelled {moved} m:\n{server_err}");
+}
+
+#[test]
+fn with_nav2_nav_rosmaster_hands_its_goals_to_the_emulated_nav2() {
+    let server = Server::start(&["--port", "0", "--nav2"]);
+    assert!(server.ready.contains("with Nav2 emulation"), "{}", server.ready);
+    let url = server.url();
+    let o = run(&["rosmaster", "--url", &url, "--max-time", "8"], 90);
+    let out = String::from_utf8_lossy(&o.stdout).into_owned();
+    let err = String::from_utf8_lossy(&o.stderr).into_owned();
+    assert_eq!(o.status.code(), Some(0), "nav rosmaster: stdout:\n{out}\nstderr:\n{err}");
+    assert!(err.contains("Nav2 found"), "rosapi lists the emulated Nav2:\n{err}");
+    assert!(err.contains("handed to Nav2"), "a navigation goal went to Nav2:\n{err}");
+    let (status, server_err) = server.terminate();
+    assert_eq!(status.code(), Some(0), "stderr:\n{server_err}");
+    let moved = number_after(&server_err, "the robot travelled ").expect("the final line gives the distance");
+    assert!(moved > 0.1, "the emulated Nav2 drove the robot {moved} m:\n{server_err}");
 }
 
 #[test]
