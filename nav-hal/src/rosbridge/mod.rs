@@ -119,7 +119,7 @@
 //! simulated robot: a rosbridge v2 server backed by the built-in
 //! simulator, on a free port of `127.0.0.1` or on an address of your
 //! choice (`nav sim-robot` serves it on `127.0.0.1:9090`). The tests use
-//! it too, through feature `rosbridge-testing` and the [`testing`] path.
+//! it too, through feature `rosbridge-testing` and the `testing` path.
 
 mod config;
 pub mod convert;

@@ -4,7 +4,7 @@
 //! drives it as it drives a real one) and for tests of
 //! [`RosbridgeHal`](super::RosbridgeHal) and of anything built on it.
 //! Feature `rosbridge-sim` (`rosbridge-testing`, which the tests enable,
-//! implies it and keeps the [`testing`](super::testing) path).
+//! implies it and keeps the `rosbridge::testing` path).
 //!
 //! It speaks the documented rosbridge v2 operations a client uses —
 //! `advertise`, `unadvertise`, `publish`, `subscribe`, `unsubscribe`,
