@@ -9,8 +9,9 @@
 //! closed standard output (`nav … | head`) ends quietly with 0.
 //!
 //! Features: `backends` (the HTTP VLM backends), `rosmaster` (`nav
-//! rosmaster`, nav-hal's rosbridge HAL) and `habitat` (`nav habitat`), all
-//! on by default. `async-trait` is here for the HAL traits `nav
+//! rosmaster`, nav-hal's rosbridge HAL, and `nav sim-robot`, nav-hal's
+//! simulated robot served over rosbridge) and `habitat` (`nav habitat`),
+//! all on by default. `async-trait` is here for the HAL traits `nav
 //! rosmaster`'s robot wrapper implements.
 
 // The argument structs' doc comments are `nav --help` text, where config
@@ -61,6 +62,9 @@ enum Command {
     #[command(about = "Explore with a real robot (ROSMASTER A1 or any ROS robot) through rosbridge")]
     #[cfg(feature = "rosmaster")]
     Rosmaster(cmd::rosmaster::RosmasterArgs),
+    #[command(about = "Serve the simulated robot over rosbridge v2, to try nav rosmaster without a robot")]
+    #[cfg(feature = "rosmaster")]
+    SimRobot(cmd::sim_robot::SimRobotArgs),
     #[command(about = "ObjectNav episodes in Habitat-sim, MiniWorld or another simulator through the bridge")]
     #[cfg(feature = "habitat")]
     Habitat(cmd::habitat::HabitatArgs),
@@ -100,6 +104,8 @@ fn main() {
         Command::Grounding(c) => cmd::grounding::run(c),
         #[cfg(feature = "rosmaster")]
         Command::Rosmaster(a) => cmd::rosmaster::run(a),
+        #[cfg(feature = "rosmaster")]
+        Command::SimRobot(a) => cmd::sim_robot::run(a),
         #[cfg(feature = "habitat")]
         Command::Habitat(a) => cmd::habitat::run(a),
     };

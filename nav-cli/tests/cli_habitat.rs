@@ -177,15 +177,7 @@ fn a_nav_away_from_the_checkout_uses_its_built_in_bridge_package() {
     let moved = bin.join("nav");
     std::fs::copy(env!("CARGO_BIN_EXE_nav"), &moved).unwrap();
     let cache = tmp.path().join("cache");
-    let run = |args: &[&str]| {
-        Command::new(&moved)
-            .args(args)
-            .current_dir(tmp.path())
-            .env_remove("PYTHONPATH")
-            .env("XDG_CACHE_HOME", &cache)
-            .output()
-            .unwrap()
-    };
+    let run = |args: &[&str]| away_from_the_checkout(&moved, tmp.path(), &cache).args(args).output().unwrap();
     let help = stdout(&run(&["habitat", "--help"]));
     assert!(help.contains("XDG_CACHE_HOME"), "--help says where the package goes: {help}");
     for _ in 0..2 {
@@ -200,4 +192,58 @@ fn a_nav_away_from_the_checkout_uses_its_built_in_bridge_package() {
     let name = copies[0].file_name().unwrap().to_string_lossy().into_owned();
     assert!(name.starts_with(&format!("bridge-{}-", env!("CARGO_PKG_VERSION"))), "{name}");
     assert!(copies[0].join("navkit_bridge/__main__.py").is_file());
+}
+
+/// `nav` at `moved`, run in `cwd` (not the checkout) with `XDG_CACHE_HOME`
+/// at `cache` and nothing from cargo's environment (`CARGO_MANIFEST_DIR`,
+/// …) or a `PYTHONPATH` to find the checkout's package by.
+fn away_from_the_checkout(moved: &std::path::Path, cwd: &std::path::Path, cache: &std::path::Path) -> Command {
+    let mut cmd = Command::new(moved);
+    for (key, _) in std::env::vars_os() {
+        if key.to_string_lossy().starts_with("CARGO") {
+            cmd.env_remove(&key);
+        }
+    }
+    cmd.current_dir(cwd).env_remove("PYTHONPATH").env("XDG_CACHE_HOME", cache);
+    cmd
+}
+
+/// The same without Python: a copied `nav`, away from the checkout, writes
+/// the package built into it to the cache (every file, as built) and hands
+/// the bridge's child a PYTHONPATH that starts with that copy (an inherited
+/// PYTHONPATH follows it). The child here is `sh`, standing in for
+/// `python -m navkit_bridge`: it writes down its PYTHONPATH and exits, and
+/// nav reports a bridge that could not start (exit 2).
+#[cfg(unix)]
+#[test]
+fn away_from_the_checkout_the_bridge_child_gets_the_written_package_on_pythonpath() {
+    let tmp = tempfile::tempdir().unwrap();
+    let moved = tmp.path().join("nav");
+    std::fs::copy(env!("CARGO_BIN_EXE_nav"), &moved).unwrap();
+    let cache = tmp.path().join("cache");
+    let seen = tmp.path().join("pythonpath.txt");
+    let inherited = tmp.path().join("elsewhere");
+    // `navkit_bridge` among the arguments: nav treats it as the bridge module's command
+    let bridge = format!("sh -c 'printf %s \"$PYTHONPATH\" > {}' navkit_bridge", seen.display());
+    let o = away_from_the_checkout(&moved, tmp.path(), &cache)
+        .env("PYTHONPATH", &inherited)
+        .args(["habitat", "--bridge", &bridge, "--episodes", "1"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2), "a bridge that exits at once: stderr: {}", stderr(&o));
+    assert!(!stderr(&o).contains("panicked"), "{}", stderr(&o));
+    let path = std::fs::read_to_string(&seen).expect("the child ran and wrote its PYTHONPATH");
+    let (first, rest) = path.split_once(':').expect("the package, then the inherited PYTHONPATH");
+    assert_eq!(rest, inherited.to_str().unwrap(), "{path}");
+    let dir = PathBuf::from(first);
+    let root = std::fs::canonicalize(cache.join("navkit")).unwrap();
+    assert_eq!(std::fs::canonicalize(&dir).unwrap().parent(), Some(root.as_path()), "the cache's copy: {path}");
+    assert!(
+        dir.file_name().unwrap().to_string_lossy().starts_with(&format!("bridge-{}-", env!("CARGO_PKG_VERSION"))),
+        "{path}"
+    );
+    for (file, text) in nav_hal::bridge::package::FILES {
+        let written = std::fs::read_to_string(dir.join(file)).unwrap_or_else(|e| panic!("{file}: {e}"));
+        assert_eq!(&written, text, "{file} as built into nav");
+    }
 }

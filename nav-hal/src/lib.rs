@@ -28,9 +28,11 @@
 //!   protocol (JSON lines to a child process or TCP; docs/BRIDGE.md).
 //! - `rosbridge` (feature `rosbridge`, off by default): `RosbridgeHal`, a
 //!   ROS 1/2 robot (the ROSMASTER A1) through rosbridge v2 over WebSocket,
-//!   built on roslibrust; feature `rosbridge-testing` adds
-//!   `rosbridge::testing::RosbridgePeer`, a rosbridge server backed by the
-//!   simulator. See `docs/ROSMASTER.md`.
+//!   built on roslibrust; feature `rosbridge-sim` adds
+//!   `rosbridge::sim_robot::RosbridgePeer`, navkit's simulated robot: a
+//!   rosbridge server backed by the simulator, for trying navkit without a
+//!   robot (`nav sim-robot`) and for tests (feature `rosbridge-testing`
+//!   also names it `rosbridge::testing`). See `docs/ROSMASTER.md`.
 //!
 //! ```
 //! use nav_core::action::Action;
@@ -65,9 +67,10 @@
 //! simulator needs no async runtime (tokio is only a dev-dependency).
 //! Feature `rosbridge` adds `roslibrust` (the rosbridge v2 client, kept
 //! behind its generic pub/sub traits), `tokio` (the connection task and
-//! timers), `base64` (rosbridge encodes `uint8[]` as base64) and `tracing`
-//! (what a dry run would send, reconnects); `rosbridge-testing` adds
-//! `tokio-tungstenite` + `futures-util` for the test server.
+//! timers), `base64` (rosbridge encodes `uint8[]` as base64), `tracing`
+//! (what a dry run would send, reconnects), `tokio-tungstenite` +
+//! `futures-util` (the cameras' own WebSocket, and the simulated robot's
+//! server with `rosbridge-sim`) and `ciborium` (CBOR frames).
 //! Feature `sim-bridge` adds `tokio` (the bridge child process, its pipes
 //! or a TCP stream, per-request timeouts) and `base64` (images travel
 //! base64-encoded in the JSON lines).

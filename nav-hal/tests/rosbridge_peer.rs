@@ -160,3 +160,34 @@ async fn connections_can_be_dropped_refused_and_silenced() {
     peer.set_accepting(true);
     let _again = RawClient::connect(&peer.url()).await;
 }
+
+/// The product path (`nav sim-robot`): the simulated robot under its own
+/// module, on an address of the caller's choice, without the tests' record
+/// of client messages; a taken port is an I/O error naming the address.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_simulated_robot_binds_a_given_address_and_can_keep_no_record() {
+    use nav_hal::HalError;
+    use nav_hal::rosbridge::sim_robot::{PeerConfig, RosbridgePeer};
+    use nav_hal::sim::{SimConfig, SimWorld};
+    use std::net::SocketAddr;
+    let world = || SimWorld::builtin("exploration", SimConfig::default()).unwrap();
+    let quiet = PeerConfig { record_received: false, ..PeerConfig::default() };
+    let any: SocketAddr = "127.0.0.1:0".parse().unwrap();
+    let peer = RosbridgePeer::start_on(any, world(), quiet.clone()).await.unwrap();
+    assert!(peer.addr().ip().is_loopback() && peer.addr().port() != 0);
+    assert_eq!(peer.url(), format!("ws://{}", peer.addr()));
+    let start = peer.pose();
+    let mut c = RawClient::connect(&peer.url()).await;
+    c.send(json!({"op": "publish", "topic": "/cmd_vel", "msg": {"linear": {"x": 0.2}}})).await;
+    let moved = eventually(3.0, async || (peer.pose().distance(start) > 0.05).then_some(())).await;
+    assert!(moved.is_some(), "Twists drive it");
+    assert!(peer.received().is_empty() && peer.twists().is_empty(), "nothing was recorded");
+    // the same address again: taken
+    match RosbridgePeer::start_on(peer.addr(), world(), quiet).await {
+        Err(HalError::Io { path, source }) => {
+            assert_eq!(path.to_str(), Some(peer.addr().to_string().as_str()));
+            assert_eq!(source.kind(), std::io::ErrorKind::AddrInUse);
+        }
+        other => panic!("expected an I/O error naming the address, got {other:?}"),
+    }
+}

@@ -12,6 +12,8 @@ pub mod replay;
 #[cfg(feature = "rosmaster")]
 pub mod rosmaster;
 pub mod run;
+#[cfg(feature = "rosmaster")]
+pub mod sim_robot;
 #[cfg(feature = "habitat")]
 pub mod workers;
 

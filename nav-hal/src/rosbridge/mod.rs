@@ -113,10 +113,13 @@
 //! a native ROS 2 backend also needs the real RIHS type hashes, which are
 //! left zero here (rosbridge does not use them).
 //!
-//! # Testing without a robot
+//! # Trying it without a robot
 //!
-//! Feature `rosbridge-testing` adds [`testing::RosbridgePeer`], a rosbridge
-//! v2 server on `127.0.0.1:0` backed by the built-in simulator.
+//! Feature `rosbridge-sim` adds [`sim_robot::RosbridgePeer`], navkit's
+//! simulated robot: a rosbridge v2 server backed by the built-in
+//! simulator, on a free port of `127.0.0.1` or on an address of your
+//! choice (`nav sim-robot` serves it on `127.0.0.1:9090`). The tests use
+//! it too, through feature `rosbridge-testing` and the `testing` path.
 
 mod config;
 pub mod convert;
@@ -125,10 +128,16 @@ pub mod images;
 mod link;
 pub mod msg;
 mod nav2;
+#[cfg(feature = "rosbridge-sim")]
+pub mod sim_robot;
 mod state;
 mod steps;
+/// [`sim_robot`] under the name the tests were written against (feature
+/// `rosbridge-testing`, which enables `rosbridge-sim`).
 #[cfg(feature = "rosbridge-testing")]
-pub mod testing;
+pub mod testing {
+    pub use super::sim_robot::*;
+}
 pub mod wire;
 
 pub use config::{Nav2Mode, RosbridgeConfig, TopicsConfig};

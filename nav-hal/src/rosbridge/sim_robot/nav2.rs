@@ -29,6 +29,10 @@ const SPEED_MPS: f64 = 0.15;
 const MAX_YAW_RATE: f64 = 0.5;
 /// Look-ahead of the emulated path follower, m.
 const LOOKAHEAD_M: f64 = 0.4;
+/// The status topic lists this many of the newest goals (Nav2's action
+/// server forgets ended goals after its result timeout), so a long session
+/// of `nav sim-robot --nav2` does not publish an ever longer list.
+const STATUS_GOALS: usize = 32;
 
 /// One NavigateToPose goal the emulation received.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -110,12 +114,12 @@ impl Nav2Sim {
         Ok(())
     }
 
-    /// The `action_msgs/GoalStatusArray` of every goal, ids in base64 as
-    /// rosbridge sends `uint8[16]`.
+    /// The `action_msgs/GoalStatusArray` of the newest [`STATUS_GOALS`]
+    /// goals (the running one among them), ids in base64 as rosbridge sends
+    /// `uint8[16]`.
     pub fn status_msg(&self) -> Value {
         let b64 = base64::engine::general_purpose::STANDARD;
-        let list: Vec<Value> = self
-            .goals
+        let list: Vec<Value> = self.goals[self.goals.len().saturating_sub(STATUS_GOALS)..]
             .iter()
             .map(|g| {
                 json!({
@@ -179,5 +183,28 @@ impl Nav2Sim {
         let w = (2.0 * SPEED_MPS * alpha.sin() / LOOKAHEAD_M).clamp(-MAX_YAW_RATE, MAX_YAW_RATE);
         let w = if alpha.abs() > std::f64::consts::FRAC_PI_2 { MAX_YAW_RATE.copysign(alpha) } else { w };
         Some(Twist::planar(SPEED_MPS, w))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_status_lists_the_newest_goals_with_distinct_ids() {
+        let mut sim = Nav2Sim::default();
+        let goal = json!({"header": {"frame_id": "odom"}, "pose": {"position": {"x": 1.0, "y": 2.0}}});
+        for i in 0..300 {
+            sim.accept(&goal, f64::from(i)).unwrap();
+        }
+        assert_eq!(sim.goals.len(), 300, "every goal is kept for the tests");
+        let status = sim.status_msg();
+        let list = status["status_list"].as_array().unwrap();
+        assert_eq!(list.len(), STATUS_GOALS);
+        let mut ids: Vec<&str> = list.iter().map(|g| g["goal_info"]["goal_id"]["uuid"].as_str().unwrap()).collect();
+        assert_eq!(list.last().unwrap()["status"], GoalStatus::EXECUTING, "the running goal is listed");
+        ids.sort_unstable();
+        ids.dedup();
+        assert_eq!(ids.len(), STATUS_GOALS, "ids repeat only every 256 goals");
     }
 }

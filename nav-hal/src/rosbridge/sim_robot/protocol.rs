@@ -1,4 +1,4 @@
-//! The rosbridge v2 protocol side of the peer: connections, the client
+//! The rosbridge v2 protocol side of the simulated robot: connections, the client
 //! operations, `service_response` and `status` replies.
 
 use super::{PeerShared, ReceivedMessage};
@@ -176,7 +176,11 @@ fn encode(out: &Outgoing, compression: Compression) -> Option<Message> {
 /// Accepts connections until the peer is dropped.
 pub(crate) async fn accept_loop(listener: TcpListener, shared: Arc<PeerShared>) {
     loop {
-        let Ok((stream, _)) = listener.accept().await else { continue };
+        let Ok((stream, _)) = listener.accept().await else {
+            // out of file descriptors, say: wait instead of spinning
+            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+            continue;
+        };
         if !shared.accepting.load(Ordering::SeqCst) {
             drop(stream);
             continue;
@@ -211,7 +215,7 @@ async fn serve(stream: TcpStream, shared: Arc<PeerShared>) {
             incoming = source.next() => match incoming {
                 Some(Ok(Message::Text(text))) => handle(&shared, id, text.as_str()),
                 Some(Ok(Message::Binary(_))) => {
-                    status(&shared, id, "error", "binary frames (BSON/CBOR) are not supported by the test peer", None);
+                    status(&shared, id, "error", "binary frames (BSON/CBOR) are not supported by navkit's simulated robot", None);
                 }
                 Some(Ok(Message::Close(_))) | None | Some(Err(_)) => break,
                 Some(Ok(_)) => {}
@@ -240,13 +244,7 @@ fn handle(shared: &PeerShared, id: u64, text: &str) {
         Ok(v @ Value::Object(_)) => v,
         other => {
             let raw = Value::String(text.to_string());
-            shared.log().push(ReceivedMessage {
-                at_s: shared.now_s(),
-                connection: id,
-                op: "?".into(),
-                topic: None,
-                raw,
-            });
+            shared.record(ReceivedMessage { at_s: shared.now_s(), connection: id, op: "?".into(), topic: None, raw });
             let msg = match other {
                 Err(e) => format!("invalid JSON: {e}"),
                 Ok(_) => "message is not a JSON object".to_string(),
@@ -258,7 +256,7 @@ fn handle(shared: &PeerShared, id: u64, text: &str) {
     let topic = value.get("topic").or_else(|| value.get("service")).and_then(Value::as_str).map(str::to_string);
     let op_id = value.get("id").cloned();
     let now = shared.now_s();
-    shared.log().push(ReceivedMessage {
+    shared.record(ReceivedMessage {
         at_s: now,
         connection: id,
         op: op.clone(),
@@ -313,9 +311,13 @@ fn handle(shared: &PeerShared, id: u64, text: &str) {
             shared.conns.publish(shared, &t, msg);
         }
         "call_service" => call_service(shared, id, topic, op_id),
-        other => {
-            status(shared, id, "warning", &format!("op {other:?} is not supported by the test peer"), op_id.as_ref())
-        }
+        other => status(
+            shared,
+            id,
+            "warning",
+            &format!("op {other:?} is not supported by navkit's simulated robot"),
+            op_id.as_ref(),
+        ),
     }
 }
 

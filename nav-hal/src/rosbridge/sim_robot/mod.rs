@@ -1,7 +1,10 @@
-//! [`RosbridgePeer`]: a rosbridge v2 server on `127.0.0.1:0` backed by the
-//! built-in simulator, for tests of [`RosbridgeHal`](super::RosbridgeHal)
-//! and of anything built on it (`nav rosmaster`'s end-to-end tests).
-//! Feature `rosbridge-testing`.
+//! [`RosbridgePeer`]: navkit's simulated robot, a rosbridge v2 server
+//! backed by the built-in simulator, for trying navkit without a robot
+//! (`nav sim-robot` serves it on `127.0.0.1:9090`, and `nav rosmaster`
+//! drives it as it drives a real one) and for tests of
+//! [`RosbridgeHal`](super::RosbridgeHal) and of anything built on it.
+//! Feature `rosbridge-sim` (`rosbridge-testing`, which the tests enable,
+//! implies it and keeps the `rosbridge::testing` path).
 //!
 //! It speaks the documented rosbridge v2 operations a client uses —
 //! `advertise`, `unadvertise`, `publish`, `subscribe`, `unsubscribe`,
@@ -24,9 +27,11 @@
 //! frame with `uint8[]` as bytes, both as rosbridge_server does.
 //! `/rosapi/topics` lists what the peer serves.
 //!
-//! Every client message is recorded with its arrival time
-//! ([`RosbridgePeer::received`], [`RosbridgePeer::twists`]), and test
-//! controls pause the scan or odometry stream, inject `null` ranges, corrupt
+//! For tests, every client message is recorded with its arrival time
+//! ([`RosbridgePeer::received`], [`RosbridgePeer::twists`];
+//! [`PeerConfig::record_received`] turns it off for a long-running
+//! server), and test controls (methods of [`RosbridgePeer`] only, off
+//! until called) pause the scan or odometry stream, inject `null` ranges, corrupt
 //! the camera images, drop or refuse
 //! connections, go silent (a half-open link), freeze the link both ways
 //! (messages queue in the socket and are replayed on the thaw), place an
@@ -34,7 +39,7 @@
 //! Nav2 emulation (goals on `/goal_pose`, status, cancel, abort on request).
 //!
 //! ```
-//! use nav_hal::rosbridge::testing::RosbridgePeer;
+//! use nav_hal::rosbridge::sim_robot::RosbridgePeer;
 //! use nav_hal::rosbridge::{RosbridgeConfig, RosbridgeHal};
 //! use nav_hal::hal::{Actuators, Sensors, VelocityCommand};
 //! use nav_hal::sim::{SimConfig, SimWorld};
@@ -75,7 +80,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Instant;
 use tokio::task::JoinHandle;
 
-/// Settings of the test peer.
+/// Settings of the simulated robot's rosbridge server.
 #[derive(Debug, Clone, PartialEq)]
 pub struct PeerConfig {
     /// Topic and service names it serves (the HAL's defaults).
@@ -103,6 +108,12 @@ pub struct PeerConfig {
     /// goal runs), with status on the status topic and the cancel service
     /// honoured. Off by default: a robot without Nav2.
     pub nav2: bool,
+    /// Keep every client message for [`RosbridgePeer::received`],
+    /// [`RosbridgePeer::published`] and [`RosbridgePeer::twists`] (on by
+    /// default, for tests). The record grows with every message, so a
+    /// server that runs for hours (`nav sim-robot`) turns it off; those
+    /// methods then answer empty.
+    pub record_received: bool,
 }
 
 impl Default for PeerConfig {
@@ -117,6 +128,7 @@ impl Default for PeerConfig {
             rosapi_topics: true,
             compression: true,
             nav2: false,
+            record_received: true,
         }
     }
 }
@@ -193,6 +205,14 @@ impl PeerShared {
         lock(&self.log)
     }
 
+    /// Keeps `m` for [`RosbridgePeer::received`] when
+    /// [`PeerConfig::record_received`] is on.
+    pub fn record(&self, m: ReceivedMessage) {
+        if self.config.record_received {
+            self.log().push(m);
+        }
+    }
+
     pub fn command(&self) -> (Twist, f64) {
         *lock(&self.command)
     }
@@ -206,7 +226,8 @@ impl PeerShared {
     }
 }
 
-/// A rosbridge v2 server backed by the simulator. See the [module
+/// navkit's simulated robot: a rosbridge v2 server backed by the simulator,
+/// for trying navkit without a robot and for tests. See the [module
 /// docs](self). Dropping it stops the server and closes every connection.
 #[derive(Debug)]
 pub struct RosbridgePeer {
@@ -230,8 +251,17 @@ impl RosbridgePeer {
         Self::start_with(world, PeerConfig::default()).await
     }
 
-    /// Starts a peer on `127.0.0.1:0` serving `world`.
+    /// Starts a peer on `127.0.0.1:0` (a free port) serving `world`.
     pub async fn start_with(world: SimWorld, config: PeerConfig) -> Result<Self, HalError> {
+        Self::start_on(SocketAddr::from(([127, 0, 0, 1], 0)), world, config).await
+    }
+
+    /// Starts a peer listening on `addr` (port 0: a free one) serving
+    /// `world`. Fails with [`HalError::Io`] naming the address when it
+    /// cannot be bound (the port is in use, the address is not this
+    /// machine's), and with [`HalError::InvalidConfig`] on a rate that is
+    /// not positive.
+    pub async fn start_on(addr: SocketAddr, world: SimWorld, config: PeerConfig) -> Result<Self, HalError> {
         for (field, v) in [("tick_hz", config.tick_hz), ("scan_hz", config.scan_hz), ("camera_hz", config.camera_hz)] {
             if !(v.is_finite() && v > 0.0) {
                 return Err(HalError::InvalidConfig {
@@ -240,10 +270,9 @@ impl RosbridgePeer {
                 });
             }
         }
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-            .await
-            .map_err(|source| HalError::Io { path: "127.0.0.1:0".into(), source })?;
-        let addr = listener.local_addr().map_err(|source| HalError::Io { path: "127.0.0.1:0".into(), source })?;
+        let io = |source| HalError::Io { path: addr.to_string().into(), source };
+        let listener = tokio::net::TcpListener::bind(addr).await.map_err(io)?;
+        let addr = listener.local_addr().map_err(io)?;
         let shared = Arc::new(PeerShared {
             config,
             epoch: Instant::now(),
@@ -270,7 +299,7 @@ impl RosbridgePeer {
         Ok(Self { addr, shared, tasks })
     }
 
-    /// `ws://127.0.0.1:PORT`.
+    /// `ws://ADDRESS:PORT` (`ws://127.0.0.1:PORT` by default).
     pub fn url(&self) -> String {
         format!("ws://{}", self.addr)
     }
@@ -285,7 +314,8 @@ impl RosbridgePeer {
         self.shared.now_s()
     }
 
-    /// Every message received so far, in arrival order.
+    /// Every message received so far, in arrival order (none when
+    /// [`PeerConfig::record_received`] is off).
     pub fn received(&self) -> Vec<ReceivedMessage> {
         self.shared.log().clone()
     }
