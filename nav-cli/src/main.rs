@@ -5,7 +5,9 @@
 //!
 //! Exit codes: 0 success; 1 the episode ran but failed its criteria
 //! (`run`); 2 bad usage or bad input (with a message naming the problem);
-//! 3 internal errors and output that cannot be written (a full disk); a
+//! 3 internal errors and output that cannot be written (a full disk); 4 a
+//! spending limit (`--max-cost-usd`) stopped the run; 5 the model cannot be
+//! reached or used (connection refused, DNS, TLS, HTTP 401/403/404); a
 //! closed standard output (`nav … | head`) ends quietly with 0.
 //!
 //! Features: `backends` (the HTTP VLM backends), `rosmaster` (`nav
@@ -33,7 +35,16 @@ use std::io::Write;
 /// VLM-guided robot navigation: run episodes, evaluate planners, parse and
 /// inspect model replies, replay logs and merge grounding knowledge.
 #[derive(Parser, Debug)]
-#[command(name = "nav", version, about, long_about = None, propagate_version = true)]
+#[command(
+    name = "nav",
+    version,
+    about,
+    long_about = None,
+    propagate_version = true,
+    after_help = "Exit codes: 0 success; 1 the episode ran but failed its criteria; 2 bad usage or input; \
+                  3 internal error or output that cannot be written; 4 --max-cost-usd reached; \
+                  5 the model cannot be reached or used (connection refused, DNS, TLS, HTTP 401/403/404)."
+)]
 struct Cli {
     /// More log output on stderr (-v info, -vv debug); RUST_LOG also works.
     #[arg(short, long, global = true, action = clap::ArgAction::Count)]
