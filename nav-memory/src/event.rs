@@ -75,7 +75,7 @@ pub enum SceneTrigger {
     Confirm,
 }
 
-/// Something the memory did or detected during a step, for the step log
+/// Something the memory did or detected during a step, for the step log.
 /// Serialized with an `event` tag, snake_case.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "event", rename_all = "snake_case")]

@@ -304,7 +304,8 @@ pub fn encode_png(frame: &RgbFrame) -> Result<Vec<u8>, HalError> {
     encode(frame, image::ImageFormat::Png)
 }
 
-/// Encodes a frame as JPEG at `quality` (1–100; the explore protocol sends 80).
+/// Encodes a frame as JPEG at `quality` (1–100; 80 is a good default for
+/// images sent to a model).
 pub fn encode_jpeg(frame: &RgbFrame, quality: u8) -> Result<Vec<u8>, HalError> {
     let img = to_image(frame)?;
     let mut out = Vec::new();
