@@ -7,7 +7,7 @@
 //! provider = "openai"
 //! model = "gpt-4o-mini"
 //!
-//! [scene]              # the scene analyzer's own endpoint (seed §3); default: [vlm]
+//! [scene]              # the scene analyzer's own endpoint; default: [vlm]
 //! provider = "gemini"
 //! model = "gemini-2.5-flash-lite"
 //!
@@ -79,13 +79,13 @@ fn hal_config_error(section: &str, e: nav_hal::HalError) -> ConfigError {
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct GroundingSection {
-    /// Files (JSON and/or TXT) to merge (the seed's `GROUNDING_FILE_PATH`);
+    /// Files (JSON and/or TXT) to merge;
     /// relative paths are relative to the config file's directory.
     pub files: Vec<PathBuf>,
-    /// Merge format (the seed's `GROUNDING_MERGE_FORMAT`): `txt`, `json` or
+    /// Merge format: `txt`, `json` or
     /// `both`; default `txt`.
     pub format: Option<String>,
-    /// Which files an episode writes (the seed's `GROUNDING_SAVE_FORMAT`):
+    /// Which files an episode writes:
     /// `json`, `txt` or `both`; default `both`.
     pub save_format: Option<String>,
     /// The verbalized-entropy variant of the system prompt.
@@ -144,7 +144,7 @@ pub struct NavConfig {
     pub candidates: CandidatesLoopConfig,
     /// The VLM backend, when a model is used.
     pub vlm: Option<BackendConfig>,
-    /// The scene analyzer's own backend (seed §3: a separate endpoint, e.g.
+    /// The scene analyzer's own backend (a separate endpoint, e.g.
     /// a cheaper model or another provider); default: the planner's
     /// `[vlm]`. Same keys as `[vlm]`; used with `--planner vlm`.
     pub scene: Option<BackendConfig>,

@@ -144,3 +144,121 @@ fn no_document_points_outside_the_repository() {
     }
     assert!(problems.is_empty(), "documents refer to what the reader does not have:\n{}", problems.join("\n"));
 }
+
+/// Files whose doc comments are being reworded by a parallel change; until it
+/// is merged they may still point outside the repository. Temporary: empty
+/// this list once that change has landed. A trailing `/` allows a directory.
+const DOC_COMMENTS_REWORDED_ELSEWHERE: &[&str] = &[
+    "nav-planner/src/navigator/episode.rs",
+    "nav-planner/src/navigator/mod.rs",
+    "nav-planner/src/navigator/runner/",
+    "nav-planner/src/vlm/request.rs",
+    "nav-planner/src/vlm/mod.rs",
+    "nav-planner/src/vlm/metered.rs",
+    "nav-planner/src/vlm/ledger.rs",
+    "nav-planner/src/vlm/error.rs",
+    "nav-hal/src/hal/mod.rs",
+    "nav-cli/src/exit.rs",
+    "nav-cli/src/cmd/rosmaster.rs",
+    "nav-cli/src/cmd/eval.rs",
+];
+
+/// Whether a doc-comment line refers to something outside the repository:
+/// what `grep -E "SPEC|seed 00[0-4]|seed §|seeds? [0-9]|issue [0-9]+"`
+/// finds, plus the spellings [`refers_outside`] also knows ("Seed 000",
+/// "seed-004", "issue #7").
+fn doc_line_refers_outside(line: &str) -> bool {
+    let followed_by_digit = |prefix: &str| {
+        line.match_indices(prefix).any(|(i, m)| line[i + m.len()..].starts_with(|c: char| c.is_ascii_digit()))
+    };
+    line.contains("SPEC")
+        || line.contains("seed §")
+        || followed_by_digit("seed ")
+        || followed_by_digit("seeds ")
+        || followed_by_digit("issue ")
+        || refers_outside(line)
+}
+
+#[test]
+fn the_doc_comment_matcher_finds_what_it_should_and_nothing_else() {
+    for bad in [
+        "/// the run summary (SPEC §6)",
+        "//! the scene analyzer's own endpoint (seed §3)",
+        "/// seed 002's 13-step cycle",
+        "/// Seed 000 §10.5 says",
+        "/// the seed-004 layout",
+        "/// seeds 001/003",
+        "/// compact (issue 16)",
+    ] {
+        assert!(doc_line_refers_outside(bad), "{bad}");
+    }
+    for fine in ["/// `proc_<seed>` names a generated house", "/// the episode's seed", "/// an issue with the link"] {
+        assert!(!doc_line_refers_outside(fine), "{fine}");
+    }
+}
+
+/// Every `.rs` file under `dir`, recursively (build output and hidden
+/// directories skipped).
+fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    let Ok(entries) = std::fs::read_dir(dir) else { return };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        let name = entry.file_name();
+        let name = name.to_string_lossy();
+        if path.is_dir() {
+            if name != "target" && !name.starts_with('.') {
+                rust_files(&path, out);
+            }
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            out.push(path);
+        }
+    }
+}
+
+/// The sources whose doc comments are published: every crate's `src/` and
+/// the examples.
+fn published_sources() -> Vec<PathBuf> {
+    let root = repository();
+    let mut files = Vec::new();
+    rust_files(&root.join("examples"), &mut files);
+    for entry in std::fs::read_dir(&root).unwrap().flatten() {
+        if entry.file_name().to_string_lossy().starts_with("nav-") {
+            rust_files(&entry.path().join("src"), &mut files);
+        }
+    }
+    files.sort();
+    files
+}
+
+#[test]
+fn no_doc_comment_points_outside_the_repository() {
+    let root = repository();
+    let files = published_sources();
+    for expected in ["nav-core/src/lib.rs", "nav-planner/src/protocol/prompts.rs", "nav-cli/src/main.rs"] {
+        assert!(files.iter().any(|f| f.ends_with(expected)), "{expected} was not checked");
+    }
+    assert!(files.iter().any(|f| f.starts_with(root.join("examples"))), "no example was checked");
+    let mut problems = Vec::new();
+    for file in &files {
+        let relative = file.strip_prefix(&root).unwrap_or(file).to_string_lossy().replace('\\', "/");
+        let reworded_elsewhere = DOC_COMMENTS_REWORDED_ELSEWHERE
+            .iter()
+            .any(|allowed| if allowed.ends_with('/') { relative.starts_with(allowed) } else { relative == *allowed });
+        if reworded_elsewhere {
+            continue;
+        }
+        let text = std::fs::read_to_string(file).unwrap();
+        for (i, line) in text.lines().enumerate() {
+            let trimmed = line.trim_start();
+            if (trimmed.starts_with("///") || trimmed.starts_with("//!")) && doc_line_refers_outside(trimmed) {
+                problems.push(format!("{relative}:{}: {}", i + 1, trimmed));
+            }
+        }
+    }
+    assert!(
+        problems.is_empty(),
+        "doc comments refer to what a reader of the crate docs does not have (say what is meant, or point \
+         inside the repository):\n{}",
+        problems.join("\n")
+    );
+}

@@ -64,7 +64,7 @@ impl FromStr for Action {
     }
 }
 
-/// Step sizes of the discrete action space (SPEC §3: 0.25 m / 30°).
+/// Step sizes of the discrete action space (defaults: 0.25 m / 30°).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct StepConfig {
@@ -95,7 +95,7 @@ impl StepConfig {
 
 /// Action-based dead reckoning: integrates discrete actions into a pose
 /// starting from `(0, 0, 0)`. It never sees ground truth, so it drifts
-/// whenever a commanded step is not fully executed (seed 000 §7.2 note).
+/// whenever a commanded step is not fully executed (a collision, a slip).
 ///
 /// ```
 /// use nav_core::action::{Action, DeadReckoning};

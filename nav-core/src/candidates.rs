@@ -9,16 +9,16 @@
 //! Scoring: `score = 0.4·goal + 0.2·clearance + 0.25·novelty +
 //! 0.15·feasibility`, with (all in `[0, 1]`):
 //! - `goal` = `1 / (1 + d)`, `d` the candidate's distance to the goal in
-//!   metres (the seed's "1/distance", kept finite at the goal); 0 without a
+//!   metres ("1/distance", kept finite at the goal); 0 without a
 //!   goal;
 //! - `clearance` = distance to the nearest obstacle in metres, capped at
-//!   `clearance_cap_m` (1 m), as the seed's weight assumes metres;
+//!   `clearance_cap_m` (1 m), as the weight assumes metres;
 //! - `novelty` = fraction of unknown cells within 3 cells; for frontier
-//!   candidates the larger of that and `size / 20` (the seed scores
-//!   frontiers by cluster size);
+//!   candidates the larger of that and `size / 20` (frontiers also score
+//!   by cluster size);
 //! - `feasibility` = 1 when the cell is inside the grid and its clearance is
 //!   positive, else 0; frontiers multiply it by `1 / (1 + 0.5·r)`, `r` the
-//!   distance from the robot (the seed scores frontiers by distance).
+//!   distance from the robot (frontiers also score by distance).
 
 use crate::frontier::find_frontiers;
 use crate::geometry::{Point2, Pose2};
@@ -93,7 +93,7 @@ pub struct Candidate {
 }
 
 impl Candidate {
-    /// The seed's prompt line: `c1 [subgoal] (0.50, 1.20) score=0.85 -- 1.0m toward goal`.
+    /// The prompt line: `c1 [subgoal] (0.50, 1.20) score=0.85 -- 1.0m toward goal`.
     pub fn to_prompt_line(&self) -> String {
         format!(
             "{} [{}] ({:.2}, {:.2}) score={:.2} -- {}",
@@ -122,7 +122,7 @@ pub struct TopologyWaypoint {
     pub position: Point2,
 }
 
-/// Weights and limits of candidate generation (SPEC §3 defaults).
+/// Weights and limits of candidate generation (defaults in parentheses).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct CandidateConfig {

@@ -11,7 +11,7 @@
 
 use serde::{Deserialize, Serialize};
 
-/// How important a discovery is (the seed-001 `report_discovery` enum).
+/// How important a discovery is (the `significance` of the `report_discovery` tool).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Significance {

@@ -79,7 +79,7 @@ pub fn cluster_frontiers(grid: &OccupancyGrid, cells: &[GridPos], radius_m: f64)
     clusters
 }
 
-/// Frontier clusters of a grid with the seed's 0.5 m radius.
+/// Frontier clusters of a grid with a 0.5 m radius.
 pub fn find_frontiers(grid: &OccupancyGrid) -> Vec<FrontierCluster> {
     cluster_frontiers(grid, &frontier_cells(grid), 0.5)
 }

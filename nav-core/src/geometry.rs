@@ -190,7 +190,7 @@ pub fn angle_diff_abs(a: f64, b: f64) -> f64 {
 
 /// Clockwise compass-style bearing in degrees `[0, 360)` of a CCW angle
 /// (radians) relative to the robot's front. Used by the LiDAR text summary,
-/// which the seeds write "clockwise from front".
+/// which reads "clockwise from front".
 pub fn clockwise_deg(ccw_rad: f64) -> f64 {
     let d = rem_euclid_fast(-ccw_rad.to_degrees(), 360.0);
     if d >= 359.999_999 { 0.0 } else { d }
@@ -216,7 +216,7 @@ pub fn compass_deg(yaw_deg_ccw: f64) -> f64 {
 /// Eight-point compass name for a heading in degrees CCW from +x, using the
 /// REP-103 world convention (x east, y north): 0° is E, 90° is N.
 ///
-/// The seeds print headings as "47° (NE)": 47° CCW from east is north-east.
+/// Prompts print headings as "47° (NE)": 47° CCW from east is north-east.
 pub fn cardinal(yaw_deg_ccw: f64) -> &'static str {
     const NAMES: [&str; 8] = ["E", "NE", "N", "NW", "W", "SW", "S", "SE"];
     let d = yaw_deg_ccw.rem_euclid(360.0);

@@ -142,7 +142,7 @@ impl From<ObservedState> for CellState {
     }
 }
 
-/// A world-model correction proposed by a VLM (seed 002).
+/// A world-model correction proposed by a VLM (the candidates protocol).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Correction {
     /// World position `[x, y]`, metres.
@@ -153,7 +153,7 @@ pub struct Correction {
     pub confidence: f64,
 }
 
-/// Guards on LLM corrections (seed 002 "LLM World Model Corrections").
+/// Guards on the world-model corrections an LLM proposes.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct CorrectionGuard {
@@ -472,13 +472,13 @@ impl OccupancyGrid {
         }
     }
 
-    /// Fraction of cells that are no longer unknown (seed 002 "exploration").
+    /// Fraction of cells that are no longer unknown (exploration progress).
     pub fn known_fraction(&self) -> f64 {
         let known = self.cells.iter().filter(|c| c.state != CellState::Unknown).count();
         known as f64 / self.cells.len() as f64
     }
 
-    /// Applies VLM corrections through the seed's guard chain:
+    /// Applies VLM corrections through a guard chain:
     /// confidence ≥ min (else skip) → never an explored cell → never a cell
     /// whose confidence exceeds the cap → write with confidence
     /// `min(correction, cap)`.

@@ -10,7 +10,7 @@
 //! reading that is ignored. No reading ever becomes a phantom obstacle at 0 m.
 //!
 //! Angles in a [`LaserScan`] are counter-clockwise radians from the robot's
-//! front. The text summary, like the seeds, prints *clockwise* bearings.
+//! front. The text summary, like the prompts, prints *clockwise* bearings.
 
 use crate::geometry::{clockwise_deg, normalize_angle};
 use serde::{Deserialize, Serialize};
@@ -171,7 +171,7 @@ impl LaserScan {
     }
 }
 
-/// Qualitative clearance label of a sector (seed 003 §2.3).
+/// Qualitative clearance label of a sector.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "UPPERCASE")]
 pub enum ClearanceLabel {
@@ -197,7 +197,7 @@ impl ClearanceLabel {
     }
 }
 
-/// Thresholds of the LiDAR summary. Defaults are the seeds'.
+/// Thresholds of the LiDAR summary.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct LidarConfig {
@@ -440,7 +440,7 @@ impl LidarSummary {
         Self { sectors, nearest, gaps }
     }
 
-    /// The seed-003 text layout:
+    /// The full text layout:
     ///
     /// ```text
     /// LIDAR (12 sectors, 30° each, clockwise from front):
@@ -507,7 +507,7 @@ impl LidarSummary {
         s
     }
 
-    /// The compact prompt block (issue 16): the same sectors, nearest
+    /// The compact prompt block (fewer tokens): the same sectors, nearest
     /// obstacle and gaps as [`to_text`](Self::to_text) without its
     /// repetition. Each label is written once, followed by its sectors in
     /// clockwise order; neighbouring sectors that read the same (distance
@@ -812,7 +812,7 @@ pub enum Direction {
 }
 
 impl Direction {
-    /// All six directions in the seed's enum order.
+    /// All six directions, in declaration order.
     pub const ALL: [Direction; 6] = [
         Direction::Forward,
         Direction::ForwardLeft,
@@ -840,7 +840,7 @@ impl Direction {
     }
 
     /// The arc of the scan that this direction looks at: `(center,
-    /// half_width)` in radians CCW. Forward is the seed's ±30° "front_wide"
+    /// half_width)` in radians CCW. Forward is the ±30° "front_wide"
     /// arc; the diagonals are centred at ±45°, the sides at ±90°.
     pub fn arc(self) -> (f64, f64) {
         let d = |x: f64| x.to_radians();
@@ -855,7 +855,7 @@ impl Direction {
     }
 }
 
-/// Affordance score of one clearance (seed 003 §4.7): 0.1 at or below
+/// Affordance score of one clearance: 0.1 at or below
 /// `blocked` (0.5 m), 1.0 at or beyond `clear` (2.0 m), linear between.
 pub fn clearance_score(dist: f32, blocked: f32, clear: f32) -> f32 {
     if dist.is_nan() || dist <= blocked {
@@ -867,7 +867,8 @@ pub fn clearance_score(dist: f32, blocked: f32, clear: f32) -> f32 {
     }
 }
 
-/// Direction feasibility scores, SayCan style (seed 003 §4.7).
+/// Direction feasibility scores, SayCan style: how feasible each direction
+/// is from the scan, shown to the model beside its choices.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct AffordanceScores {
     /// Score of `forward`.
@@ -880,7 +881,7 @@ pub struct AffordanceScores {
     pub left: f32,
     /// Score of `right`.
     pub right: f32,
-    /// Score of `backward` (the seed fixes it at 0.5).
+    /// Score of `backward` (fixed at 0.5).
     pub backward: f32,
     /// Score of `stop` (always 1.0).
     pub stop: f32,
@@ -943,7 +944,7 @@ impl AffordanceScores {
         format!("FEASIBILITY: {}", parts.join("; "))
     }
 
-    /// The seed's prompt block.
+    /// The prompt block.
     pub fn to_text(&self) -> String {
         format!(
             "ACTION FEASIBILITY (1.0 = clear, 0.1 = blocked):\n  \
@@ -955,12 +956,11 @@ impl AffordanceScores {
     }
 }
 
-/// Minimum time-to-collision (seed 003 §4.4) for forward speed `vx` (m/s):
-/// for each obstacle beam at angle θ with range r, the closing speed is
-/// `vx·cos θ`; when it exceeds 0.01 m/s, TTC = r / closing speed. Returns
-/// `f64::INFINITY` when nothing closes in. `omega` is accepted for API
-/// symmetry; in the seed's model (Ackermann, vy ≈ 0) it does not change the
-/// closing speed.
+/// Minimum time-to-collision for forward speed `vx` (m/s): for each obstacle
+/// beam at angle θ with range r, the closing speed is `vx·cos θ`; when it
+/// exceeds 0.01 m/s, TTC = r / closing speed. Returns `f64::INFINITY` when
+/// nothing closes in. `omega` is accepted for API symmetry; in the robot
+/// model used here (Ackermann, vy ≈ 0) it does not change the closing speed.
 pub fn min_time_to_collision(scan: &LaserScan, vx: f64, _omega: f64) -> f64 {
     if !vx.is_finite() {
         return f64::INFINITY;
@@ -975,7 +975,7 @@ pub fn min_time_to_collision(scan: &LaserScan, vx: f64, _omega: f64) -> f64 {
     min_ttc
 }
 
-/// Proportional speed scaling (seed 003 §4.5):
+/// Proportional speed scaling:
 /// `v = v_max · clamp((d − d_stop) / (d_full − d_stop), 0, 1)`.
 ///
 /// ```

@@ -17,12 +17,12 @@ pub struct LocalMapConfig {
     /// Side of the square map, metres, centred on the start (48); (0, 1000],
     /// and at most 4096 cells per side at `resolution_m`.
     pub size_m: f64,
-    /// Cell size, metres (0.1, the seed's grid); [0.01, 1].
+    /// Cell size, metres (0.1); [0.01, 1].
     pub resolution_m: f64,
     /// Cells closer than this to an obstacle are impassable, metres (robot
     /// radius 0.18 plus a margin); [0, 10].
     pub inflation_m: f64,
-    /// Cost of unknown cells for planning (50, the seed's vision mode);
+    /// Cost of unknown cells for planning (50, as in vision mode);
     /// [1, 1000000].
     pub unknown_cost: f32,
     /// Frontier clusters smaller than this are ignored, cells; 1..=100000.

@@ -107,7 +107,7 @@ pub struct OscillationEvents {
 }
 
 impl OscillationCounter {
-    /// A counter with STUCK window `window` (W = 10 in the seeds).
+    /// A counter with STUCK window `window` (W = 10 by default).
     pub fn new(window: usize) -> Self {
         Self { window, ..Self::default() }
     }
@@ -139,7 +139,7 @@ impl OscillationCounter {
     }
 }
 
-/// The metrics of one episode (a subset of the SPEC §6 run summary).
+/// The metrics of one episode (a subset of the run summary).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct EpisodeMetrics {
     /// Whether the episode met its success condition.

@@ -182,7 +182,7 @@ impl RgbFrame {
     /// Draws `text` with its top-left corner at `(x, y)` using the 8×8
     /// bitmap font scaled by `scale`. Characters without a glyph draw as
     /// `?`. With `outline`, each glyph gets a one-scale-unit border in that
-    /// colour (white text with black outline, as the seeds ask).
+    /// colour (white text with black outline reads on any background).
     pub fn text(&mut self, x: i64, y: i64, text: &str, scale: i64, c: Rgb, outline: Option<Rgb>) {
         let scale = scale.clamp(1, 16);
         if let Some(o) = outline {

@@ -1,4 +1,4 @@
-//! Memory parameters (SPEC §3 defaults from seed 000 §15).
+//! Memory parameters and their defaults.
 
 use nav_core::action::StepConfig;
 use nav_core::config::{ConfigError, count_in, in_range_above};
@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 /// What the STUCK rule counts as "a place" when it looks at the last W
 /// steps.
 ///
-/// Seed 000 §10.5 says STUCK is "≤ 1 unique place in the last W = 10 steps".
+/// The STUCK rule is "≤ 1 unique place in the last W = 10 steps".
 /// Read literally over place ids this is nearly always true: the scene VLM
 /// runs every 20 steps and a switch needs k = 3 agreeing labels, so the place
 /// id is constant for at least 60 steps at a time. The hint would fire all
@@ -19,15 +19,15 @@ use serde::{Deserialize, Serialize};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum StuckGranularity {
-    /// The literal seed reading over per-step place ids.
+    /// The literal reading over per-step place ids.
     Place,
     /// Unique (place, anchor) locations over the last W steps (default).
     #[default]
     Anchor,
 }
 
-/// Caps that keep the Navigation Context text bounded (seed 000 §9.1 "M
-/// recent places", "K recent anchors", plus fixed clip lengths).
+/// Caps that keep the Navigation Context text bounded (M recent places,
+/// K recent anchors, plus fixed clip lengths).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct ContextLimits {
@@ -86,7 +86,7 @@ impl Default for ContextLimits {
 }
 
 /// All parameters of [`SpatialMemory`](crate::SpatialMemory). Loadable from
-/// TOML/JSON; every field has the seed default.
+/// TOML/JSON; every field has a default.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct MemoryConfig {

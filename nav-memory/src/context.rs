@@ -1,4 +1,4 @@
-//! The Navigation Context (seed 000 §9): one bounded snapshot of the memory,
+//! The Navigation Context: one bounded snapshot of the memory,
 //! serialized as compact text for prompts and as JSON for logs.
 //!
 //! Every list has a fixed cap and every free-text string a fixed length
@@ -72,7 +72,7 @@ pub struct TriedBrief {
     pub reached: String,
 }
 
-/// What the planner sees of the memory (seed 000 §9.1).
+/// What the planner sees of the memory.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct NavigationContext {
     /// Steps observed so far.
@@ -302,7 +302,7 @@ impl NavigationContext {
 
 impl SpatialMemory {
     /// The Navigation Context of this moment, with an optional grounding
-    /// section (seed 004 text, clipped to `context.grounding_chars`).
+    /// section (grounding knowledge text, clipped to `context.grounding_chars`).
     pub fn context(&self, grounding: Option<&str>) -> NavigationContext {
         NavigationContext::from_memory(self, grounding)
     }

@@ -1,10 +1,11 @@
-//! The Discovered-Context queue (seed 000 §10): one short record per planner
+//! The Discovered-Context queue: one short record per planner
 //! call, FIFO, at most N, re-indexed 1..N oldest → newest on every push.
 
 use serde::{Deserialize, Serialize};
 use std::collections::VecDeque;
 
-/// One Discovered-Context record (seed 000 §10.3, "Min-DC").
+/// One Discovered-Context record (the minimal form: goal flag, goal scene
+/// type, a short reason and the rule-based hint).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct DcRecord {

@@ -3,8 +3,9 @@
 use crate::graph::{AnchorId, AnchorReason, PlaceId};
 use serde::{Deserialize, Serialize};
 
-/// What the scene analyzer reported for the current view (seed 000 §5.2,
-/// every `place_update_period` steps).
+/// What the scene analyzer reported for the current view (on the steps
+/// [`SpatialMemory::scene_trigger`](crate::SpatialMemory::scene_trigger)
+/// names, e.g. every `place_update_period` steps).
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct SceneObservation {
     /// The scene type as the VLM wrote it (normalized by the memory).
@@ -45,12 +46,12 @@ impl SceneObservation {
 #[serde(default, deny_unknown_fields)]
 pub struct StepFlags {
     /// A branch point (door, junction) was detected at this step: creates an
-    /// anchor if the robot moved since the last one (seed 000 §7.2).
+    /// anchor if the robot moved since the last one.
     pub branch: bool,
     /// The simulator or robot reported that the action did not move the
     /// robot (collision). Dead reckoning skips it, so a robot pinned against
     /// a wall does not create anchors it never reached. Without this flag
-    /// dead reckoning is purely action-based, as the seed describes.
+    /// dead reckoning is purely action-based.
     pub collided: bool,
     /// The robot just passed through a doorway (the LiDAR narrowed, then
     /// opened; `nav_core::doorway`): a likely room change. Creates a branch
@@ -74,8 +75,8 @@ pub enum SceneTrigger {
     Confirm,
 }
 
-/// Something the memory did or detected during a step, for the step log
-/// (seed 000 §13). Serialized with an `event` tag, snake_case.
+/// Something the memory did or detected during a step, for the step log.
+/// Serialized with an `event` tag, snake_case.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "event", rename_all = "snake_case")]
 #[non_exhaustive]

@@ -1,9 +1,8 @@
-//! Anchors and the anchor graph (seed 000 §7.2), plus the place record
-//! (§7.1).
+//! Anchors and the anchor graph, plus the place record.
 //!
 //! Anchors are topological reference points on the driven path. Consecutive
 //! anchors are linked both ways; localization only *hints* at nearby anchors
-//! and never merges nodes (§8.3), so the graph is the chain of anchors in
+//! and never merges nodes, so the graph is the chain of anchors in
 //! creation order. A grid index keeps radius queries local.
 
 use nav_core::geometry::{Point2, Pose2};
@@ -33,7 +32,7 @@ impl fmt::Display for AnchorId {
     }
 }
 
-/// Why an anchor was created (seed 000 §7.2; any one condition suffices).
+/// Why an anchor was created (any one condition suffices).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum AnchorReason {

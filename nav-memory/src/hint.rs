@@ -1,4 +1,4 @@
-//! The rule-based `avoid_hint` (seed 000 §10.5).
+//! The rule-based `avoid_hint` of a Discovered-Context record.
 //!
 //! The hint is never written by a VLM; the memory computes it from the recent
 //! place/anchor sequence when a DC record is pushed. Format (short, one line):
@@ -10,7 +10,7 @@
 //! with `<P>` among `STUCK`, `ABABA`, `REVISIT` in that order, and `avoid:`
 //! listing the place types the planner should not head for next (at most
 //! two, normalized, no punctuation). A single pattern without targets reads
-//! exactly as in the seed, e.g. `pattern:STUCK`.
+//! as just the pattern, e.g. `pattern:STUCK`.
 //!
 //! | pattern | rule | avoid target |
 //! | --- | --- | --- |

@@ -2,7 +2,7 @@
 //!
 //! What the robot remembers, deterministic, serializable and bounded.
 //!
-//! - [`SpatialMemory`] — the Place–Anchor memory of seed 000: action-based
+//! - [`SpatialMemory`] — the Place–Anchor memory of the ObjectNav loop: action-based
 //!   dead reckoning, an [`AnchorGraph`] of [`Anchor`]s, [`Place`]s with a
 //!   dwell filter, localization hints, the [`DcQueue`] of [`DcRecord`]s and
 //!   the rule-based [`AvoidHint`]. [`SpatialMemory::observe_step`] is the one
@@ -11,8 +11,8 @@
 //!   [`SpatialMemory::context`] builds the [`NavigationContext`] (compact
 //!   text for prompts, JSON for logs). Snapshots are atomic JSON files.
 //! - [`ExplorationMemory`] — rooms, frontiers, dead ends and recent actions
-//!   for LLM exploration (seeds 001/003), with its prompt block.
-//! - [`grounding`] — seed-004 grounding knowledge: per-step feedback, final
+//!   for LLM-driven exploration (the explore protocol), with its prompt block.
+//! - [`grounding`] — grounding knowledge: per-step feedback, final
 //!   grounding, files and merging.
 //! - [`normalize_scene_type`] — the scene-type normalization every part
 //!   shares.
@@ -42,14 +42,14 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
-//! ## Interpretations of the seeds
+//! ## Design choices
 //!
-//! - **Dwell** (§7.1, "the same scene type for the last k steps"): a
+//! - **Dwell** ("the same scene type for the last k steps"): a
 //!   label different from the current place becomes a pending switch; the
 //!   memory asks for one more look once it has held k = 3 steps (its first
 //!   sighting included), and that look confirms it (a new place) or drops
 //!   it. A label equal to the current place resets the candidate; a single
-//!   noisy label never splits a place. Scene analyses run on the seed's
+//!   noisy label never splits a place. Scene analyses run on a
 //!   20-step cadence (restarted by every analysis) and also right after a
 //!   doorway crossing (`StepFlags::doorway`), so a switch follows a room
 //!   change within a few steps; each analysis is logged
@@ -57,8 +57,8 @@
 //!   (before it the type is `unknown`). Empty or `unknown` labels carry no
 //!   evidence and are ignored by the filter. Objects seen while a switch is
 //!   pending go to the new place if it is confirmed, else to the current one.
-//! - **Places are never reused** (§7.1 "new Place on switch", §8.3 "never
-//!   merge"): place ids only grow. ABABA is therefore tested over the
+//! - **Places are never reused** (a switch makes a new place; nothing is
+//!   ever merged): place ids only grow. ABABA is therefore tested over the
 //!   collapsed sequence of place *types* (kitchen, corridor, kitchen,
 //!   corridor); over ids it could never fire.
 //! - **STUCK** granularity: see [`StuckGranularity`] (anchors by default,
@@ -66,13 +66,13 @@
 //!   edge.
 //! - **REVISIT** (added rule, see [`hint`]): the current anchor has ≥ 2
 //!   localization hints older than the last K anchors.
-//! - **Anchors** (§7.2): "rotation then forward" compares the heading with
+//! - **Anchors**: "rotation then forward" compares the heading with
 //!   the heading at the last anchor (a left turn undone by a right turn is no
 //!   rotation); a branch flag creates an anchor only if the robot moved since
 //!   the last one; a confirmed switch always creates the new place's first
 //!   anchor (and no second anchor that step). [`StepFlags::collided`] lets a
 //!   simulator report actions that did not move the robot.
-//! - **Localization hints** (§8) skip places without a named type, and are
+//! - **Localization hints** skip places without a named type, and are
 //!   never used to merge anything. [`SpatialMemory::localization_hints`]
 //!   returns all of them; the Navigation Context lists only those older than
 //!   the last K anchors (the recent ones are the robot's own trail).

@@ -1,5 +1,5 @@
-//! Atomic file writes and the memory snapshot format (SPEC §6 "Memory
-//! snapshot": JSON of places, anchors, DC queue; written atomically).
+//! Atomic file writes and the memory snapshot format (JSON of places,
+//! anchors, DC queue; written atomically).
 //!
 //! A snapshot is `{"format": "navkit-memory", "version": 1, "memory": {…}}`
 //! where `memory` is the whole [`SpatialMemory`] state (config, dead

@@ -1,5 +1,5 @@
 //! [`SpatialMemory`]: the Place–Anchor memory of one ObjectNav episode
-//! (seed 000 §5.2, §7, §8, §10).
+//! (places, anchors, localization hints, the Discovered-Context queue).
 
 use crate::config::{MemoryConfig, StuckGranularity};
 use crate::dc::{DcQueue, DcRecord};
@@ -20,7 +20,7 @@ const HEADING_EPS: f64 = 1e-6;
 const PLACE_SEQUENCE_LEN: usize = 8;
 
 /// An anchor near the current one in a place of the same type: "maybe the
-/// same space" (seed 000 §8.2). A hint only; nodes are never merged.
+/// same space". A hint only; nodes are never merged.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct LocalizationHint {
     /// The nearby anchor.
@@ -147,11 +147,11 @@ impl SpatialMemory {
     /// 1. [`SceneTrigger::First`]: the first step, to name the start place;
     /// 2. [`SceneTrigger::Confirm`]: a different place type is pending and
     ///    has held for `dwell_k` steps counting its first sighting — one
-    ///    more look confirms the switch or drops it (the seed's dwell,
+    ///    more look confirms the switch or drops it (the dwell filter,
     ///    counted in steps);
     /// 3. [`SceneTrigger::Doorway`]: a likely room change;
     /// 4. [`SceneTrigger::Periodic`]: `place_update_period` steps since the
-    ///    latest analysis (the seed's cadence, restarted by every analysis;
+    ///    latest analysis (the regular cadence, restarted by every analysis;
     ///    a quarter of it while no label has named the start place yet).
     pub fn scene_trigger(&self, doorway: bool) -> Option<SceneTrigger> {
         let step = self.steps + 1;
@@ -434,7 +434,7 @@ impl SpatialMemory {
     }
 
     /// Anchors within r of the current anchor whose place has the same
-    /// (named) type, nearest first (seed 000 §8.2). Hints only.
+    /// (named) type, nearest first. Hints only.
     pub fn localization_hints(&self) -> Vec<LocalizationHint> {
         let current = self.current_anchor();
         let Some(place) = self.place(current.place_id) else { return Vec::new() };
@@ -478,8 +478,8 @@ impl SpatialMemory {
         self.revisit_now = now;
     }
 
-    /// The patterns active now and what to avoid (seed 000 §10.5 plus
-    /// REVISIT; format in [`crate::hint`]). `None` when nothing is active.
+    /// The patterns active now (STUCK, ABABA, REVISIT) and what to avoid
+    /// (format in [`crate::hint`]). `None` when nothing is active.
     pub fn avoid_hint(&self) -> Option<AvoidHint> {
         let mut patterns = Vec::new();
         let mut avoid = Vec::new();
@@ -532,7 +532,7 @@ impl SpatialMemory {
         self.tried.iter()
     }
 
-    /// Records one planner call (seed 000 §5.1 step 4): pushes a DC record
+    /// Records one planner call: pushes a DC record
     /// with the rule-based `avoid_hint` of this moment and returns it.
     pub fn push_dc(&mut self, goal_flag: bool, goal_scene_type: &str, why: &str) -> &DcRecord {
         let hint = self.avoid_hint().map(|h| h.to_string());

@@ -1,6 +1,6 @@
 //! Text normalization and clipping shared by the memory and its prompts.
 
-/// Normalizes a scene type (place type) the way seed 000 §9.2 says: any
+/// Normalizes a scene type (place type) for the Navigation Context: any
 /// string is accepted; the result is lowercase, with punctuation and other
 /// special characters removed and `hallway` replaced by `corridor`.
 ///
@@ -9,8 +9,8 @@
 ///   `living room` all become `living room`;
 /// - runs of whitespace collapse to one space, ends are trimmed;
 /// - letters and digits of every script are kept (`주방` stays `주방`);
-/// - `hallway` is replaced wherever it occurs (`hallways` → `corridors`), as
-///   the seed's code does with a substring replacement;
+/// - `hallway` is replaced wherever it occurs (`hallways` → `corridors`), a
+///   plain substring replacement;
 /// - input without any letter or digit normalizes to the empty string, which
 ///   the memory treats as "no label".
 ///

@@ -49,7 +49,7 @@ impl StopSource {
         StopSource::Geofence,
     ];
 
-    /// The seed's priority number (P1 … P5).
+    /// The priority number (P1 … P5).
     pub fn priority(self) -> u8 {
         self as u8 + 1
     }

@@ -82,14 +82,14 @@ pub enum Allowance {
     Warned {
         /// Blocks inside the cooldown.
         count: u32,
-        /// The seed's warning text.
+        /// The warning text for the model.
         message: String,
     },
     /// Suppressed: do not execute, tell the VLM to change strategy.
     Suppressed {
         /// Blocks inside the cooldown.
         count: u32,
-        /// The seed's suppression message.
+        /// The suppression message for the model.
         message: String,
     },
 }
@@ -175,7 +175,7 @@ impl BlockedActionMemory {
     }
 }
 
-/// The seed-003 message for a suppressed action.
+/// The message for a suppressed action.
 pub fn suppressed_message(count: u32, cooldown_s: f64) -> String {
     format!(
         "This direction was blocked {count} times in the last {cooldown_s} seconds. The obstacle has not moved. \

@@ -51,8 +51,7 @@ pub struct SafetyConfig {
     pub schedule: ScheduleConfig,
 }
 
-/// Speed tiers (seed 003 §4.5) and the `move_toward` direction table (seed
-/// 003 §3.16).
+/// Speed tiers and the `move_toward` direction table.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct SpeedConfig {
@@ -109,7 +108,7 @@ impl Default for SpeedConfig {
     }
 }
 
-/// Clearance thresholds (seeds 001 NFR-4 / 003 §4.3).
+/// Clearance thresholds.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct ClearanceConfig {
@@ -123,7 +122,7 @@ pub struct ClearanceConfig {
     /// scaled proportionally below it, m.
     /// Range: (0, 20].
     pub full_speed_m: f64,
-    /// Half width of a direction's arc (seed: ±30°), degrees.
+    /// Half width of a direction's arc (±30°), degrees.
     /// Range: (0, 90].
     pub arc_half_width_deg: f64,
     /// Travel distance over which the direction of a curved motion is
@@ -172,7 +171,7 @@ impl Default for ClearanceConfig {
     }
 }
 
-/// Time-to-collision tiers (seed 003 §4.4): above `full_s` no limit, then
+/// Time-to-collision tiers: above `full_s` no limit, then
 /// medium, slow, creep, and a stop below `stop_s`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -213,7 +212,7 @@ impl Default for SensorConfig {
     }
 }
 
-/// Blocked-action memory (seed 001 FR-8).
+/// Blocked-action memory: directions that keep failing are suppressed.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct BlockedConfig {
@@ -231,7 +230,8 @@ impl Default for BlockedConfig {
     }
 }
 
-/// Watchdog tiers (seed 001 FR-9) and velocity decay (seed 003 §4.8).
+/// Watchdog tiers (what the robot does while no VLM response arrives) and
+/// velocity decay.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct WatchdogConfig {
@@ -258,7 +258,8 @@ impl Default for WatchdogConfig {
     }
 }
 
-/// Network monitor (seed 001 task 3.3).
+/// Network monitor (API health from the time since the last successful
+/// call and the mean latency).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct NetworkConfig {
@@ -332,7 +333,7 @@ pub struct ZoneConfig {
     pub polygon: Vec<[f64; 2]>,
 }
 
-/// Geofencing (seed 003 §4.9).
+/// Geofencing (keep-out zones).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct GeofenceConfig {
@@ -353,7 +354,7 @@ impl Default for GeofenceConfig {
     }
 }
 
-/// Event triggers (seed 001 task 5.1).
+/// Event triggers (events that call the VLM at once).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct TriggerConfig {
@@ -390,7 +391,7 @@ impl Default for TriggerConfig {
     }
 }
 
-/// VLM call scheduling (seed 001 Phase 5).
+/// VLM call scheduling.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct ScheduleConfig {

@@ -53,7 +53,7 @@ impl Zone {
 pub struct GeofenceViolation {
     /// Name of the zone.
     pub zone: String,
-    /// The seed's message: "Goal is inside keepout zone 'NAME'".
+    /// The message: "Goal is inside keepout zone 'NAME'".
     pub message: String,
 }
 

@@ -21,7 +21,7 @@
 //!   [`SafetyLayer::call_finished`] (watchdog, network monitor, latency
 //!   statistics), [`SafetyLayer::execute`] / [`SafetyLayer::finish`] (the
 //!   executor, refusals counted as overrides) and
-//!   [`SafetyLayer::stats_line`] (the seed's per-minute statistics line).
+//!   [`SafetyLayer::stats_line`] (the per-minute statistics line).
 //!
 //! The network monitor's tier feeds the watchdog. While a decision is
 //! awaited: an API that answers slowly (mean latency above
@@ -414,7 +414,7 @@ impl SafetyLayer {
         self.executor.finish(outcome, report, now_s);
     }
 
-    /// The seed's statistics line (`VLM stats: X calls/min (Y triggered, Z
+    /// The statistics line (`VLM stats: X calls/min (Y triggered, Z
     /// skipped), avg latency Nms, tier T`) once every statistics window
     /// (60 s), counted from the first call of this method; else `None`.
     pub fn stats_line(&mut self, now_s: f64) -> Option<String> {

@@ -20,7 +20,7 @@ use crate::config::NetworkConfig;
 use serde::{Deserialize, Serialize};
 use std::collections::VecDeque;
 
-/// API health tier; the discriminant is the seed's tier number.
+/// API health tier; the discriminant is the tier number.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum NetworkTier {
@@ -35,7 +35,7 @@ pub enum NetworkTier {
 }
 
 impl NetworkTier {
-    /// The seed's tier number (0–3).
+    /// The tier number (0–3).
     pub fn number(self) -> u8 {
         self as u8
     }

@@ -109,7 +109,7 @@ pub struct ScheduleStats {
 }
 
 impl ScheduleStats {
-    /// The seed's log line: `VLM stats: X calls/min (Y triggered, Z
+    /// The log line: `VLM stats: X calls/min (Y triggered, Z
     /// skipped), avg latency Nms, tier T`.
     pub fn line(&self, tier: NetworkTier) -> String {
         let latency = self.mean_latency_ms.map_or_else(|| "n/a".to_owned(), |ms| format!("{ms:.0}ms"));

@@ -42,7 +42,7 @@ pub enum WatchdogTier {
 }
 
 impl WatchdogTier {
-    /// The seed's tier name (`CONTINUE`, `STOP_WAIT`, …).
+    /// The tier name (`CONTINUE`, `STOP_WAIT`, …).
     pub fn as_str(self) -> &'static str {
         match self {
             WatchdogTier::Continue => "CONTINUE",
@@ -52,7 +52,7 @@ impl WatchdogTier {
         }
     }
 
-    /// What to tell the user on entering the tier (seed 003 §4.8), if
+    /// What to tell the user on entering the tier, if
     /// anything.
     pub fn announcement(self) -> Option<&'static str> {
         match self {
@@ -130,7 +130,7 @@ impl Watchdog {
         (-elapsed_s.max(0.0) / self.config.decay_tau_s).exp()
     }
 
-    /// The seed's `decay_velocity`: both components scaled by the decay
+    /// Velocity decay: both components scaled by the decay
     /// factor; a |linear| below `zero_below_mps` (0.01 m/s) becomes zero.
     pub fn decay(&self, elapsed_s: f64, last: &VelocityTarget) -> VelocityTarget {
         let k = self.decay_factor(elapsed_s);

@@ -3,7 +3,7 @@
 //! `grounding/grounding_latest` (with the config's `[grounding] files`)
 //! goes into every protocol's system prompt; `--feedback FILE|-` collects
 //! per-step feedback while the run goes; at the end of the episode the
-//! final grounding is generated and the seed's files are written.
+//! final grounding is generated and the grounding files are written.
 //! docs/GROUNDING.md describes the flow.
 
 use crate::config::NavConfig;
@@ -43,7 +43,7 @@ pub struct ExperimentArgs {
     /// Log root of --experiment.
     #[arg(long, value_name = "DIR", default_value = "logs")]
     pub logs_dir: PathBuf,
-    /// The seed's verbalized-entropy variant of the system prompt.
+    /// The verbalized-entropy variant of the system prompt.
     #[arg(long)]
     pub verbalized_entropy: bool,
 }
@@ -71,7 +71,7 @@ impl ExperimentArgs {
 
     /// The system prompt's grounding section: the config's `[grounding]
     /// files` plus the experiment's latest grounding, merged and rendered
-    /// by the seed's rules in the config's merge format. Skipped inputs are
+    /// by the grounding merge rules in the config's merge format. Skipped inputs are
     /// warned about on stderr.
     pub fn grounding_text(&self, config: &NavConfig) -> Result<Option<String>, Exit> {
         let mut files = config.grounding.files.clone();
@@ -388,7 +388,7 @@ fn utc_parts(secs: u64) -> (String, String) {
     (format!("{y:04}-{mo:02}-{d:02}T{h:02}:{m:02}:{s:02}Z"), format!("{y:04}{mo:02}{d:02}_{h:02}{m:02}{s:02}"))
 }
 
-/// The end of an experiment episode: the final grounding and the seed's
+/// The end of an experiment episode: the final grounding and its
 /// files (`grounding_latest` is only replaced when this episode had
 /// feedback, so an episode without feedback never erases what earlier ones
 /// learned).

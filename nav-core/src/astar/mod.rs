@@ -40,7 +40,7 @@ use crate::time::Clock;
 use serde::{Deserialize, Serialize, Serializer};
 use std::f64::consts::SQRT_2;
 
-/// How the cost map is derived from the grid (seed 002 "Cost Map").
+/// How the cost map is derived from the grid.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct CostMapConfig {
@@ -52,7 +52,7 @@ pub struct CostMapConfig {
     pub near_obstacle_multiplier: f32,
     /// Cells whose centre is closer than this to an obstacle cell centre
     /// are impassable (hard inflation by the robot's radius). 0 = off, the
-    /// seed's behaviour.
+    /// LLMos planner's behaviour.
     pub robot_radius_m: f64,
 }
 
@@ -261,14 +261,14 @@ fn chebyshev_near(blocked: &[bool], w: usize, h: usize, i: usize, r: i64) -> boo
     false
 }
 
-/// Octile distance between two cells (the seed's heuristic).
+/// Octile distance between two cells (the search heuristic).
 pub fn octile(a: GridPos, b: GridPos) -> f64 {
     let dx = f64::from((a.x - b.x).abs());
     let dy = f64::from((a.y - b.y).abs());
     dx.max(dy) + (SQRT_2 - 1.0) * dx.min(dy)
 }
 
-/// Search settings (seed 002 "Movement", "Path to Waypoints").
+/// Search settings: the moves allowed and how a path becomes waypoints.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct PlannerConfig {
@@ -340,7 +340,7 @@ pub struct PathWaypoint {
     pub index: usize,
 }
 
-/// The planner's answer, with the seed's fields.
+/// The planner's answer, with LLMos's `PathResult` fields (camelCase in JSON).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct PathResult {

@@ -41,9 +41,9 @@ use std::path::Path;
 /// The robot radius arenas are validated against unless told otherwise
 /// (the simulator's default robot: a 0.36 m disc).
 pub const DEFAULT_ROBOT_RADIUS_M: f64 = 0.18;
-/// Default success distance for ObjectNav goals (SPEC §7), metres.
+/// Default success distance for ObjectNav goals, metres.
 pub const DEFAULT_OBJECT_SUCCESS_M: f64 = 1.0;
-/// Default tolerance for point goals (SPEC §7, seed 002), metres.
+/// Default tolerance for point goals, metres.
 pub const DEFAULT_POINT_SUCCESS_M: f64 = 0.3;
 /// Default step limit (Habitat ObjectNav uses 500).
 pub const DEFAULT_MAX_STEPS: u32 = 500;
@@ -207,7 +207,7 @@ impl From<Goal> for RawGoal {
     }
 }
 
-/// Success criteria of an episode (seed 002 "Evaluation Criteria").
+/// Success criteria of an episode.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct Criteria {
@@ -335,8 +335,9 @@ impl Arena {
         builtin::load(name)
     }
 
-    /// Names of the built-in arena files (the seed-002 four, then the
-    /// houses). `proc_<seed>` names are accepted too but not listed.
+    /// Names of the built-in arena files (the four test arenas of the
+    /// candidates pipeline, then the houses). `proc_<seed>` names are
+    /// accepted too but not listed.
     pub fn builtin_names() -> Vec<&'static str> {
         builtin::names()
     }

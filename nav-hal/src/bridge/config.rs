@@ -53,8 +53,8 @@ pub struct BridgeConfig {
     pub rgb: RgbEncoding,
     /// Ask for depth images (float32 metres).
     pub depth: bool,
-    /// Ask for the simulator's ground-truth pose. Off by default: seed 000
-    /// navigates by action-based dead reckoning.
+    /// Ask for the simulator's ground-truth pose. Off by default: the
+    /// ObjectNav loop navigates by action-based dead reckoning.
     pub ground_truth_pose: bool,
     /// Ask for ground-truth detections of the objects in view.
     pub detections: bool,

@@ -36,7 +36,7 @@ impl Sensors for BridgeHal {
         }
     }
 
-    /// Dead-reckoned from the episode start (seed 000 §7.2): each action
+    /// Dead-reckoned from the episode start: each action
     /// is integrated as commanded, except a forward step the simulator
     /// reports as blocked, which adds only the distance it says was moved
     /// (a bump sensor plus wheel odometry). With

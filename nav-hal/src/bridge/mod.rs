@@ -16,10 +16,9 @@
 //!   status and the child's last stderr lines; every later call fails
 //!   fast with the same explanation, while the episode's info, step count
 //!   and last observation stay readable for the log;
-//! - odometry by action-based dead reckoning from the episode start (seed
-//!   000 §7.2), or, when [`BridgeConfig::ground_truth_pose`] is set, the
-//!   simulator's pose relative to the episode start, marked
-//!   `ground_truth`;
+//! - odometry by action-based dead reckoning from the episode start, or, when
+//!   [`BridgeConfig::ground_truth_pose`] is set, the simulator's pose
+//!   relative to the episode start, marked `ground_truth`;
 //! - clean shutdown ([`BridgeHal::close`]: `close`, wait, then kill), and
 //!   a child killed when the `BridgeHal` is dropped.
 //!

@@ -92,7 +92,7 @@ impl DepthFrame {
     }
 
     /// Median of the finite depths in the `(2·half+1)²` window around
-    /// `(x, y)` (seed 003's `get_dist`, a 5×5 median for `half = 2`).
+    /// `(x, y)` (a 5×5 median for `half = 2`, robust to depth holes).
     /// `None` when the window holds no finite value.
     pub fn median_m(&self, x: usize, y: usize, half: usize) -> Option<f32> {
         if self.width == 0 || self.height == 0 {

@@ -12,7 +12,7 @@
 //! let pic = MapPicture::new(&arena)
 //!     .with_trajectory(vec![Point2::new(-1.5, 1.0), Point2::new(-1.5, -1.5), Point2::new(1.5, -1.5)])
 //!     .with_anchors(vec![(Point2::new(-1.5, 1.0), 0), (Point2::new(-1.5, -1.5), 1)])
-//!     .with_title("dead_end, seed 0");
+//!     .with_title("dead_end");
 //! let png = pic.to_png()?;
 //! assert_eq!(&png[1..4], b"PNG");
 //! assert!(pic.to_svg().starts_with("<svg"));
@@ -304,7 +304,8 @@ pub fn encode_png(frame: &RgbFrame) -> Result<Vec<u8>, HalError> {
     encode(frame, image::ImageFormat::Png)
 }
 
-/// Encodes a frame as JPEG at `quality` (1–100; seed 003 sends q80).
+/// Encodes a frame as JPEG at `quality` (1–100; 80 is a good default for
+/// images sent to a model).
 pub fn encode_jpeg(frame: &RgbFrame, quality: u8) -> Result<Vec<u8>, HalError> {
     let img = to_image(frame)?;
     let mut out = Vec::new();

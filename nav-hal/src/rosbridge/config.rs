@@ -23,8 +23,8 @@ pub enum Nav2Mode {
     Off,
 }
 
-/// Topic and service names. Defaults are the ROSMASTER A1's (seed 003
-/// §2.1) plus navkit's own pause and speech topics.
+/// Topic and service names. Defaults are the ROSMASTER A1's
+/// plus navkit's own pause and speech topics.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct TopicsConfig {
@@ -42,11 +42,11 @@ pub struct TopicsConfig {
     pub depth: String,
     /// `geometry_msgs/Twist` velocity commands.
     pub cmd_vel: String,
-    /// `std_msgs/Bool`: `true` pauses autonomous navigation (voice override,
-    /// seed 001 FR-6), `false` resumes.
+    /// `std_msgs/Bool`: `true` pauses autonomous navigation (a voice
+    /// override), `false` resumes.
     pub pause: String,
     /// `std_msgs/String` published by [`say`](super::RosbridgeHal::say)
-    /// (the robot's TTS node listens; seed 003 names `/speech_output`).
+    /// (the robot's TTS node listens; default `/speech_output`).
     pub speech: String,
     /// `geometry_msgs/PoseStamped` Nav2 goal topic (bt_navigator subscribes
     /// to `/goal_pose` and starts a NavigateToPose goal itself).
@@ -146,8 +146,8 @@ pub struct RosbridgeConfig {
     /// Hard cap on |angular| of every published Twist, rad/s.
     pub max_angular_rps: f64,
     /// A scan older than this (receive time) is stale, s: ≈ 5 missed scans
-    /// at 10 Hz, like the source timeout of Nav2's collision monitor (seed
-    /// 003's P3 allows 5 s, which drives 0.9 m blind at 0.18 m/s).
+    /// at 10 Hz, like the source timeout of Nav2's collision monitor (5 s
+    /// would drive 0.9 m blind at 0.18 m/s).
     pub scan_stale_s: f64,
     /// A scan with fewer valid beams than this fraction (REP-117: NaN is
     /// invalid, and rosbridge sends every non-finite range as `null`) is a
@@ -181,9 +181,9 @@ pub struct RosbridgeConfig {
     pub link_quiet_s: f64,
     /// A publish that takes longer marks the link lost, s.
     pub publish_timeout_s: f64,
-    /// Zero Twists per stop (seed 003 §4.6: 5).
+    /// Zero Twists per stop (5).
     pub stop_repeats: u32,
-    /// Spacing of the stop Twists, s (seed 003 §4.6: 20 ms, 50 Hz).
+    /// Spacing of the stop Twists, s (20 ms, 50 Hz).
     pub stop_interval_s: f64,
     /// Frame of Nav2 goals sent with [`send_goal`](super::RosbridgeHal::send_goal)
     /// (goals of [`start_goal`](crate::hal::Actuators::start_goal) are in

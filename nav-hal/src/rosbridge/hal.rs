@@ -154,7 +154,8 @@ pub struct StopHandle {
 }
 
 impl StopHandle {
-    /// Publishes the stop burst (zero Twists, seed 003 §4.6).
+    /// Publishes the stop burst (zero Twists, repeated so one lost message
+    /// does not leave the robot moving).
     pub async fn stop(&self) -> Result<(), HalError> {
         self.commands.stop().await
     }
@@ -338,8 +339,8 @@ impl RosbridgeHal {
     /// Sends a Nav2 goal on the goal topic (`/goal_pose`,
     /// `geometry_msgs/PoseStamped` in `goal_frame`). Nav2 then drives the
     /// robot and publishes `cmd_vel` itself: the caller's control loop must
-    /// stop calling [`drive`](Actuators::drive) until the goal is done (seed
-    /// 001 R1). Logged, not sent, in a dry run.
+    /// stop calling [`drive`](Actuators::drive) until the goal is done.
+    /// Logged, not sent, in a dry run.
     pub async fn send_goal(&self, x: f64, y: f64, yaw: f64) -> Result<(), HalError> {
         for (field, v) in [("x", x), ("y", y), ("yaw", yaw)] {
             if !v.is_finite() {
@@ -665,7 +666,7 @@ impl Actuators for RosbridgeHal {
     }
 
     /// Publishes the stop burst: `stop_repeats` (5) zero Twists
-    /// `stop_interval_s` (20 ms) apart, seed 003 §4.6, after cancelling a
+    /// `stop_interval_s` (20 ms) apart, after cancelling a
     /// goal Nav2 still drives. Logged only in a dry run.
     async fn stop(&mut self) -> Result<(), HalError> {
         self.commands.stop().await

@@ -537,7 +537,7 @@ impl<C: Connect> Session<C> {
         }
     }
 
-    /// `stop_repeats` zero Twists, `stop_interval_s` apart (seed 003 §4.6).
+    /// `stop_repeats` zero Twists, `stop_interval_s` apart.
     /// Nothing in a dry run.
     async fn stop_burst(&mut self, config: &RosbridgeConfig) -> Result<(), String> {
         self.moving = false;

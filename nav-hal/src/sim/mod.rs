@@ -49,7 +49,7 @@ use std::sync::{Arc, OnceLock};
 #[serde(rename_all = "snake_case")]
 pub enum OdometryFrame {
     /// The arena's own coordinates (a robot localized in a map; what point
-    /// goals and the seed-002 planners expect). The default.
+    /// goals and the candidates planners expect). The default.
     #[default]
     Arena,
     /// Relative to the start pose, which reads `(0, 0, 0)` (ROS `odom`,
@@ -89,7 +89,8 @@ impl NoiseConfig {
     }
 }
 
-/// Simulator parameters; defaults follow SPEC §3 and the seeds.
+/// Simulator parameters. Defaults: 0.25 m / 30° discrete steps, a 0.18 m
+/// robot radius, `move_to` at 0.15 m/s and 45°/s.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct SimConfig {
@@ -115,13 +116,13 @@ pub struct SimConfig {
     /// Range: [0.0001, 1] (smaller steps would not end in reasonable time);
     /// one motion takes at most [`MAX_SUBSTEPS`] steps.
     pub substep_s: f64,
-    /// Cruise speed of `move_to` (seed 002 `moveSpeedMs`), m/s.
+    /// Cruise speed of `move_to` (0.15), m/s.
     /// Range: (0, 10].
     pub move_speed_mps: f64,
-    /// Turn rate of `move_to` (seed 002 `rotateSpeedDegS`), degrees/s.
+    /// Turn rate of `move_to` (45), degrees/s.
     /// Range: (0, 3600].
     pub rotate_speed_dps: f64,
-    /// `move_to` arrival distance (seed 002 `waypointThresholdM`), metres.
+    /// `move_to` arrival distance (0.05), metres.
     /// Range: (0, 10].
     pub waypoint_threshold_m: f64,
     /// The LiDAR.
@@ -463,7 +464,7 @@ impl SimWorld {
         self.scene.clearance(p).0
     }
 
-    /// SPEC §7 success test for a robot at `pose`: within the success
+    /// The success test for a robot at `pose`: within the success
     /// distance of any goal object's surface (centre-to-surface), or of a
     /// point goal. Always false without a goal.
     pub fn is_success(&self, pose: Pose2) -> bool {

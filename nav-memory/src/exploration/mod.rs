@@ -1,17 +1,17 @@
-//! Exploration memory for LLM-driven exploration (seed 001 tasks 2.1–2.2,
-//! seed 003 §3.19): rooms, frontiers, dead ends, the last five actions with
+//! Exploration memory for LLM-driven exploration (the explore protocol):
+//! rooms, frontiers, dead ends, the last five actions with
 //! their outcomes, discoveries and duration, serialized into a ~200-token
 //! prompt block.
 //!
-//! Rooms are VLM-driven (seed 001 R3): a room is created only when the VLM
+//! Rooms are VLM-driven: a room is created only when the VLM
 //! calls `report_discovery(significance = "room")`; the label becomes the
 //! room name and the room becomes current. The memory starts in a room named
 //! `start`. Time is injected (`new(start_s)`, `update_time(now_s)`), never
 //! read from a clock.
 //!
-//! Persistence (seed 001: `save_to_disk` / `load_from_disk`, YAML): [`save`](
+//! Persistence: [`save`](
 //! ExplorationMemory::save) and [`load`](ExplorationMemory::load) write and
-//! read YAML (the seed's format, through `serde_yaml_ng`, the maintained
+//! read YAML (through `serde_yaml_ng`, the maintained
 //! continuation of `serde_yaml`), or JSON when the file name ends in
 //! `.json`; both atomically, with the same `format` / `version` envelope
 //! and the same checks on load.
@@ -57,7 +57,7 @@ pub struct Frontier {
     pub direction_deg: f64,
     /// Distance, metres.
     pub distance_m: f64,
-    /// Kind ("doorway", "corridor", "open"); `type` in JSON as in the seed.
+    /// Kind ("doorway", "corridor", "open"); `type` in JSON.
     #[serde(rename = "type")]
     pub kind: String,
     /// Opening width, metres, when known.
@@ -77,8 +77,8 @@ pub struct DeadEnd {
     pub position: Point2,
 }
 
-/// One executed decision and its outcome (seed 003 §3.19 "RECENT
-/// DECISIONS").
+/// One executed decision and its outcome (a line of the prompt's recent
+/// decisions).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ActionRecord {
@@ -120,7 +120,7 @@ pub struct Discovery {
     pub room: String,
 }
 
-/// The exploration state of one session (seed 001 `ExplorationState`).
+/// The exploration state of one session.
 ///
 /// ```
 /// use nav_core::discovery::Significance;
@@ -204,7 +204,7 @@ impl ExplorationIn {
 }
 
 impl ExplorationMemory {
-    /// Actions kept (seed: last 5).
+    /// Actions kept (the last 5).
     pub const MAX_ACTIONS: usize = 5;
     /// Rooms kept; later `room` reports only switch among known rooms.
     pub const MAX_ROOMS: usize = 32;
@@ -411,7 +411,7 @@ impl ExplorationMemory {
     }
 
     /// Saves the state atomically: JSON when `path` ends in `.json`, YAML
-    /// (the seed's format) otherwise.
+    /// otherwise.
     ///
     /// ```
     /// # let dir = tempfile::tempdir()?;

@@ -1,5 +1,5 @@
-//! The exploration memory's prompt block (seed 001 task 2.2, seed 003
-//! §3.19 layout, compact for issue 16's token budget).
+//! The exploration memory's prompt block (compact, to keep the explore
+//! prompt's token count low).
 
 use super::{ExplorationMemory, Room};
 use std::fmt::Write as _;
@@ -16,8 +16,7 @@ pub struct PromptParts {
 }
 
 impl ExplorationMemory {
-    /// The prompt block with the frontiers (seed 001 task 2.2 / seed 003
-    /// §3.19 content): see [`Self::prompt_text`].
+    /// The prompt block with the frontiers: see [`Self::prompt_text`].
     pub fn to_prompt_text(&self) -> String {
         self.prompt_text(PromptParts::default())
     }
@@ -27,7 +26,7 @@ impl ExplorationMemory {
     /// room's first objects; at most 3 frontiers (ids for
     /// `navigate_to_goal`); the 2 latest dead ends (compass direction,
     /// reason, where); discoveries and time; the 3 latest of the 5 recent
-    /// actions kept (seed 003 §3.18 "Last 3 decisions"), oldest first,
+    /// actions kept, oldest first,
     /// numbered `[k]` = k actions ago, so `[1]` is the latest.
     /// `parts` leaves out what the prompt shows elsewhere. Measured in
     /// `tests/context_tokens.rs`.

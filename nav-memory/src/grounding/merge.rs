@@ -1,5 +1,5 @@
 //! Merging several grounding files and rendering them for the system prompt
-//! (seed 004 "여러 파일 병합").
+//! (the "merge several files" rules of the original grounding tool).
 //!
 //! - JSON files: `stacked_grounding` lists are merged per category (union,
 //!   duplicates removed, first-seen order); each `final_grounding` category
@@ -17,10 +17,10 @@
 //!   (not UTF-8, no permission, a directory). A file that does not exist
 //!   is an error naming it (most likely a typo in the file list).
 //!
-//! [`MergeFormat`] (the seed's `GROUNDING_MERGE_FORMAT`) chooses how the
-//! merged JSON part appears: `txt` = the Markdown rendering (the seed's
-//! default), `json` = the merged document as a fenced ```json block, `both` =
-//! Markdown then the JSON block. TXT inputs are text in every mode.
+//! [`MergeFormat`] (the original grounding tool's `GROUNDING_MERGE_FORMAT`)
+//! chooses how the merged JSON part appears: `txt` = the Markdown rendering
+//! (the default), `json` = the merged document as a fenced ```json block,
+//! `both` = Markdown then the JSON block. TXT inputs are text in every mode.
 
 use super::types::{FinalGrounding, GroundingCategory, GroundingFile, StackedGrounding};
 use crate::error::MemoryError;
@@ -72,7 +72,7 @@ impl fmt::Display for MergeFormat {
     }
 }
 
-/// The merged JSON grounding: the seed layout without `expr_info`,
+/// The merged JSON grounding: the grounding file layout without `expr_info`,
 /// per-step records and timestamps.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub struct MergedDocument {
@@ -126,7 +126,7 @@ impl MergedDocument {
     }
 }
 
-/// Merges grounding documents as seed 004 describes (see the module docs).
+/// Merges grounding documents by the rules in the module docs.
 /// Pure and idempotent on duplicates: merging a list with itself, or with
 /// repeated files, gives the same result as merging it once.
 pub fn merge_documents<'a>(files: impl IntoIterator<Item = &'a GroundingFile>) -> MergedDocument {
@@ -324,7 +324,8 @@ pub fn merge_files(paths: &[PathBuf], format: MergeFormat) -> Result<MergedGroun
     Ok(merged)
 }
 
-/// Splits the seed's comma-separated `GROUNDING_FILE_PATH` value into paths
+/// Splits a comma-separated `GROUNDING_FILE_PATH` value (the original grounding tool's
+/// file list) into paths
 /// (blank entries dropped).
 ///
 /// ```

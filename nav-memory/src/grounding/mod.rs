@@ -1,4 +1,4 @@
-//! Grounding knowledge (seed 004): feedback collected per step in four
+//! Grounding knowledge (see docs/GROUNDING.md): feedback collected per step in four
 //! categories, a final grounding the planner's VLM writes at episode end,
 //! JSON/TXT files per episode plus a global `grounding_latest`, and merging
 //! several files into one system-prompt section.

@@ -1,7 +1,7 @@
 //! Recording one episode's feedback and writing the grounding files.
 //!
-//! Layout under a log root (seed 004; the episode directory is
-//! `episode_<id>` or, with [`GroundingStore::with_run_label`], the seed's
+//! Layout under a log root (the episode directory is `episode_<id>` or,
+//! with [`GroundingStore::with_run_label`], the original grounding tool's
 //! `episode_<id>_<timestamp>_<script>`):
 //!
 //! ```text
@@ -26,7 +26,7 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
 
-/// Which grounding files to write (the seed's `GROUNDING_SAVE_FORMAT`).
+/// Which grounding files to write (the original grounding tool's `GROUNDING_SAVE_FORMAT`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum SaveFormat {
@@ -34,7 +34,7 @@ pub enum SaveFormat {
     Json,
     /// Only `.txt`.
     Txt,
-    /// Both (the seed's default).
+    /// Both (the default).
     #[default]
     Both,
 }
@@ -74,8 +74,8 @@ impl fmt::Display for SaveFormat {
     }
 }
 
-/// The grounding record of one episode while it runs (the seed's
-/// `GroundingFileManager`).
+/// The grounding record of one episode while it runs (the original
+/// grounding tool's `GroundingFileManager`).
 ///
 /// ```
 /// use nav_memory::grounding::{CategoryFeedback, EpisodeGrounding, FinalGrounding, StepStatus};
@@ -137,7 +137,7 @@ impl EpisodeGrounding {
         self.file.final_grounding = Some(final_grounding);
     }
 
-    /// The whole record in the seed layout.
+    /// The whole record in the grounding file layout.
     pub fn file(&self) -> &GroundingFile {
         &self.file
     }
@@ -173,8 +173,8 @@ impl GroundingStore {
         Self { root: root.into(), label: None }
     }
 
-    /// Names episode directories `episode_<id>_<label>` (the seed's
-    /// `<timestamp>_<script>`, e.g. `20260127_101500_nav`).
+    /// Names episode directories `episode_<id>_<label>` (the original
+    /// grounding tool's `<timestamp>_<script>`, e.g. `20260127_101500_nav`).
     pub fn with_run_label(mut self, label: impl Into<String>) -> Self {
         self.label = Some(label.into());
         self

@@ -1,4 +1,4 @@
-//! The seed-004 grounding records: per-step feedback, stacked lists, the
+//! The grounding records: per-step feedback, stacked lists, the
 //! final grounding and the file layout.
 
 use crate::error::MemoryError;
@@ -18,7 +18,7 @@ pub enum StepStatus {
 }
 
 impl StepStatus {
-    /// The seed's spelling: `Success`, `Failure`, `WiP`.
+    /// The file spelling: `Success`, `Failure`, `WiP`.
     pub fn as_str(self) -> &'static str {
         match self {
             StepStatus::Success => "Success",
@@ -51,7 +51,7 @@ impl FromStr for StepStatus {
     }
 }
 
-/// The four feedback categories of seed 004.
+/// The four feedback categories.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum GroundingCategory {
@@ -66,7 +66,7 @@ pub enum GroundingCategory {
 }
 
 impl GroundingCategory {
-    /// All four, in the seed's order.
+    /// All four, in file order.
     pub const ALL: [GroundingCategory; 4] = [Self::UserPreference, Self::Spatial, Self::Procedural, Self::General];
 
     /// Key in `feedback` and `stacked_grounding`.
@@ -167,7 +167,7 @@ impl CategoryFeedback {
         GroundingCategory::ALL.iter().all(|c| self.get(*c).is_none())
     }
 
-    /// Parses what a user types at a step (seed 004 example: `feedback :
+    /// Parses what a user types at a step (e.g. `feedback :
     /// spatial: kitchen is green`). One `<category>: <text>` per line; an
     /// optional leading `feedback :` is ignored; a line without any `:` is
     /// `general` feedback; two lines of the same category are joined with
@@ -292,7 +292,8 @@ pub struct StackedGrounding {
 }
 
 impl StackedGrounding {
-    /// Formats one entry exactly as the seed: `[ Step1 - Success ] : text`.
+    /// Formats one entry exactly as the original grounding tool does:
+    /// `[ Step1 - Success ] : text`.
     pub fn entry(step_id: u32, status: StepStatus, text: &str) -> String {
         format!("[ Step{step_id} - {status} ] : {}", text.trim())
     }
@@ -403,9 +404,9 @@ pub struct ExprInfo {
     pub episode_id: u64,
 }
 
-/// A grounding file in the seed-004 JSON layout. Reading is lenient (missing
-/// sections default to empty, unknown keys are ignored) because files may
-/// come from the original Python tool.
+/// A grounding file in the JSON layout of the original (Python) grounding
+/// tool. Reading is lenient (missing sections default to empty, unknown keys
+/// are ignored) because files may come from that tool.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(default)]
 pub struct GroundingFile {
@@ -420,8 +421,8 @@ pub struct GroundingFile {
 }
 
 /// What the planner needs to ask a VLM for the final grounding: the current
-/// episode's stacked feedback only (seed 004: previous grounding is
-/// ignored when generating).
+/// episode's stacked feedback only (previous grounding is ignored when
+/// generating).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct GroundingRequest {
     /// The episode.

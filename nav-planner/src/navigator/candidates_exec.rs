@@ -1,11 +1,11 @@
 //! Steps 11–13 of the candidates loop: A* to the decision's target and the
-//! seed-002 HAL bridge table. MOVE_TO / EXPLORE with a path drive to the
-//! path's second waypoint; without a path the decision's fallback runs
-//! (ROTATE_TO turns 90°, STOP stops, EXPLORE tries its candidate and, with
-//! no path there either, nudges 10 cm forward when the cell ahead is
-//! passable). ROTATE_TO turns to the requested yaw in closed loop on
-//! odometry. Every motion command has the bridge's action timeout; every
-//! result text says what the odometry shows afterwards.
+//! LLMos HAL bridge table (docs/CANDIDATES.md). MOVE_TO / EXPLORE with a path
+//! drive to the path's second waypoint; without a path the decision's
+//! fallback runs (ROTATE_TO turns 90°, STOP stops, EXPLORE tries its
+//! candidate and, with no path there either, nudges 10 cm forward when the
+//! cell ahead is passable). ROTATE_TO turns to the requested yaw in closed
+//! loop on odometry. Every motion command has the bridge's action timeout;
+//! every result text says what the odometry shows afterwards.
 
 use super::NavError;
 use super::candidates_loop::ActionResult;
@@ -20,7 +20,7 @@ use serde_json::{Value, json};
 use std::future::Future;
 use std::time::Duration;
 
-/// The seed's HAL bridge settings (seed 002 "Key Configuration").
+/// The HAL bridge settings of the candidates loop.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct BridgeConfig {
@@ -241,7 +241,7 @@ pub(crate) async fn execute<R: Robot + ?Sized>(
     Ok(r)
 }
 
-/// The seed's failure handling: the decision's fallback, reported `blocked`.
+/// The failure handling: the decision's fallback, reported `blocked`.
 async fn run_fallback<R: Robot + ?Sized>(
     robot: &mut R,
     d: &CandidateDecision,
@@ -280,7 +280,7 @@ async fn run_fallback<R: Robot + ?Sized>(
     }
 }
 
-/// The seed's 10 cm nudge for MOVE_TO / EXPLORE without a path, taken
+/// The 10 cm nudge for MOVE_TO / EXPLORE without a path, taken
 /// only when the cell ahead is passable in the cost map.
 async fn nudge<R: Robot + ?Sized>(robot: &mut R, pose: Pose2, motion: &mut Motion<'_>) -> Result<Execution, NavError> {
     let step = motion.bridge.nudge_m;
@@ -315,7 +315,7 @@ async fn nudge<R: Robot + ?Sized>(robot: &mut R, pose: Pose2, motion: &mut Motio
 /// The nudge's forward speed where the base takes velocity commands, m/s.
 const NUDGE_SPEED_MPS: f64 = 0.10;
 
-/// Seed 002 on contact: report `collision`; the contact point (one robot
+/// On contact: report `collision`; the contact point (one robot
 /// radius ahead along the motion) is marked an obstacle by the loop; the
 /// robot backs off 10 cm so the next motion starts free.
 async fn collided<R: Robot + ?Sized>(

@@ -1,4 +1,4 @@
-//! The candidates loop (seed 002 "Pipeline Overview", 13 steps per cycle):
+//! The candidates loop (the LLMos pipeline's 13-step cycle):
 //! goal check → stuck detection → candidates → world-model serialization
 //! (+ optional map image) → inference with a timeout (timeout → STOP
 //! fallback, confidence −0.3) → parse → guarded corrections → predictive
@@ -7,8 +7,8 @@
 //! ROTATE_TO in closed loop) → result fed back.
 //!
 //! The world model comes from one of three sources ([`WorldModelMode`]):
-//! the rasterized arena, depth-camera frames (`candidates_vision`, the
-//! seed's vision mode and the default) or a 360° LiDAR. Coverage is what
+//! the rasterized arena, depth-camera frames (`candidates_vision`,
+//! vision mode, the default) or a 360° LiDAR. Coverage is what
 //! the camera saw (and, in LiDAR mode, the LiDAR). Candidates are offered only where the
 //! planner can reach them under its inflation.
 //!
@@ -36,13 +36,13 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use std::time::{Duration, Instant};
 
-/// Where the world model comes from (seed 002 "Two Modes").
+/// Where the world model comes from (docs/CANDIDATES.md, "World model").
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum WorldModelMode {
     /// The arena rasterized once; unknown cells cost 5.
     GroundTruth,
-    /// The seed's vision mode (the default): built from depth-camera frames
+    /// Vision mode (the default): built from depth-camera frames
     /// (60° field of view) after a 6 × 60° scan; unknown cells cost 50.
     Vision,
     /// Built from a 360° LiDAR each cycle (robots with a laser); unknown
@@ -175,7 +175,7 @@ pub struct CandidatesOutcome {
     pub predictions: (u32, u32),
     /// Final stuck counter.
     pub stuck_counter: u32,
-    /// Fraction of the grid's cells the sensors saw (the seed's exploration:
+    /// Fraction of the grid's cells the sensors saw (exploration coverage:
     /// known cells / total cells): the camera in every mode, and the LiDAR in
     /// LiDAR mode; never predictions, model corrections or a rasterized map.
     pub coverage: f64,
@@ -237,7 +237,7 @@ pub struct CandidatesPreview {
     pub topology: Option<TopologySummary>,
 }
 
-/// The seed-002 candidates loop over a robot (see the module docs).
+/// The candidates loop over a robot (see the module docs).
 pub struct CandidatesLoop {
     config: CandidatesLoopConfig,
     planner: Box<dyn CandidatePlanner>,
@@ -541,7 +541,7 @@ impl CandidatesLoop {
         )
     }
 
-    /// The seed's initial 360° scan: a camera frame, then a turn of
+    /// The initial 360° scan: a camera frame, then a turn of
     /// 360°/n, n times; returns the views taken.
     async fn initial_scan<R: Robot + ?Sized>(&self, robot: &mut R, st: &mut RunState) -> Result<u32, NavError> {
         let n = self.config.camera.initial_scan_views;
@@ -751,7 +751,7 @@ impl CandidatesLoop {
         }
     }
 
-    /// Seed 002: a contact point becomes an obstacle for future planning.
+    /// A contact point becomes an obstacle for future planning.
     fn mark_contacts(&self, st: &mut RunState, events: &[Value]) {
         if !self.config.world_model.is_sensed() {
             return;

@@ -1,13 +1,13 @@
-//! Vision mode of the candidates loop (seed 002 "Two Modes"): the world
+//! Vision mode of the candidates loop: the world
 //! model is built from the robot's depth-camera frames only. Each frame is
-//! cut to the seed's camera frustum (60° field of view, `range_m` deep),
+//! cut to the camera frustum (60° field of view, `range_m` deep),
 //! turned into a fan of rays (`nav_hal::depth_scan`) and ray-cast into the
 //! grid: free up to the first surface, an obstacle where a surface is. The
-//! run starts with the seed's 360° scan of six 60° views.
+//! run starts with a 360° scan of six 60° views.
 //!
 //! The same frames also mark a second grid, the *seen* grid, that nothing
-//! else writes: its known fraction is the run's exploration coverage (the
-//! seed's known cells / total cells), so predictions, model corrections
+//! else writes: its known fraction is the run's exploration coverage (its
+//! known cells / total cells), so predictions, model corrections
 //! and a rasterized ground-truth map never count as explored.
 
 use super::NavError;
@@ -18,12 +18,12 @@ use nav_hal::depth_scan::{DepthScanConfig, ScanBuilder};
 use nav_hal::hal::Robot;
 use serde::{Deserialize, Serialize};
 
-/// How camera frames update the world model (seed 002 vision mode).
+/// How camera frames update the world model (vision mode).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct CameraMapping {
     /// Horizontal field of view used from each frame, degrees (60, the
-    /// seed's camera); a narrower camera uses its own.
+    /// default camera's); a narrower camera uses its own.
     /// Range: [1, 179].
     pub fov_deg: f64,
     /// Depth range used for the map, metres (2.0): surfaces farther away
@@ -31,7 +31,7 @@ pub struct CameraMapping {
     /// docs/CANDIDATES.md for why 2 m.
     /// Range: [0.2, 20].
     pub range_m: f64,
-    /// Views of the initial 360° scan (6 × 60°, the seed's); 0 skips it.
+    /// Views of the initial 360° scan (6 × 60°); 0 skips it.
     /// Range: 0..=36.
     pub initial_scan_views: u32,
     /// Height of the camera above the floor, metres (0.88, the built-in

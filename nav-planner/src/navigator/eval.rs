@@ -55,7 +55,8 @@ impl EvalConfig {
 
 /// The built-in houses.
 pub const HOUSES: [&str; 3] = ["house_a", "house_b", "house_c"];
-/// The seed-002 arenas.
+/// The four test arenas of the candidates pipeline: simple navigation,
+/// exploration, dead-end recovery, narrow corridor.
 pub const SEED_ARENAS: [&str; 4] = ["simple", "exploration", "dead_end", "narrow_corridor"];
 
 /// The default suite: objectnav in the built-in houses (seeds
@@ -63,7 +64,7 @@ pub const SEED_ARENAS: [&str; 4] = ["simple", "exploration", "dead_end", "narrow
 /// seed), each with the frontier baseline and the offline stand-in with
 /// memory off and on (the map baseline runs with `--configs
 /// objectnav:map:on`); the
-/// candidates protocol's offline planner in the four seed arenas; the
+/// candidates protocol's offline planner in the four [`SEED_ARENAS`]; the
 /// explore protocol's offline planner in `exploration` and `house_a`.
 pub fn default_suite(base: &EvalConfig, house_seeds: u64, procedural: u64) -> Result<Vec<EpisodeSpec>, HalError> {
     let mut houses: Vec<(Arena, String, u64)> = Vec::new();

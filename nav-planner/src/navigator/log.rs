@@ -1,4 +1,4 @@
-//! The step log (SPEC §6): one JSON object per line, flushed after every
+//! The step log: one JSON object per line, flushed after every
 //! line so a run that is interrupted still leaves a complete, parseable log
 //! up to its last step. Step 0 is the episode start and carries the run's
 //! identity (arena, protocol, planner, seed) so a log can be replayed on its

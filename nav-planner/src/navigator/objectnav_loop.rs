@@ -1,4 +1,5 @@
-//! The ObjectNav loop (seed 000 §5–§6, §11): panorama → planner call (at
+//! The ObjectNav loop (a VLM planner with the Place–Anchor memory over a
+//! PixelNav-style low-level policy): panorama → planner call (at
 //! the episode start and whenever the low-level policy stops while
 //! `goal_flag == false` or the target is not confirmed; optionally also on
 //! STUCK/ABABA) → low-level policy, which asks the perception stage where
@@ -179,13 +180,14 @@ pub struct ObjectNavParts {
     pub planner: Box<dyn ObjectNavPlanner>,
     /// How to get there: discrete actions until STOP.
     pub policy: Box<dyn LowLevelPolicy>,
-    /// Where the target is in the current view (the seed's DINO/SAM role).
+    /// Where the target is in the current view (the detector's role, e.g.
+    /// Grounding DINO + SAM).
     pub perception: Box<dyn GoalPerception>,
     /// Which place the robot is in, every place period.
     pub scene: Box<dyn SceneAnalyzer>,
 }
 
-/// The seed-000 ObjectNav loop over a robot (see the module docs).
+/// The ObjectNav loop over a robot (see the module docs).
 pub struct ObjectNavLoop {
     config: ObjectNavLoopConfig,
     target: String,

@@ -1,8 +1,8 @@
-//! [`PixelGoalPolicy`], the default low-level policy (PixelNav's role in
-//! seed 000): the goal pixel the perception stage reports — or, when there
-//! is none, the planner's bearing — is projected through depth into a
-//! metric waypoint, which the robot reaches on a local LiDAR map with A*
-//! and the discrete actions.
+//! [`PixelGoalPolicy`], the default low-level policy (the role PixelNav plays
+//! in the original design): the goal pixel the perception stage reports — or,
+//! when there is none, the planner's bearing — is projected through depth
+//! into a metric waypoint, which the robot reaches on a local LiDAR map with
+//! A* and the discrete actions.
 //!
 //! - `goal_flag == false`: a waypoint along the planner's bearing (its
 //!   distance hint, else [`PixelGoalConfig::default_distance_m`]); STOP

@@ -1,4 +1,4 @@
-//! The low-level policy seam of the ObjectNav loop (seed 000 §5.1 step 3):
+//! The low-level policy seam of the ObjectNav loop:
 //! the planner says *whether* the target is in view and *which direction*;
 //! the policy turns that into discrete actions. [`PixelGoalPolicy`](super::pixel_policy::PixelGoalPolicy)
 //! is the built-in default; PixelNav (through the simulator bridge) or any

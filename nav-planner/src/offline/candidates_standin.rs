@@ -1,4 +1,4 @@
-//! The offline candidates planner: the seed-002 chooser without a model.
+//! The offline candidates planner: the LLMos pipeline's chooser without a model.
 //! It takes the best-scored candidate that has not just failed — recovery
 //! candidates first when stuck, the goal's subgoals when there is a goal,
 //! frontiers when exploring — and always names a fallback. With nothing

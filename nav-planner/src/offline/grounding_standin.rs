@@ -1,4 +1,4 @@
-//! The offline stand-in for the final-grounding VLM call (seed 004 §3):
+//! The offline stand-in for the final-grounding VLM call:
 //! a deterministic summary of the episode's stacked feedback, so `nav run
 //! --experiment` writes a usable grounding without a model.
 

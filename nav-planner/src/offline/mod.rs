@@ -11,7 +11,7 @@
 //! [`prior::SemanticPrior`] in place of its common sense;
 //! [`label_perception::LabelBufferPerception`] is the simulator's
 //! perception stage on the same label buffer.
-//! [`summarize_feedback`] stands in for the final-grounding call (seed 004).
+//! [`summarize_feedback`] stands in for the final-grounding call.
 
 pub mod candidates_standin;
 pub mod explore_standin;

@@ -20,7 +20,7 @@
 //! text and the eyes. Its reply is JSON text that goes through the
 //! protocol's real parser. With `--memory off` the request says
 //! `NAVIGATION CONTEXT: (memory off)` and the stand-in knows nothing of the
-//! past: the seed's ablation. [`VlmNoise`] makes it miss targets, see false
+//! past: the memory ablation. [`VlmNoise`] makes it miss targets, see false
 //! ones and err in angle, drawn from a generator seeded by the request
 //! itself (same request, same answer).
 //!

@@ -1,6 +1,6 @@
-//! Annotated camera images (seed 001 task 1.2, seed 003 §2.2): depth values
+//! Annotated camera images for the explore protocol: depth values
 //! at the seven sample points (white text, black outline), a heading arrow
-//! with cardinal text, optional sector labels and — beyond the seeds —
+//! with cardinal text, optional sector labels and
 //! VLMnav/PIVOT-style numbered candidate arrows. Encoded as JPEG quality 80
 //! and base64.
 
@@ -25,7 +25,7 @@ pub enum AnnotateError {
     Encode(String),
 }
 
-/// The seven depth sample points of the seeds, as fractions of a 640×480
+/// The seven depth sample points, as fractions of a 640×480
 /// frame: centre, left-centre, right-centre, floor-ahead, upper-left,
 /// upper-right, upper-centre.
 pub const DEPTH_POINTS: [(f64, f64); 7] = [
@@ -66,7 +66,7 @@ pub struct Annotation<'a> {
 }
 
 /// Median of the valid depth values in the 5×5 window centred at `(x, y)`
-/// (the seed's `get_dist`); `None` when no value in `[0.1, 10]` m.
+/// (robust to depth holes); `None` when no value in `[0.1, 10]` m.
 pub fn depth_at(depth: &[f32], width: usize, height: usize, x: usize, y: usize) -> Option<f32> {
     if depth.len() != width * height || width == 0 || height == 0 {
         return None;
@@ -278,7 +278,7 @@ pub fn render_world_model(
     f
 }
 
-/// JPEG-encodes a frame at `quality` (the seeds use 80), with the SIMD
+/// JPEG-encodes a frame at `quality` (the explore protocol uses 80), with the SIMD
 /// `jpeg-encoder` crate (about 4× faster than `image`'s encoder here).
 pub fn encode_jpeg(frame: &RgbFrame, quality: u8) -> Result<Vec<u8>, AnnotateError> {
     let (w, h) = (frame.width(), frame.height());

@@ -1,8 +1,9 @@
-//! The candidates protocol (seed 002): the model chooses among scored
+//! The candidates protocol (the LLMos navigation pipeline; see
+//! docs/CANDIDATES.md): the model chooses among scored
 //! candidates and answers `{action, fallback, world_model_update?,
 //! explanation}`. Parsing strips code fences and `<think>` blocks, extracts
 //! the first balanced JSON object from prose, removes trailing commas,
-//! validates, and falls back to the free-form normalizer with the seed's
+//! validates, and falls back to the free-form normalizer with its
 //! synonym table; anything else becomes the STOP fallback.
 
 use super::{CallRecord, DecisionError, PlannerReply, type_name};
@@ -49,7 +50,7 @@ impl ActionType {
         })
     }
 
-    /// The seed's synonym table (case-insensitive): move/go/go_to/navigate/
+    /// The synonym table (case-insensitive): move/go/go_to/navigate/
     /// moveto → MOVE_TO; explore/scan → EXPLORE; rotate/rotate_to/turn →
     /// ROTATE_TO; follow_wall/wall_follow → FOLLOW_WALL; stop/halt/wait →
     /// STOP. Schema names are accepted in any case too.
@@ -137,7 +138,7 @@ pub enum ParsePath {
 }
 
 impl CandidateDecision {
-    /// The seed's fallback: STOP / STOP / `"Fallback: <reason>"`.
+    /// The fallback: STOP / STOP / `"Fallback: <reason>"`.
     pub fn fallback(reason: &str) -> Self {
         Self {
             action: CandidateAction { kind: ActionType::Stop, target_id: None, target_m: None, yaw_deg: None },
@@ -218,7 +219,7 @@ fn point(v: &Value, path: &str) -> Result<[f64; 2], DecisionError> {
     }
 }
 
-/// Strict validation against the seed schema (extra fields ignored).
+/// Strict validation against the decision schema (extra fields ignored).
 pub fn validate_candidate(obj: &Map<String, Value>) -> Result<CandidateDecision, DecisionError> {
     let action = obj_field(obj, "action", "action")?;
     let kind_s = match action.get("type") {
@@ -473,7 +474,7 @@ pub struct HistoryEntry {
     pub result: String,
 }
 
-/// The size of the robot's topology graph, for the seed's
+/// The size of the robot's topology graph, for the
 /// `[WAYPOINTS: N waypoints, N edges]` line.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TopologySummary {
@@ -483,7 +484,7 @@ pub struct TopologySummary {
     pub edges: usize,
 }
 
-/// Everything one candidates cycle shows the model (the seed's
+/// Everything one candidates cycle shows the model (LLMos's
 /// `NavigationFrame`).
 #[derive(Debug, Clone, Copy)]
 pub struct CandidateFrame<'a> {
@@ -519,7 +520,7 @@ pub struct CandidateFrame<'a> {
     pub map_image: bool,
 }
 
-/// The seed's user message layout.
+/// The user message layout.
 pub fn frame_text(f: &CandidateFrame<'_>) -> String {
     let mut s = String::with_capacity(2048);
     let _ = writeln!(s, "=== CYCLE {} ===", f.cycle);
@@ -593,17 +594,18 @@ pub struct CandidatePromptConfig {
     pub text_only: bool,
     /// Image detail.
     pub image_detail: ImageDetail,
-    /// Output token limit (512, the seed's adapter).
+    /// Output token limit (512).
     pub max_tokens: u32,
-    /// Temperature (0.3, the seed's adapter).
+    /// Temperature (0.3).
     pub temperature: f32,
     /// Per-call timeout, seconds (the loop's own inference timeout, 5 s, also applies).
     pub timeout_s: f64,
     /// Map image size, pixels.
     pub map_size_px: usize,
-    /// Grounding knowledge (seed 004) inserted into the system prompt.
+    /// Grounding knowledge (docs/GROUNDING.md) inserted into the system prompt.
     pub grounding: Option<String>,
-    /// The seed's verbalized-entropy variant of the system prompt.
+    /// The verbalized-entropy variant of the system prompt (the model states
+    /// its uncertainty before deciding).
     pub verbalized_entropy: bool,
     /// Ask the server for output constrained to the decision schema
     /// ([`candidates_schema`]); a server that offers no structured output
@@ -687,7 +689,7 @@ pub fn candidates_schema() -> Value {
 }
 
 /// Builds the request for one candidates cycle: map image and camera frame
-/// (each with the seed's caption), then the frame text.
+/// (each with its caption), then the frame text.
 pub fn build_request(f: &CandidateFrame<'_>, cfg: &CandidatePromptConfig) -> VlmRequest {
     let mut req = VlmRequest::new(super::grounding::system_prompt(
         CANDIDATES_SYSTEM,
@@ -939,7 +941,7 @@ mod tests {
             })
     }
 
-    /// The seed's synonyms per action type.
+    /// The synonyms per action type.
     const SYNONYMS: [(&str, ActionType); 19] = [
         ("move", ActionType::MoveTo),
         ("go", ActionType::MoveTo),

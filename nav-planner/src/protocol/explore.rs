@@ -1,4 +1,5 @@
-//! The explore protocol (seeds 001/003): native tool calling with the seven
+//! The explore protocol (LLM-driven exploration of a real robot, with a
+//! safety layer the model cannot bypass): native tool calling with the seven
 //! tools (`strict: true`, `additionalProperties: false`), the five-section
 //! system prompt with the perceive-then-reason instruction, the dynamic
 //! context block (state, 12-sector LiDAR text, gaps, affordance scores,
@@ -39,8 +40,8 @@ pub fn tool_specs_for(speeds: &SpeedConfig) -> Vec<ToolSpec> {
         .collect()
 }
 
-/// The largest image sent to the model, pixels (width, height): the seed's
-/// 640 × 480; larger camera frames are scaled down after annotation.
+/// The largest image sent to the model, pixels (width, height): the
+/// robot camera's 640 × 480; larger camera frames are scaled down after annotation.
 pub const MAX_IMAGE_SIZE: (usize, usize) = (640, 480);
 
 /// Names of the four action tools.
@@ -94,11 +95,11 @@ pub struct ExploreSnapshot {
     pub depth: Option<DepthFrame>,
     /// Horizontal field of view of the camera, radians.
     pub hfov_rad: f64,
-    /// The last finished action and its result as one line (seed 003
-    /// §3.17's fields), e.g. `move_toward(forward, medium, 3.0s) → success,
+    /// The last finished action and its result as one line (the action
+    /// result's fields), e.g. `move_toward(forward, medium, 3.0s) → success,
     /// moved 0.36m in 3.0s`.
     pub previous_action: Option<String>,
-    /// That action's result as the seed-003 feedback JSON (for planners
+    /// That action's result as feedback JSON (for planners
     /// that read it; the prompt shows `previous_action`).
     pub previous_result: Option<String>,
     /// The action still running when the snapshot was taken, e.g.
@@ -122,8 +123,8 @@ pub struct ExploreSnapshot {
 }
 
 impl ExploreSnapshot {
-    /// The dynamic context block (seed 003 §3.18 section 6), compact
-    /// (issue 16): one state line, the LiDAR sectors with equal neighbours
+    /// The dynamic context block (section 6 of the prompt), compact
+    /// (few tokens): one state line, the LiDAR sectors with equal neighbours
     /// merged, the two nearest gaps, the feasibility scores on one line,
     /// the three cheapest frontiers (once), the previous action and its result on one line, and
     /// the exploration memory. Every angle is clockwise, as the system
@@ -228,13 +229,14 @@ pub struct ExplorePromptConfig {
     pub temperature: f32,
     /// Output token limit.
     pub max_tokens: u32,
-    /// Per-call timeout, seconds (8, seed 001).
+    /// Per-call timeout, seconds (8).
     pub timeout_s: f64,
     /// LiDAR summary thresholds.
     pub lidar: LidarConfig,
-    /// Grounding knowledge (seed 004) inserted into the system prompt.
+    /// Grounding knowledge (docs/GROUNDING.md) inserted into the system prompt.
     pub grounding: Option<String>,
-    /// The seed's verbalized-entropy variant of the system prompt.
+    /// The verbalized-entropy variant of the system prompt (the model states
+    /// its uncertainty before deciding).
     pub verbalized_entropy: bool,
 }
 

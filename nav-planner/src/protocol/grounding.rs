@@ -1,4 +1,4 @@
-//! Grounding generation (seed 004 §3): at the end of an episode, the
+//! Grounding generation (docs/GROUNDING.md): at the end of an episode, the
 //! episode's stacked feedback (only this episode's, never earlier
 //! grounding) goes to the VLM, which writes the four-category final
 //! grounding that nav-memory saves and later merges into system prompts.
@@ -78,7 +78,7 @@ pub async fn generate_final_grounding<M: VisionLanguageModel + ?Sized>(
 /// The header of the grounding section in every protocol's system prompt.
 pub const GROUNDING_HEADER: &str = "### Grounding knowledge from earlier episodes";
 
-/// The seed's verbalized-entropy variant: appended to a system prompt when
+/// The verbalized-entropy variant: appended to a system prompt when
 /// [`SystemPromptOptions::verbalized_entropy`] is on.
 pub const VERBALIZED_ENTROPY_NOTE: &str = "### Verbalized uncertainty
 Before you commit to a decision, state in one short sentence how uncertain you are \
@@ -86,12 +86,12 @@ Before you commit to a decision, state in one short sentence how uncertain you a
 reasoning field). Prefer the grounding knowledge above when it applies; when it \
 contradicts what you see, trust what you see and say so.";
 
-/// What is added to a protocol's fixed system prompt (seed 004: the
-/// grounding section; the verbalized-entropy variant).
+/// What is added to a protocol's fixed system prompt (the grounding
+/// section; the verbalized-entropy variant).
 #[derive(Debug, Clone, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct SystemPromptOptions {
-    /// Grounding knowledge (seed 004), already merged and rendered.
+    /// Grounding knowledge, already merged and rendered.
     pub grounding: Option<String>,
     /// Append the verbalized-entropy instructions.
     pub verbalized_entropy: bool,

@@ -1,7 +1,7 @@
-//! Robust extraction of one JSON object from a model's reply (seed 002
-//! "Parsing Pipeline"): strip `<think>` blocks, prefer a fenced code block,
-//! find the first balanced `{…}` that parses (braces inside strings are not
-//! structure), and remove trailing commas. Never panics.
+//! Robust extraction of one JSON object from a model's reply: strip `<think>`
+//! blocks, prefer a fenced code block, find the first balanced `{…}` that
+//! parses (braces inside strings are not structure), and remove trailing
+//! commas. Never panics.
 
 use serde_json::{Map, Value};
 

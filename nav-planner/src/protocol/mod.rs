@@ -1,4 +1,4 @@
-//! The three planner protocols (SPEC §4) plus the scene analyzer and
+//! The three planner protocols plus the scene analyzer and
 //! grounding generation. A protocol is a system prompt, per-cycle user
 //! content, an output schema, a parser, a validator and a fallback; the
 //! `*Planner` traits are the seams the Navigator loops call, implemented by
@@ -26,11 +26,12 @@ use std::str::FromStr;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ProtocolKind {
-    /// Seed 000: panorama + memory → `{goal_flag, angle, discovered_context}`.
+    /// ObjectNav with the Place–Anchor memory: panorama + memory →
+    /// `{goal_flag, angle, discovered_context}`.
     Objectnav,
-    /// Seeds 001/003: native tool calling with the seven explore tools.
+    /// LLM-driven exploration: native tool calling with the seven explore tools.
     Explore,
-    /// Seed 002: choose among scored candidates.
+    /// The LLMos pipeline: choose among scored candidates.
     Candidates,
 }
 

@@ -1,8 +1,9 @@
-//! The objectnav protocol (seed 000 §11): panorama + target + Navigation
+//! The objectnav protocol (a VLM planner fed the Place–Anchor memory, over
+//! a PixelNav-style low-level policy): panorama + target + Navigation
 //! Context in; exactly `{"goal_flag", "angle", "discovered_context":
 //! {"goal_scene_type", "why"}}` out. An invalid reply (parse error, missing
 //! field, wrong type, angle outside [-180, 180]) gets exactly one retry,
-//! then the seed's fallback `{false, 0, "corridor", "fallback"}`; every
+//! then the fallback `{false, 0, "corridor", "fallback"}`; every
 //! fallback is counted and logged with its reason.
 
 use super::{CallRecord, DecisionError, PlannerReply, get, get_f64, get_str, type_name};
@@ -44,7 +45,7 @@ pub struct ObjectNavDecision {
 }
 
 impl ObjectNavDecision {
-    /// The seed's fallback: `{false, 0, "corridor", "fallback"}`.
+    /// The fallback: `{false, 0, "corridor", "fallback"}`.
     pub fn fallback() -> Self {
         Self {
             goal_flag: false,
@@ -167,9 +168,10 @@ pub struct ObjectNavPromptConfig {
     pub timeout_s: f64,
     /// Ask the provider for JSON matching the schema.
     pub json_schema: bool,
-    /// Grounding knowledge (seed 004) inserted into the system prompt.
+    /// Grounding knowledge (docs/GROUNDING.md) inserted into the system prompt.
     pub grounding: Option<String>,
-    /// The seed's verbalized-entropy variant of the system prompt.
+    /// The verbalized-entropy variant of the system prompt (the model states
+    /// its uncertainty before deciding).
     pub verbalized_entropy: bool,
 }
 

@@ -1,4 +1,5 @@
-//! The perception stage (seed 000's DINO/SAM role): given the current
+//! The perception stage (the role of a detector/segmenter such as
+//! Grounding DINO + SAM): given the current
 //! RGB-D view and the target label, find the target's image region and its
 //! range from depth. The ObjectNav loop asks it, never the simulator: the
 //! low-level policy drives to what it reports, and the episode's final STOP

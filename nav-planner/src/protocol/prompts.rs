@@ -1,8 +1,8 @@
 //! The static system prompts of the planner protocols. They are constant
-//! across calls so providers can cache them (seed 003 §2.8 "Prompt Caching").
+//! across calls so providers can cache them (prompt caching).
 
-/// objectnav (seed 000 §9.1 "system prompt: output format and prohibitions",
-/// §11 output contract).
+/// objectnav: the output format, the prohibitions and the output contract
+/// `{goal_flag, angle, discovered_context}`.
 pub const OBJECTNAV_SYSTEM: &str = "\
 You are the high-level planner of an indoor robot that searches for a target object (ObjectNav).
 Each call you receive:
@@ -29,7 +29,7 @@ choose a clearly different direction from your recent decisions.
 - Output exactly one JSON object and nothing else, no prose, no code fences:
 {\"goal_flag\": false, \"angle\": 0.0, \"discovered_context\": {\"goal_scene_type\": \"corridor\", \"why\": \"...\"}}";
 
-/// candidates (seed 002 "Prompt Assembly": role, 6 inputs, output schema,
+/// candidates (the LLMos pipeline's prompt: role, 6 inputs, output schema,
 /// 10 rules).
 pub const CANDIDATES_SYSTEM: &str = "\
 You are the navigation brain of a mobile robot. Every cycle you choose the robot's next subgoal.
@@ -65,8 +65,8 @@ RULES
 9. Propose corrections only for cells you can see clearly, with confidence 0.6 or more.
 10. Never output anything but the JSON object.";
 
-/// explore (seed 003 §3.18 sections 1–5; section 6 is the per-call context
-/// and section 7 the camera image), compact (issue 16's token budget): the
+/// explore (sections 1–5 of the prompt; section 6 is the per-call context
+/// and section 7 the camera image), compact (few tokens per call): the
 /// role, the one angle convention of everything the model reads, the
 /// exploration strategy, the safety rules and the perceive-then-reason
 /// instruction. What each cycle brings is not listed here: the user
@@ -89,7 +89,7 @@ unsure, check_path_clear or stop_robot.
 First say in 1-3 sentences what you PERCEIVE (camera with depth labels, LiDAR) and why your action \
 advances exploration, then call one action tool.";
 
-/// The scene analyzer (seed 000 §4 "Scene VLM"): place type, objects, and a
+/// The scene analyzer (the scene VLM): place type, objects, and a
 /// one-line description.
 pub const SCENE_SYSTEM: &str = "\
 You classify the place an indoor robot is in from its camera view.
@@ -98,7 +98,7 @@ Reply with exactly one JSON object and nothing else:
 place_type is a short free-text room or area type (kitchen, living room, bedroom, bathroom, corridor, \
 office, ...). objects lists at most 8 clearly visible objects, lowercase.";
 
-/// Grounding generation (seed 004 §3): the episode's stacked feedback
+/// Grounding generation: the episode's stacked feedback
 /// becomes four short knowledge sections.
 pub const GROUNDING_SYSTEM: &str = "\
 You turn a user's feedback from one navigation episode into reusable knowledge for the robot's next \

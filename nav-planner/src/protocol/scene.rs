@@ -1,4 +1,4 @@
-//! The scene analyzer (seed 000 §4 "Scene VLM"): the place type, the
+//! The scene analyzer (a scene VLM): the place type, the
 //! visible objects and a one-line description, every 20 steps. The memory
 //! normalizes the place type (lowercase, punctuation removed, hallway →
 //! corridor). The offline stand-in is

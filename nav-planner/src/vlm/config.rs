@@ -16,8 +16,8 @@ pub enum Provider {
     /// Ollama, vLLM, llama.cpp server) through `base_url`.
     #[serde(rename = "openai")]
     OpenAi,
-    /// Google AI (Gemini API) with an API key. The default: seed 000's
-    /// planner is `gemini-2.5-flash-lite`.
+    /// Google AI (Gemini API) with an API key. The default: the ObjectNav
+    /// planner's reference model is `gemini-2.5-flash-lite`.
     #[default]
     Gemini,
     /// Google Cloud Vertex AI with a bearer token (a model or an endpoint).

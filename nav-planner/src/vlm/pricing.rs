@@ -1,7 +1,7 @@
 //! Cost estimates: a [`PriceTable`] of per-model token prices.
 //!
-//! The built-in entries are the prices seed 003 §2.8 verified (February
-//! 2026) plus the seed-000 planner `gemini-2.5-flash-lite`. Prices change;
+//! The built-in entries are list prices checked in February 2026, plus
+//! the ObjectNav planner's reference model `gemini-2.5-flash-lite`. Prices change;
 //! override or extend them in the backend config (`[vlm.prices."model"]`).
 
 use std::collections::BTreeMap;
@@ -102,7 +102,7 @@ impl PriceTable {
         Self { models: BTreeMap::new() }
     }
 
-    /// The built-in prices (seed 003 §2.8 and gemini-2.5-flash-lite).
+    /// The built-in prices (February 2026 list prices and gemini-2.5-flash-lite).
     pub fn builtin() -> Self {
         let entries = [
             // OpenAI: cached input at 50 % off.

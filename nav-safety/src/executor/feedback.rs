@@ -6,7 +6,7 @@ use nav_core::geometry::{Pose2, cardinal};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-/// Where the robot ended up (`new_position` of the seed's action result).
+/// Where the robot ended up (`new_position` of the action result).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PositionReport {
     /// Map x, m.
@@ -92,7 +92,7 @@ pub struct MotionReport {
 impl Feedback {
     /// The result of a tool call that was never executed because it is
     /// invalid (an unknown tool, a missing, mistyped or disallowed
-    /// argument), in the seed's override-feedback format: not a success,
+    /// argument), in the override-feedback format: not a success,
     /// `stopped_reason` `invalid_tool_call`, overridden by the safety layer,
     /// a message saying why and what to do instead, the command as the model
     /// sent it and no executed command.
@@ -130,8 +130,8 @@ impl Feedback {
     }
 
     /// Fills in the outcome of the motion: actual distance and duration,
-    /// new position, and — when the guard halted it — the override, as in
-    /// the seed's "safety-overridden result".
+    /// new position, and — when the guard halted it — the override (a
+    /// "safety-overridden result").
     pub fn complete(&mut self, report: &MotionReport) {
         self.actual_distance_m = Some(round2(report.distance_m.max(0.0)));
         self.actual_duration_s = Some(round2(report.duration_s.max(0.0)));

@@ -174,7 +174,7 @@ impl ExecutionOutcome {
         }
     }
 
-    /// The result as one line for the next prompt (seed 003 §3.17's
+    /// The result as one line for the next prompt (the action result's
     /// fields, none dropped but the pose, which the prompt's state line
     /// already gives): `success, moved 0.37m in 3.0s`;
     /// `SAFETY OVERRIDE, moved 0.12m in 0.8s: <the safety message>` (the
@@ -225,7 +225,7 @@ impl ExecutionOutcome {
         s
     }
 
-    /// [`Self::result_json`] as compact text with the fields in the seed's
+    /// [`Self::result_json`] as compact text with the fields in
     /// order (`success` first), ready to be a tool-result message.
     pub fn result_text(&self) -> String {
         let text = match &self.target {

@@ -1,6 +1,6 @@
 //! Translation of `move_toward` and `rotate` into velocity targets.
 //!
-//! `move_toward` uses the seed's direction table — forward (v, 0),
+//! `move_toward` uses this direction table — forward (v, 0),
 //! forward_left (v, +0.25), left (0.06, +0.45), forward_right (v, −0.25),
 //! right (0.06, −0.45), backward (−v, 0) — where `left`/`right` always run
 //! at 0.06 m/s whatever the speed argument. Pre-validation checks the

@@ -7,9 +7,9 @@
 //! - `obstacle_type`: `"wall"` when the surface of that nearest return is
 //!   contiguous over at least `clearance.wall_min_width_m` (0.5 m) inside
 //!   the arc, `"obstacle"` for a narrower object, `"none"` without a
-//!   return, `"unknown"` without usable data. The seed's own example (a
-//!   wall at 1.2 m) shows that the type describes the surface, not the
-//!   distance, so it is classified by extent;
+//!   return, `"unknown"` without usable data. The type
+//!   describes the surface, not the distance (a wall 1.2 m away is still
+//!   a wall), so it is classified by extent;
 //! - `traversable_width_m`: 0 when not clear; otherwise the free width of
 //!   the corridor along the direction up to the requested distance — the
 //!   nearest return on each side of the centre line among all beams whose

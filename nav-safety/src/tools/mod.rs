@@ -120,7 +120,7 @@ wire_enum! {
 }
 
 /// A `rotate` angle: one of −180, −135, −90, −45, 45, 90, 135, 180 degrees.
-/// As in the seed, **negative turns left** (counter-clockwise) and positive
+/// **Negative turns left** (counter-clockwise) and positive
 /// turns right.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
 #[serde(transparent)]
@@ -249,7 +249,7 @@ pub const DURATION_RANGE_S: (f64, f64) = (1.0, 8.0);
 pub const CHECK_DISTANCE_RANGE_M: (f64, f64) = (0.5, 5.0);
 
 impl ToolCall {
-    /// The seven tool names in the seed's order.
+    /// The seven tool names, in definition order.
     pub const NAMES: [&'static str; 7] = [
         "move_toward",
         "navigate_to_goal",
@@ -368,7 +368,7 @@ impl ToolCall {
         }
     }
 
-    /// The seed-003 command record: `{"tool": name, …arguments}` (the
+    /// The command record: `{"tool": name, …arguments}` (the
     /// `original_command` / `executed_command` of the feedback).
     pub fn to_command_json(&self) -> Value {
         let mut m = Map::new();

@@ -6,7 +6,7 @@
 //!
 //! - every object has `"additionalProperties": false` and lists **every**
 //!   property in `required`;
-//! - a field the seeds make optional is a *nullable* type
+//! - an optional field is a *nullable* type
 //!   (`"type": ["number", "null"]`) whose tool's description says what
 //!   `null` means: `move_toward.duration_s` (null = 3 s) and
 //!   `navigate_to_goal.frontier_id` / `x` / `y` (null when the goal type
@@ -72,8 +72,9 @@ fn rotate_degrees() -> Value {
     json!({"type": "integer", "enum": RotateDegrees::ALLOWED})
 }
 
-/// The seven tool definitions in the seed's order, with the default speed
-/// tiers (0.08 / 0.12 / 0.18 m/s).
+/// The seven tool definitions (in
+/// [`ToolCall::NAMES`](crate::tools::ToolCall::NAMES) order), with the
+/// default speed tiers (0.08 / 0.12 / 0.18 m/s).
 pub fn tool_schemas() -> Vec<ToolSchema> {
     tool_schemas_for(&SpeedConfig::default())
 }
@@ -81,7 +82,7 @@ pub fn tool_schemas() -> Vec<ToolSchema> {
 /// The seven tool definitions, `move_toward`'s description stating the
 /// speed tiers `speeds` the executor will drive at.
 ///
-/// The texts are compact (issue 16's token budget): a property carries a
+/// The texts are compact (few tokens per call): a property carries a
 /// description only where its name and type do not say enough; the angle
 /// convention (clockwise, `rotate` positive = right) is stated once, in the
 /// explore system prompt.

@@ -274,8 +274,8 @@ impl<'a> BridgeRunner<'a> {
         self
     }
 
-    /// The scene analyzer's own model (`[scene]`, seed §3's separate
-    /// endpoint) instead of the planner's.
+    /// The scene analyzer's own model (`[scene]`, a separate endpoint)
+    /// instead of the planner's.
     pub fn with_scene_vlm(mut self, vlm: Option<Arc<dyn VisionLanguageModel>>) -> Self {
         self.scene_vlm = vlm;
         self

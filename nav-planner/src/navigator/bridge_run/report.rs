@@ -212,8 +212,8 @@ pub struct BridgeRunReport {
     /// Why the run stopped before all requested episodes ran (the bridge
     /// died, a request failed), naming the episode.
     pub aborted: Option<String>,
-    /// Per-backend call statistics of the run (seed 002 adapter
-    /// statistics): answered and failed calls, mean latency, tokens, cost.
+    /// Per-backend call statistics of the run: answered and failed calls,
+    /// mean latency, tokens, cost.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub backends: Vec<crate::navigator::billing::BackendSummary>,
 }

@@ -1,20 +1,22 @@
-//! The explore loop (seeds 001/003): a decision task and a 20 Hz control
-//! task. The decision side asks the planner (a VLM or the offline explorer)
-//! when the [`CallScheduler`](nav_safety::CallScheduler) says so (event
-//! triggers, base period, frame skipping) or when the current action has
-//! finished; the planner runs on its own task (inline when it is instant)
-//! with one call in flight at a time, and its newest decision wins. The
-//! control task is the only velocity publisher: every tick it takes the
-//! current target (a timed velocity, a navigation goal followed along an A*
-//! path, a stop) or the watchdog tier's command (STOP_WAIT, LOCAL_NAV →
+//! The explore loop (LLM-driven exploration with a safety layer): a decision
+//! task and a 20 Hz control task. The decision side asks the planner (a VLM
+//! or the offline explorer) when the
+//! [`CallScheduler`](nav_safety::CallScheduler) says so (event triggers, base
+//! period, frame skipping) or when the current action has finished; the
+//! planner runs on its own task (inline when it is instant) with one call in
+//! flight at a time, and its newest decision wins. The control task is the
+//! only velocity publisher: every tick it takes the current target (a timed
+//! velocity, a navigation goal followed along an A* path, a stop) or the
+//! watchdog tier's command (STOP_WAIT, LOCAL_NAV →
 //! [`FrontierPlanner`](crate::offline::FrontierPlanner), RETURN_HOME → back
-//! to the start), hands it to nav-safety's [`SafetyLayer`](nav_safety::SafetyLayer)
-//! (decay while a decision is awaited, the continuous guard, the stop
-//! arbiter) and publishes one velocity command. The loop itself is only
-//! orchestration: the safety recipe (executor, guard, watchdog, network
-//! monitor, scheduler, triggers, arbiter) is the layer's. An external pause
-//! signal (the seed's voice override) stops motion at the next tick: a real
-//! robot gets one stop burst and then nothing until the pause ends.
+//! to the start), hands it to nav-safety's
+//! [`SafetyLayer`](nav_safety::SafetyLayer) (decay while a decision is
+//! awaited, the continuous guard, the stop arbiter) and publishes one
+//! velocity command. The loop itself is only orchestration: the safety recipe
+//! (executor, guard, watchdog, network monitor, scheduler, triggers, arbiter)
+//! is the layer's. An external pause signal (e.g. a voice override) stops
+//! motion at the next tick: a real robot gets one stop burst and then nothing
+//! until the pause ends.
 //!
 //! # On a real robot
 //!
@@ -31,8 +33,8 @@
 //! - When sensing fails (`Disconnected`, `Stale`), the robot is treated as
 //!   stopped: the stop arbiter holds zero velocity, no decision can be
 //!   made, and the time counts toward the watchdog tiers, so after a long
-//!   outage the loop resumes in LOCAL_NAV or RETURN_HOME as the seed
-//!   prescribes for a lost link. A blind LiDAR (`SensorFault`) holds the
+//!   outage the loop resumes in LOCAL_NAV or RETURN_HOME, the
+//!   watchdog's tiers for a lost link. A blind LiDAR (`SensorFault`) holds the
 //!   robot the same way, and a decision that comes due (at most once per
 //!   base period) tells the planner the LiDAR is blind and why, with no
 //!   frontiers; its reply is not executed.
@@ -154,7 +156,7 @@ impl Default for ExploreLoopConfig {
 #[derive(Debug, Clone, Default)]
 pub struct ExploreSignals {
     /// While set, no decisions are made and the loop leaves the robot to
-    /// whoever drives it meanwhile (the seed's voice override): a real
+    /// whoever drives it meanwhile (e.g. a voice override): a real
     /// robot gets one stop burst when the pause begins and no velocity
     /// command until it ends; a simulator keeps stepping at zero velocity.
     pub pause: Arc<AtomicBool>,

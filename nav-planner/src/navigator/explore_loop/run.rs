@@ -194,7 +194,7 @@ impl Run {
         Ok(self.ended_after(&end))
     }
 
-    /// Publishes the tick's command, except during a pause (the seed's
+    /// Publishes the tick's command, except during a pause (e.g. a
     /// voice override: another node drives the robot meanwhile). On a real
     /// robot (its `drive` publishes and returns at once) a pause sends one
     /// zero-velocity burst (the HAL's stop) when it begins and then

@@ -6,7 +6,7 @@
 //! `tools: [{"type": "function", "function": {name, description,
 //! parameters, strict}}]`, `tool_choice` `auto` / `required` / `none` (a
 //! restricted choice sends only the allowed tools with `required`),
-//! `parallel_tool_calls: false` with tools (seed 003 §3.16: reasoning text
+//! `parallel_tool_calls: false` with tools (reasoning text
 //! then one action), `response_format: {"type": "json_schema", ...}`,
 //! `max_completion_tokens` for OpenAI itself and reasoning models
 //! (`max_tokens` for compatible servers), no `temperature` for reasoning
