@@ -32,6 +32,12 @@ mod record;
 use clap::{Parser, Subcommand};
 use std::io::Write;
 
+/// The exit codes, for `--help`.
+const EXIT_CODES: &str = "Exit codes: 0 success; 1 the episode ran but failed its criteria; 2 bad usage or input \
+                          (also a robot or model that lacks what the run needs); 3 internal error or output that \
+                          cannot be written; 4 --max-cost-usd reached; 5 the model cannot be reached or used \
+                          (connection refused, DNS, TLS, HTTP 401/403/404).";
+
 /// VLM-guided robot navigation: run episodes, evaluate planners, parse and
 /// inspect model replies, replay logs and merge grounding knowledge.
 #[derive(Parser, Debug)]
@@ -41,9 +47,7 @@ use std::io::Write;
     about,
     long_about = None,
     propagate_version = true,
-    after_help = "Exit codes: 0 success; 1 the episode ran but failed its criteria; 2 bad usage or input; \
-                  3 internal error or output that cannot be written; 4 --max-cost-usd reached; \
-                  5 the model cannot be reached or used (connection refused, DNS, TLS, HTTP 401/403/404)."
+    after_help = EXIT_CODES
 )]
 struct Cli {
     /// More log output on stderr (-v info, -vv debug); RUST_LOG also works.
@@ -57,9 +61,9 @@ struct Cli {
 // doc comment of its argument struct (a doc comment here would replace it).
 #[derive(Subcommand, Debug)]
 enum Command {
-    #[command(about = "Run one episode in the built-in simulator")]
+    #[command(about = "Run one episode in the built-in simulator", after_help = EXIT_CODES)]
     Run(cmd::run::RunArgs),
-    #[command(about = "Run many episodes (arenas × seeds × configurations) and tabulate them")]
+    #[command(about = "Run many episodes (arenas × seeds × configurations) and tabulate them", after_help = EXIT_CODES)]
     Eval(cmd::eval::EvalArgs),
     #[command(about = r#"Parse one raw VLM reply and print {"ok", "decision", "error"}"#)]
     Parse(cmd::parse::ParseArgs),

@@ -145,24 +145,6 @@ fn no_document_points_outside_the_repository() {
     assert!(problems.is_empty(), "documents refer to what the reader does not have:\n{}", problems.join("\n"));
 }
 
-/// Files whose doc comments are being reworded by a parallel change; until it
-/// is merged they may still point outside the repository. Temporary: empty
-/// this list once that change has landed. A trailing `/` allows a directory.
-const DOC_COMMENTS_REWORDED_ELSEWHERE: &[&str] = &[
-    "nav-planner/src/navigator/episode.rs",
-    "nav-planner/src/navigator/mod.rs",
-    "nav-planner/src/navigator/runner/",
-    "nav-planner/src/vlm/request.rs",
-    "nav-planner/src/vlm/mod.rs",
-    "nav-planner/src/vlm/metered.rs",
-    "nav-planner/src/vlm/ledger.rs",
-    "nav-planner/src/vlm/error.rs",
-    "nav-hal/src/hal/mod.rs",
-    "nav-cli/src/exit.rs",
-    "nav-cli/src/cmd/rosmaster.rs",
-    "nav-cli/src/cmd/eval.rs",
-];
-
 /// Whether a doc-comment line refers to something outside the repository:
 /// what `grep -E "SPEC|seed 00[0-4]|seed §|seeds? [0-9]|issue [0-9]+"`
 /// finds, plus the spellings [`refers_outside`] also knows ("Seed 000",
@@ -241,12 +223,6 @@ fn no_doc_comment_points_outside_the_repository() {
     let mut problems = Vec::new();
     for file in &files {
         let relative = file.strip_prefix(&root).unwrap_or(file).to_string_lossy().replace('\\', "/");
-        let reworded_elsewhere = DOC_COMMENTS_REWORDED_ELSEWHERE
-            .iter()
-            .any(|allowed| if allowed.ends_with('/') { relative.starts_with(allowed) } else { relative == *allowed });
-        if reworded_elsewhere {
-            continue;
-        }
         let text = std::fs::read_to_string(file).unwrap();
         for (i, line) in text.lines().enumerate() {
             let trimmed = line.trim_start();

@@ -20,7 +20,7 @@ use std::time::Instant;
 /// Run arenas × seeds × configurations in parallel and print a table of SR,
 /// SPL, collisions, coverage, ABABA and STUCK, planner/VLM calls and tokens.
 ///
-/// The default suite: objectnav in the built-in houses (seeds 0–4) and
+/// The default suite: objectnav in the built-in houses (seed values 0 to 4) and
 /// --procedural procedurally generated houses, with the frontier baseline
 /// and the offline stand-in with memory off and on (the map baseline:
 /// `--configs objectnav:map:on`); the candidates protocol's

@@ -21,10 +21,10 @@
 //! | method | needed by |
 //! | --- | --- |
 //! | `odometry()` | every protocol |
-//! | `scan()` | explore; candidates with the LiDAR world model |
+//! | `scan()` | objectnav (the map and the free distance per direction); explore; candidates with the LiDAR world model |
 //! | `rgb()` | objectnav (any perception stage) |
 //! | `depth()` | objectnav with label perception; candidates with the vision world model |
-//! | `panorama(views)` | objectnav (unless a model planner runs text-only) |
+//! | `panorama(views)` | objectnav (the planner looks around: images, or the objects per direction as text) |
 //! | `labels()` | objectnav with label perception (the default without a model) |
 //! | `detections()` | optional: explore and candidates use them when offered |
 //! | `detections_around(views)` | none (adapters forward it for callers of their own) |
@@ -66,7 +66,7 @@ pub trait Sensors: Send {
 
     /// The newest LiDAR scan.
     ///
-    /// Needed by: explore; candidates with the LiDAR world model.
+    /// Needed by: objectnav (the map and the free distance per direction); explore; candidates with the LiDAR world model.
     async fn scan(&mut self) -> Result<StampedScan, HalError> {
         Err(HalError::unsupported("lidar scan"))
     }
@@ -89,7 +89,7 @@ pub trait Sensors: Send {
     /// straight ahead and turning left (PixelNav uses 12). The robot ends
     /// facing the way it started.
     ///
-    /// Needed by: objectnav (unless a model planner runs text-only); set
+    /// Needed by: objectnav (the planner looks around: images, or the objects per direction as text); set
     /// [`Capabilities::panorama`].
     async fn panorama(&mut self, views: usize) -> Result<Panorama, HalError> {
         let _ = views;

@@ -3,11 +3,11 @@
 //! simulator ([`episode`]), evaluation suites ([`eval`]) and episodes
 //! through the simulator bridge (`bridge_run`, feature `sim-bridge`).
 //!
-//! - [`objectnav_loop::ObjectNavLoop`] — seed 000's panorama → planner → low-level
+//! - [`objectnav_loop::ObjectNavLoop`] — the Place–Anchor memory design's panorama → planner → low-level
 //!   policy loop with Place–Anchor memory;
-//! - [`explore_loop::ExploreLoop`] — seeds 001/003's VLM decision task and 20 Hz
+//! - [`explore_loop::ExploreLoop`] — the LLM-driven exploration robot's VLM decision task and 20 Hz
 //!   control task with the safety layer, watchdog tiers and pause/resume;
-//! - [`candidates_loop::CandidatesLoop`] — seed 002's 13-step cycle.
+//! - [`candidates_loop::CandidatesLoop`] — the LLMos pipeline's 13-step cycle.
 //!
 //! All three are generic over the robot (`R: Robot`, so the simulator, a
 //! rosbridge robot or a bridge process), take their planner as a trait
@@ -41,7 +41,7 @@ pub mod place_score;
 pub mod policy;
 mod pursuit;
 
-/// The public episode runner for any robot (see [`episode::runner`]).
+#[doc(inline)]
 pub use episode::runner;
 pub use log::{LogError, MAX_LOG_LINE_BYTES, PlannerRecord, PoseRecord, StepLog, StepRecord, read_log};
 

@@ -531,6 +531,13 @@ impl ObjectNavLoop {
             };
             let (o, record) = self.parts.scene.analyze(&input).await;
             st.stats.add_scene_call(&record);
+            if o.is_none() {
+                // a failed or unusable reply: the documented fallback is an unnamed place
+                if let Some(reason) = record.errors.first() {
+                    st.stats.fallbacks += 1;
+                    st.stats.note_fallback(&format!("scene: {reason}"));
+                }
+            }
             st.stats.scene_calls += 1;
             st.vlm_time_ms += record.latency_ms;
             // an analyzer that could not tell still counts as an analysis (logged, timer restarted)

@@ -8,9 +8,10 @@
 //!   [`VlmError::Timeout`].
 //! - Retried: HTTP 429 (waiting `Retry-After` / `retry-after-ms` / Google's
 //!   `RetryInfo`, capped by the configured maximum delay), HTTP 5xx, and
-//!   transport failures (connection refused or reset, a body cut off, a
-//!   connect timeout, an attempt timeout when `attempt_timeout` is set).
-//!   Never other 4xx, never a 2xx body that fails to decode.
+//!   transport failures (a connection reset, a body cut off, a connect
+//!   timeout, an attempt timeout when `attempt_timeout` is set). Never
+//!   other 4xx, never a 2xx body that fails to decode, never a link fault
+//!   ([`VlmError::link_fault`]: connection refused, DNS, TLS).
 //! - At most `max_attempts` attempts; a retry whose wait would pass the
 //!   deadline is not started and the last error is returned.
 //! - Back-off: `base_delay · 2^(n-1)`, capped, with "equal jitter" (a
@@ -217,9 +218,14 @@ impl HttpTransport {
         let transport_error = |e: reqwest::Error| {
             let message = redact(&error_chain(&e), secrets);
             if e.is_builder() {
-                Outcome::Fatal(VlmError::Config { message: format!("invalid request: {message}") })
+                return Outcome::Fatal(VlmError::Config { message: format!("invalid request: {message}") });
+            }
+            let error = VlmError::Connection { message };
+            if error.link_fault().is_some() {
+                // refused, DNS, TLS: retrying within the call cannot help, and the run ends on it
+                Outcome::Fatal(error)
             } else {
-                Outcome::Retry(VlmError::Connection { message }, None)
+                Outcome::Retry(error, None)
             }
         };
         let request = self

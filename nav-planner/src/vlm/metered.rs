@@ -1,4 +1,4 @@
-//! Call statistics (seed 002 "Statistics Tracking"): [`MeteredVlm`] wraps
+//! Call statistics (LLMos-style statistics tracking): [`MeteredVlm`] wraps
 //! any model and keeps [`VlmStats`].
 
 use std::collections::BTreeMap;

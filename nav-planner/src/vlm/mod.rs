@@ -71,7 +71,7 @@ pub use response::{RawToolCall, Usage, VlmResponse};
 pub use scripted::{FnVlm, ScriptStep, ScriptedVlm};
 
 /// The per-call deadline used when neither the request nor the config sets
-/// one (SPEC §3: VLM call timeout 8 s).
+/// one (8 s).
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(8);
 
 /// Which provider and model a backend talks to, for logs and run summaries.

@@ -167,8 +167,8 @@ pub enum Turn {
         call_id: String,
         /// The tool's name (Gemini matches results by name).
         name: String,
-        /// The result, usually a JSON object serialized as text (seed 003
-        /// §3.17 result format).
+        /// What the tool returned, usually a JSON object serialized as
+        /// text.
         content: String,
     },
 }

@@ -1,7 +1,7 @@
 //! One episode in the built-in simulator, end to end: build the world, the
 //! planner and the loop for a protocol, run it, judge it against the
-//! arena's criteria with ground truth, and summarize it (SPEC §6 run
-//! summary, seed 002 report). `nav run`, `nav eval` and the integration
+//! arena's criteria with ground truth, and summarize it (the run summary
+//! and the criteria report). `nav run`, `nav eval` and the integration
 //! tests all go through [`run_episode`].
 
 pub mod runner;
@@ -101,7 +101,7 @@ pub struct EpisodeSpec {
     pub text_only: bool,
     /// The model, for `PlannerChoice::Vlm`.
     pub vlm: Option<Arc<dyn VisionLanguageModel>>,
-    /// The scene analyzer's own model (`[scene]`: seed §3's separate
+    /// The scene analyzer's own model (`[scene]`: a separate
     /// endpoint); `None`: the planner's model. Used with `PlannerChoice::Vlm`.
     pub scene_vlm: Option<Arc<dyn VisionLanguageModel>>,
     /// The deadline of every model call, seconds (`--timeout`): replaces
@@ -112,7 +112,7 @@ pub struct EpisodeSpec {
     /// it; once reached, further calls are refused and the loop ends at its
     /// next step with the end `cost_limit`. Share one across a suite.
     pub budget: Option<Arc<CostBudget>>,
-    /// Grounding knowledge (seed 004, merged and rendered) for the system
+    /// Grounding knowledge (learnt from feedback, merged and rendered) for the system
     /// prompt of every protocol.
     pub grounding: Option<String>,
     /// The seed's verbalized-entropy variant of the system prompt.
@@ -178,7 +178,7 @@ impl std::fmt::Debug for EpisodeSpec {
 }
 
 impl EpisodeSpec {
-    /// A spec with defaults: objectnav, offline planner, memory on, seed 0.
+    /// A spec with defaults: objectnav, offline planner, memory on, `seed = 0`.
     pub fn new(arena: Arena, arena_source: impl Into<String>) -> Self {
         Self {
             arena,
@@ -207,7 +207,7 @@ impl EpisodeSpec {
     }
 }
 
-/// One success criterion and how the run did (seed 002 report).
+/// One success criterion and how the run did (a line of the criteria report).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CriterionResult {
     /// Name, e.g. "Goal Reached".
@@ -223,7 +223,7 @@ pub struct CriterionResult {
     pub detail: String,
 }
 
-/// The run summary (SPEC §6), plus the criteria and a few extras.
+/// The run summary: the episode's metrics, model calls and criteria.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RunSummary {
     /// Arena name.
@@ -279,10 +279,10 @@ pub struct RunSummary {
     pub median_overhead_ms: Option<f64>,
     /// Whether all criteria passed.
     pub passed: bool,
-    /// Criteria passed (seed 002 `passedCount`).
+    /// Criteria passed (the LLMos report's `passedCount`).
     #[serde(default)]
     pub passed_count: u32,
-    /// Criteria checked (seed 002 `totalCount`).
+    /// Criteria checked (the LLMos report's `totalCount`).
     #[serde(default)]
     pub total_count: u32,
     /// The criteria.
@@ -291,7 +291,7 @@ pub struct RunSummary {
     /// calls are in `vlm_calls`.
     #[serde(default)]
     pub vlm_failures: u32,
-    /// Per-backend call statistics (seed 002 adapter statistics).
+    /// Per-backend call statistics.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub backends: Vec<BackendSummary>,
     /// Scene analyses run (objectnav).
@@ -315,6 +315,11 @@ pub struct RunSummary {
     /// why without a tracing subscriber.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub fallback_reasons: Vec<String>,
+    /// Whether a judge measured the path, collisions and coverage; when
+    /// false those fields are 0 because nothing measured them (a real robot
+    /// without a judge), and the report prints them as n/a.
+    #[serde(default = "judged_by_default")]
+    pub judged: bool,
     /// An output of the episode that could not be written (the
     /// `--memory-file` save on a full or read-only disk). The episode's
     /// result stands; `nav run` prints it, then exits 3 with this message.
@@ -322,8 +327,13 @@ pub struct RunSummary {
     pub output_error: Option<String>,
 }
 
+/// Summaries written before the field existed were all judged.
+fn judged_by_default() -> bool {
+    true
+}
+
 impl RunSummary {
-    /// The seed-002 report, extended with SR / SPL / ABABA / STUCK /
+    /// The criteria report (as LLMos prints it), extended with SR / SPL / ABABA / STUCK /
     /// planner calls / tokens.
     pub fn report(&self) -> String {
         let mut s = String::new();
@@ -356,23 +366,24 @@ impl RunSummary {
             self.seed,
             self.target.as_ref().map(|t| format!(" | target {t}")).unwrap_or_default()
         );
+        let measured = |v: String| if self.judged { v } else { "n/a".to_string() };
         let _ = writeln!(
             s,
-            "  SR {:.0} | SPL {} | path {:.2} m (shortest {}) | steps {} | coverage {:.0}%",
+            "  SR {:.0} | SPL {} | path {} (shortest {}) | steps {} | coverage {}",
             if self.success { 1.0 } else { 0.0 },
             // without a goal there is no shortest path and SPL is undefined (the JSON keeps 0)
             self.geodesic_m.map_or("n/a".to_string(), |_| format!("{:.2}", self.spl)),
-            self.path_length_m,
+            measured(format!("{:.2} m", self.path_length_m)),
             self.geodesic_m.map_or("n/a".to_string(), |g| format!("{g:.2} m")),
             self.steps,
-            self.coverage * 100.0
+            measured(format!("{:.0}%", self.coverage * 100.0))
         );
         let _ = writeln!(
             s,
             "  ABABA {} | STUCK {} | collisions {} | planner calls {} | VLM calls {} | tokens {}+{} | fallbacks {}",
             self.ababa,
             self.stuck,
-            self.collisions,
+            measured(self.collisions.to_string()),
             self.planner_calls,
             self.vlm_calls,
             self.prompt_tokens,
@@ -438,7 +449,7 @@ pub enum EpisodeError {
     ModelLink(crate::vlm::ModelLinkFailure),
 }
 
-/// Picks a start pose and (for ObjectNav) a target for `seed`: seed 0 keeps
+/// Picks a start pose and (for ObjectNav) a target for `seed`: `0` keeps
 /// the arena's own; other seeds draw a free start with 0.4 m clearance and,
 /// when the arena has an object goal, a random labelled object class.
 pub fn seeded_arena(arena: &Arena, seed: u64, robot_radius: f64) -> Result<Arena, HalError> {

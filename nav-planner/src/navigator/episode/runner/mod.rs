@@ -203,6 +203,13 @@ impl Runner {
         self
     }
 
+    /// Sends the model no images (text only): objectnav then sends no
+    /// scene requests, and the planner reads the panorama as text.
+    pub fn text_only(mut self, on: bool) -> Self {
+        self.spec.text_only = on;
+        self
+    }
+
     /// Memory (Navigation Context, DC queue) on or off.
     pub fn memory(mut self, on: bool) -> Self {
         self.spec.memory = on;

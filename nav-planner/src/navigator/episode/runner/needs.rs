@@ -78,14 +78,17 @@ pub fn robot_needs(spec: &EpisodeSpec) -> Vec<Need> {
     match spec.protocol {
         ProtocolKind::Objectnav => {
             needs.push(need(Method::Odometry, "ObjectNav", ""));
+            needs.push(need(
+                Method::Scan,
+                "ObjectNav (the map, and the free distance the planner sees per direction)",
+                "",
+            ));
             needs.push(need(Method::Act, "ObjectNav (its low-level policy takes discrete steps)", ""));
-            if !spec.text_only || spec.planner != PlannerChoice::Vlm {
-                needs.push(need(
-                    Method::Panorama,
-                    "ObjectNav (the planner looks at a panorama)",
-                    "or set `text_only` with a model planner",
-                ));
-            }
+            needs.push(need(
+                Method::Panorama,
+                "ObjectNav (the planner looks around: images, or objects per direction as text)",
+                "",
+            ));
             match effective_perception(spec) {
                 PerceptionChoice::Sim => {
                     let alt = "or use perception = vlm (the model finds the target in the camera image)";
@@ -145,7 +148,7 @@ pub fn model_needs(spec: &EpisodeSpec) -> Vec<(RequestKind, &'static str)> {
         if !spec.text_only {
             kinds.push((
                 RequestKind::Scene,
-                "the scene analyzer names the places; answer scene requests, or set `text_only`",
+                "the scene analyzer names the places; answer scene requests, or run text-only (`Runner::text_only(true)`, `--text-only`)",
             ));
         }
         if effective_perception(spec) == PerceptionChoice::Vlm {
@@ -186,35 +189,48 @@ async fn offers<R: Robot + ?Sized>(robot: &mut R, caps: &Capabilities, method: M
     }
 }
 
+/// The `Capabilities` flag that announces `method`, if it has one.
+fn flag_of(method: Method) -> Option<&'static str> {
+    match method {
+        Method::Panorama => Some("panorama"),
+        Method::Act => Some("discrete_actions"),
+        Method::Drive => Some("velocity"),
+        Method::MoveToOrDrive => Some("move_to or velocity"),
+        _ => None,
+    }
+}
+
 /// Checks, before step 1, that `robot` offers every method
 /// [`robot_needs`] lists and that the model answers every kind
 /// [`model_needs`] lists.
 ///
 /// # Errors
-/// [`EpisodeError::Capability`] for the first missing method or declined
-/// kind.
+/// [`EpisodeError::Capability`] listing every missing method and declined
+/// kind at once (one line each).
 pub async fn check<R: Robot + ?Sized>(spec: &EpisodeSpec, robot: &mut R) -> Result<(), EpisodeError> {
     let caps = robot.capabilities();
+    let mut gaps = Vec::new();
     for n in robot_needs(spec) {
         if !offers(robot, &caps, n.method).await {
+            let flag = flag_of(n.method).map_or(String::new(), |f| format!(" (and set `Capabilities::{f}`)"));
             let alternatives = if n.alternatives.is_empty() { String::new() } else { format!(", {}", n.alternatives) };
-            return Err(EpisodeError::Capability(format!(
-                "{} needs `{}`; {} does not provide it: implement it (and set its `Capabilities` flag){alternatives}",
+            gaps.push(format!(
+                "{} needs `{}`; {} does not provide it: implement it{flag}{alternatives}",
                 n.needed_by,
                 n.method.name(),
                 short_type_name::<R>(),
-            )));
+            ));
         }
     }
     if let Some(model) = &spec.vlm {
         for (kind, why) in model_needs(spec) {
             if !model.answers(kind) {
-                return Err(EpisodeError::Capability(format!(
+                gaps.push(format!(
                     "the model {} declines {kind} requests, which this run sends: {why}",
                     model.describe()
-                )));
+                ));
             }
         }
     }
-    Ok(())
+    if gaps.is_empty() { Ok(()) } else { Err(EpisodeError::Capability(gaps.join("\n"))) }
 }

@@ -64,10 +64,10 @@ pub(crate) struct LoopResult {
     pub(crate) end: String,
     /// How success is decided.
     pub(crate) success: SuccessRule,
-    /// The loop's own coverage (candidates: what the camera saw, the seed's
+    /// The loop's own coverage (candidates: what the camera saw, the LLMos
     /// known cells / total cells); `None` uses the judge's.
     pub(crate) coverage: Option<f64>,
-    /// Final stuck counter and its limit (the seed's Stuck Recovery
+    /// Final stuck counter and its limit (the LLMos Stuck Recovery
     /// criterion, candidates protocol).
     pub(crate) stuck_recovery: Option<(u32, u32)>,
     /// The memory's place at every step with the true pose (objectnav),

@@ -81,15 +81,22 @@ pub(crate) fn summarize(j: Judged<'_>, verdict: &Verdict, world: Option<&Arena>,
         ));
     }
     let max_coll = arena.criteria.max_collisions.unwrap_or(0);
-    if let Some(collisions) = verdict.collisions {
-        criteria.push(crit(
+    criteria.push(match verdict.collisions {
+        Some(collisions) => crit(
             "Collisions",
             collisions <= max_coll,
             format!("{collisions} collisions"),
             format!("<= {max_coll}"),
             "contacts of the robot's disc with walls, obstacles or objects (the judge's count)".into(),
-        ));
-    }
+        ),
+        None => crit(
+            "Collisions",
+            false,
+            "not judged: no ground truth for this robot".into(),
+            format!("<= {max_coll}"),
+            "collisions need a judge that knows the world".into(),
+        ),
+    });
     if let Some(m) = min_cov {
         let how = if run.coverage.is_some() {
             "known cells / total cells of the world-model grid, as the robot's camera (and in LiDAR mode its LiDAR) saw them"
@@ -177,6 +184,7 @@ pub(crate) fn summarize(j: Judged<'_>, verdict: &Verdict, world: Option<&Arena>,
         places: world.and_then(|w| PlaceScore::of(w, &run.places, run.scene_calls)),
         invalid_tool_calls: stats.invalid_tool_calls,
         requests: Default::default(),
+        judged: verdict.path_length_m.is_some(),
         fallback_reasons: stats.fallback_reasons,
         output_error: run.output_error,
     }
