@@ -37,6 +37,15 @@
 //! | `[explore.safety.*]` | speeds (0, 5] m/s and creep < slow < medium < fast ≤ `max_linear_mps`; clearances stop < reject < full speed; TTC stop < slow < medium < full ≤ 60 s; watchdog continue < stop_wait < local_nav; `geofence.sample_step_s` [0.001, 10]; similarities [0, 1]; `triggers.min_adjacent_open` 1..=12 |
 //! | `[candidates]` | `max_cycles` 1..=1000000; `resolution_m` [0.01, 10]; `inference_timeout_s` (0, 3600]; `inflation_m` [0, 10]; `explore_until_known` [0, 1]; `candidates.w_*` [0, 1]; `candidates.max_candidates` 1..=100; `stuck.cycles` ≥ 1; `planner.waypoint_spacing` 1..=1000; `world_model` vision (default) \| lidar \| ground_truth; `camera.fov_deg` [1, 179], `camera.range_m` [0.2, 20], `camera.initial_scan_views` 0..=36; `bridge.rotate_speed_dps` (0, 720], `bridge.nudge_m` [0, 1], `bridge.action_timeout_s` (0, 3600]; `waypoint_spacing_m` [0, 100]; `max_stuck_counter` (docs/CANDIDATES.md) |
 //!
+//! # Presets
+//!
+//! `--preset NAME` (`nav run`, `nav eval`) applies a set of values shipped
+//! with navkit before the file: the preset's TOML (`nav-cli/presets/`)
+//! is the first layer, `--config`'s tables are merged over it key by key
+//! (a file's `[vlm]` or `[scene]` replaces the preset's whole section: a
+//! backend is one unit), and the flags win over both. `llmos` is the
+//! original LLMos pipeline's values (docs/CANDIDATES.md, "The LLMos preset").
+//!
 //! # Who decides what
 //!
 //! - Step budgets: `--max-steps` > the file's `[objectnav] max_steps`,
@@ -108,6 +117,51 @@ impl GroundingSection {
     }
 }
 
+/// A set of config values shipped with navkit (`--preset`), applied before
+/// `--config` and the flags (see the module docs).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Preset {
+    /// The original LLMos navigation pipeline's values: OpenRouter with
+    /// Claude Sonnet 4.5, one retry after 1 s, a 0.15 m robot, a 3 m camera
+    /// range, no hard inflation, and a STOP that ends only runs with a goal.
+    Llmos,
+}
+
+impl Preset {
+    /// The preset's TOML, as shipped.
+    pub fn toml(self) -> &'static str {
+        match self {
+            Preset::Llmos => include_str!("../presets/llmos.toml"),
+        }
+    }
+
+    /// The name `--preset` takes.
+    pub fn name(self) -> &'static str {
+        match self {
+            Preset::Llmos => "llmos",
+        }
+    }
+
+    /// The preset as a TOML table.
+    pub fn table(self) -> Result<toml::Table, Exit> {
+        toml::from_str(self.toml()).map_err(|e| crate::exit::internal(format!("preset {}: {e}", self.name())))
+    }
+}
+
+/// Merges `over` into `base`: tables key by key, any other value (and the
+/// whole of a `[vlm]` or `[scene]` section at the top) replaced.
+fn merge_tables(base: &mut toml::Table, over: toml::Table, top: bool) {
+    for (key, value) in over {
+        let whole = top && (key == "vlm" || key == "scene");
+        match (base.get_mut(&key), value) {
+            (Some(toml::Value::Table(b)), toml::Value::Table(o)) if !whole => merge_tables(b, o, false),
+            (_, value) => {
+                base.insert(key, value);
+            }
+        }
+    }
+}
+
 /// The largest config file `--config` reads.
 pub const MAX_CONFIG_BYTES: u64 = 1 << 20;
 
@@ -159,9 +213,15 @@ pub struct NavConfig {
     /// Episodes, planner, memory, agent radius (`nav habitat`; flags override).
     #[cfg(feature = "habitat")]
     pub habitat: nav_planner::navigator::bridge_run::BridgeRunConfig,
-    /// The file as a TOML table, to tell keys the file sets from defaults.
+    /// The file as a TOML table, to tell keys the file sets from defaults
+    /// (with a preset: the preset's table with the file's merged over it).
     #[serde(skip)]
     pub table: toml::Table,
+    /// `[vlm]` is the preset's, not the file's: `--vlm` naming another
+    /// provider starts from that provider's defaults, not the preset's
+    /// endpoint.
+    #[serde(skip)]
+    pub vlm_from_preset: bool,
 }
 
 impl NavConfig {
@@ -270,6 +330,30 @@ impl NavConfig {
         path.map_or_else(|| Ok(Self::default()), Self::load)
     }
 
+    /// The preset (if any) with `path` (if any) merged over it (see the
+    /// module docs). The file alone is checked first, so its errors name
+    /// it; then the merged values are checked.
+    pub fn load_layers(preset: Option<Preset>, path: Option<&Path>) -> Result<Self, Exit> {
+        let Some(preset) = preset else { return Self::load_opt(path) };
+        let mut table = preset.table()?;
+        let file = path.map(Self::load).transpose()?;
+        if let Some(f) = &file {
+            merge_tables(&mut table, f.table.clone(), true);
+        }
+        let what =
+            format!("preset {}{}", preset.name(), path.map_or(String::new(), |p| format!(" with {}", p.display())));
+        let mut config: Self =
+            toml::Value::Table(table.clone()).try_into().map_err(|e| usage(format!("{what}: {e}")))?;
+        config.table = table;
+        config.vlm_from_preset = file.as_ref().is_none_or(|f| f.vlm.is_none());
+        if let Some(f) = file {
+            // the file's grounding paths are already relative to its directory
+            config.grounding = f.grounding;
+        }
+        config.validate().map_err(|e| usage(format!("{what}: {}", section_and_key(&e))))?;
+        Ok(config)
+    }
+
     /// The backend config for `--vlm/--model/--base-url`, falling back to the
     /// file's `[vlm]` section.
     pub fn backend(
@@ -286,7 +370,8 @@ impl NavConfig {
                     .find(|p| p.as_str() == name)
                     .ok_or_else(|| usage(format!("--vlm {name:?}: expected openai, gemini, vertex or anthropic")))?;
                 if self.vlm.as_ref().is_none_or(|v| v.provider != p) {
-                    cfg = BackendConfig { provider: p, ..cfg };
+                    cfg =
+                        if self.vlm_from_preset { BackendConfig::new(p) } else { BackendConfig { provider: p, ..cfg } };
                     cfg.model = None;
                 }
             }
@@ -355,6 +440,62 @@ mod tests {
         assert_eq!(c.budget(ProtocolKind::Candidates), Some(5));
         assert_eq!(c.budget(ProtocolKind::Explore), None);
         assert!(c.is_set(&["candidates", "max_cycles"]) && !c.is_set(&["candidates", "max_cycles", "x"]));
+    }
+
+    #[test]
+    fn llmos_preset_sets_each_value() {
+        use nav_planner::navigator::candidates_loop::StopRule;
+        use nav_planner::vlm::RetryBackoff;
+        let c = NavConfig::load_layers(Some(Preset::Llmos), None).unwrap();
+        let vlm = c.vlm.clone().unwrap();
+        assert_eq!(vlm.provider, Provider::OpenAi);
+        assert_eq!(vlm.base_url.as_deref(), Some("https://openrouter.ai/api/v1"));
+        assert_eq!(vlm.api_key_env.as_deref(), Some("OPENROUTER_API_KEY"));
+        assert_eq!(vlm.model.as_deref(), Some("anthropic/claude-sonnet-4-5-20250929"));
+        assert_eq!(vlm.max_tokens, Some(512));
+        assert_eq!(vlm.attempt_timeout_s, Some(15.0));
+        assert_eq!((vlm.max_attempts, vlm.retry_base_delay_s, vlm.retry_backoff), (2, 1.0, RetryBackoff::Linear));
+        assert!((c.sim.robot_radius_m - 0.15).abs() < 1e-12);
+        assert!((c.candidates.inference_timeout_s - 5.0).abs() < 1e-12);
+        assert!(c.candidates.inflation_m.abs() < 1e-12);
+        assert_eq!(c.candidates.stop_ends_run, StopRule::NonExploration);
+        assert!((c.candidates.camera.range_m - 3.0).abs() < 1e-12);
+        // nothing else moves
+        let d = NavConfig::default();
+        assert_eq!(c.explore, d.explore);
+        assert_eq!(c.objectnav, d.objectnav);
+        let cands = CandidatesLoopConfig {
+            inflation_m: d.candidates.inflation_m,
+            stop_ends_run: d.candidates.stop_ends_run,
+            camera: d.candidates.camera.clone(),
+            ..c.candidates.clone()
+        };
+        assert_eq!(cands, d.candidates);
+        assert_eq!(SimConfig { robot_radius_m: d.sim.robot_radius_m, ..c.sim.clone() }, d.sim);
+        assert!(c.vlm_from_preset);
+        // --vlm naming another provider does not keep the preset's endpoint
+        let b = c.backend(Some("gemini"), None, None).unwrap();
+        assert_eq!((b.provider, b.base_url, b.max_attempts), (Provider::Gemini, None, 3));
+    }
+
+    #[test]
+    fn a_file_overrides_the_preset_key_by_key() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("mine.toml");
+        std::fs::write(&path, "[candidates.camera]\nrange_m = 2.5\n\n[vlm]\nprovider = \"gemini\"\n").unwrap();
+        let c = NavConfig::load_layers(Some(Preset::Llmos), Some(&path)).unwrap();
+        assert!((c.candidates.camera.range_m - 2.5).abs() < 1e-12);
+        assert!(c.candidates.inflation_m.abs() < 1e-12, "the preset's other keys stay");
+        let vlm = c.vlm.clone().unwrap();
+        assert_eq!(
+            (vlm.provider, vlm.base_url, vlm.max_attempts),
+            (Provider::Gemini, None, 3),
+            "[vlm] is replaced whole"
+        );
+        assert!(!c.vlm_from_preset);
+        // without a preset, the file alone
+        let plain = NavConfig::load_layers(None, Some(&path)).unwrap();
+        assert!((plain.candidates.inflation_m - 0.33).abs() < 1e-12);
     }
 
     #[test]

@@ -83,3 +83,28 @@ fn candidates_max_cycles_is_honoured_and_the_flag_wins() {
         steps(&nav_with_config(cfg, &["--protocol", "candidates", "--arena", "exploration", "--max-steps", "2"])) <= 2
     );
 }
+
+/// `--preset llmos` runs a candidates episode with the preset's values, and
+/// `--config` still overrides them.
+#[test]
+fn the_llmos_preset_runs_an_episode_and_a_file_overrides_it() {
+    let run = |extra: &[&str]| {
+        let o = Command::new(env!("CARGO_BIN_EXE_nav"))
+            .args(["run", "--json", "--preset", "llmos", "--protocol", "candidates", "--arena", "exploration"])
+            .args(["--max-steps", "75"])
+            .args(extra)
+            .output()
+            .expect("nav runs");
+        // exit 1 is an episode that failed its criteria (the preset's runs collide), not an error
+        assert!(matches!(o.status.code(), Some(0 | 1)), "{}", stderr(&o));
+        let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("one JSON summary");
+        v["end"].as_str().expect("an end").to_string()
+    };
+    // the offline planner STOPs once no frontier is left (about 70 cycles with navkit's defaults);
+    // under the preset a STOP does not end an exploration-mode run, so it runs to the budget
+    assert_eq!(run(&[]), "cycle_limit");
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = dir.path().join("stop.toml");
+    std::fs::write(&path, "[candidates]\nstop_ends_run = \"chosen\"\n").expect("write config");
+    assert_eq!(run(&["--config", path.to_str().expect("utf-8 path")]), "stopped");
+}

@@ -86,6 +86,11 @@ pub struct EvalArgs {
     /// Configuration file (TOML).
     #[arg(long, value_name = "FILE")]
     config: Option<PathBuf>,
+    /// A set of config values shipped with navkit, applied before --config
+    /// and the flags (which override it): llmos, the original LLMos
+    /// pipeline's values (docs/CANDIDATES.md, "The LLMos preset").
+    #[arg(long, value_enum, value_name = "NAME")]
+    preset: Option<crate::config::Preset>,
     /// Run every configuration of the suite with this planner instead of
     /// its own: offline, frontier, map or vlm (a model: needs --vlm or a
     /// [vlm] section).
@@ -603,7 +608,7 @@ pub fn run(args: EvalArgs) -> CmdResult {
     if let Some(EvalCommand::Merge(m)) = &args.command {
         return merge(m);
     }
-    let config = NavConfig::load_opt(args.config.as_deref())?;
+    let config = NavConfig::load_layers(args.preset, args.config.as_deref())?;
     let mut all = specs(&args, &config)?;
     if let Some(s) = args.shard {
         all = shard(all, s.index, s.count);

@@ -95,6 +95,11 @@ pub struct RunArgs {
     /// Configuration file (TOML).
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
+    /// A set of config values shipped with navkit, applied before --config
+    /// and the flags (which override it): llmos, the original LLMos
+    /// pipeline's values (docs/CANDIDATES.md, "The LLMos preset").
+    #[arg(long, value_enum, value_name = "NAME")]
+    pub preset: Option<crate::config::Preset>,
     #[command(flatten)]
     pub experiment: super::experiment::ExperimentArgs,
     /// Episode number for --experiment (default: one after the highest saved episode).
@@ -173,7 +178,7 @@ pub fn build_spec(args: &RunArgs, config: &NavConfig) -> Result<EpisodeSpec, Exi
 
 /// Runs the command.
 pub fn run(args: RunArgs) -> CmdResult {
-    let config = NavConfig::load_opt(args.config.as_deref())?;
+    let config = NavConfig::load_layers(args.preset, args.config.as_deref())?;
     let mut spec = build_spec(&args, &config)?;
     let recording = args.record.open()?;
     let max = u64::from(spec.max_steps.unwrap_or(spec.arena.criteria.max_steps));

@@ -57,6 +57,33 @@ impl WorldModelMode {
     }
 }
 
+/// Which STOP decisions end a candidates run
+/// ([`CandidatesLoopConfig::stop_ends_run`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StopRule {
+    /// navkit's default: a STOP the model chose ends the run in every mode
+    /// (in exploration mode too); the STOP fallback of a failed, invalid or
+    /// timed-out inference only holds the robot for that cycle.
+    #[default]
+    Chosen,
+    /// The LLMos bridge's rule: any STOP decision, the fallback included,
+    /// ends a run with a goal; in exploration mode (no goal) a STOP holds
+    /// the robot for that cycle and the run goes on to its cycle limit.
+    NonExploration,
+}
+
+impl StopRule {
+    /// Whether a STOP ends the run, in a run with a goal or not, when it
+    /// was (or was not) a fallback.
+    pub fn ends_run(self, has_goal: bool, fallback: bool) -> bool {
+        match self {
+            StopRule::Chosen => !fallback,
+            StopRule::NonExploration => has_goal,
+        }
+    }
+}
+
 /// Settings of the candidates loop.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -108,6 +135,10 @@ pub struct CandidatesLoopConfig {
     /// In exploration mode, stop once this coverage of the grid is known.
     /// Range: [0, 1].
     pub explore_until_known: f64,
+    /// Which STOP decisions end the run: `chosen` (default: a STOP the
+    /// model chose, in every mode) or `non_exploration` (any STOP, the
+    /// fallback included, in a run with a goal; none in exploration mode).
+    pub stop_ends_run: StopRule,
 }
 
 impl Default for CandidatesLoopConfig {
@@ -131,6 +162,7 @@ impl Default for CandidatesLoopConfig {
             waypoint_spacing_m: 1.0,
             max_stuck_counter: 10,
             explore_until_known: 0.98,
+            stop_ends_run: StopRule::Chosen,
         }
     }
 }
@@ -616,9 +648,11 @@ impl CandidatesLoop {
         st.history.truncate(5);
         st.last_action =
             Some(LastAction { action: action_text, result: exec.result.as_str().to_string(), details: exec.details });
-        // a STOP the model chose ends the run; the STOP fallback for a failed or invalid inference only
-        // holds the robot for this cycle (the cycle budget still bounds a model that keeps failing)
-        if exec.ends_run && reply.record.fallback.is_none() {
+        // by default a STOP the model chose ends the run; the STOP fallback for a failed or invalid
+        // inference only holds the robot for this cycle (the cycle budget still bounds a model that keeps
+        // failing). `stop_ends_run` picks the other rule (StopRule).
+        let fallback = reply.record.fallback.is_some();
+        if exec.ends_run && self.config.stop_ends_run.ends_run(self.task.goal.is_some(), fallback) {
             let reached = self.task.goal.is_some_and(|g| after.position().distance(g) <= self.config.goal_tolerance_m);
             return Ok(Some(if reached { CandidatesEnd::GoalReached } else { CandidatesEnd::Stopped }));
         }

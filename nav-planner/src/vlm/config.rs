@@ -217,8 +217,12 @@ pub struct BackendConfig {
     pub connect_timeout_s: f64,
     /// HTTP attempts per call, the first included (1 = no retries).
     pub max_attempts: u32,
-    /// First back-off delay in seconds; doubles per retry, with jitter.
+    /// First back-off delay in seconds; how later ones grow is
+    /// `retry_backoff`.
     pub retry_base_delay_s: f64,
+    /// How the back-off grows per retry: `exponential` (default: doubles,
+    /// with jitter) or `linear` (`n` × the base before retry `n`, no jitter).
+    pub retry_backoff: RetryBackoff,
     /// Cap on any retry delay, a 429's `Retry-After` included.
     pub max_retry_delay_s: f64,
     /// Default output token limit when a request sets none (Anthropic
@@ -252,6 +256,7 @@ impl Default for BackendConfig {
             connect_timeout_s: 3.0,
             max_attempts: 3,
             retry_base_delay_s: 0.25,
+            retry_backoff: RetryBackoff::Exponential,
             max_retry_delay_s: 5.0,
             max_tokens: None,
             max_reply_bytes: DEFAULT_MAX_REPLY_BYTES,
@@ -261,6 +266,20 @@ impl Default for BackendConfig {
             anthropic: AnthropicConfig::default(),
         }
     }
+}
+
+/// How the wait before a retry grows ([`BackendConfig::retry_backoff`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RetryBackoff {
+    /// `base · 2^(n−1)` before retry `n`, capped, with "equal jitter" (a
+    /// uniformly random wait between half and all of it). The default.
+    #[default]
+    Exponential,
+    /// `base · n` before retry `n`, capped, without jitter: with a 1 s base,
+    /// 1 s before the first retry, 2 s before the second (the LLMos
+    /// adapter's `1000 · (attempt + 1)` ms).
+    Linear,
 }
 
 /// Timeouts and retry rules of the HTTP backends, from [`BackendConfig`].
@@ -276,6 +295,8 @@ pub struct RetryPolicy {
     pub max_attempts: u32,
     /// First back-off delay.
     pub base_delay: Duration,
+    /// How the delay grows per retry.
+    pub backoff: RetryBackoff,
     /// Cap on every retry delay.
     pub max_delay: Duration,
 }
@@ -344,6 +365,7 @@ impl BackendConfig {
             connect_timeout: secs(self.connect_timeout_s),
             max_attempts: self.max_attempts,
             base_delay: secs(self.retry_base_delay_s),
+            backoff: self.retry_backoff,
             max_delay: secs(self.max_retry_delay_s),
         }
     }

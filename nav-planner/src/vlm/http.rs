@@ -14,8 +14,9 @@
 //!   ([`VlmError::link_fault`]: connection refused, DNS, TLS).
 //! - At most `max_attempts` attempts; a retry whose wait would pass the
 //!   deadline is not started and the last error is returned.
-//! - Back-off: `base_delay · 2^(n-1)`, capped, with "equal jitter" (a
-//!   uniformly random wait between half and all of it).
+//! - Back-off before retry `n`: `base_delay · 2^(n-1)`, capped, with "equal
+//!   jitter" (a uniformly random wait between half and all of it); or, with
+//!   [`RetryBackoff::Linear`], `base_delay · n`, capped, without jitter.
 
 use std::time::{Duration, Instant};
 
@@ -25,7 +26,7 @@ use serde_json::Value;
 
 use super::redact::{redact, truncate_chars};
 use super::wire::error_message;
-use super::{BackendConfig, PriceTable, RetryPolicy, VlmError, VlmResponse};
+use super::{BackendConfig, PriceTable, RetryBackoff, RetryPolicy, VlmError, VlmResponse};
 
 /// A successful (2xx) HTTP exchange.
 #[derive(Debug)]
@@ -207,10 +208,13 @@ impl HttpTransport {
                 let wait = wait.min(cap);
                 wait + wait.mul_f64(rng.random_range(0.0..=0.1))
             }
-            None => {
-                let exp = self.policy.base_delay.saturating_mul(1 << (attempt - 1).min(16)).min(cap);
-                exp.mul_f64(rng.random_range(0.5..=1.0))
-            }
+            None => match self.policy.backoff {
+                RetryBackoff::Exponential => {
+                    let exp = self.policy.base_delay.saturating_mul(1 << (attempt - 1).min(16)).min(cap);
+                    exp.mul_f64(rng.random_range(0.5..=1.0))
+                }
+                RetryBackoff::Linear => self.policy.base_delay.saturating_mul(attempt).min(cap),
+            },
         }
     }
 
@@ -440,6 +444,22 @@ mod tests {
             assert!(d5 >= Duration::from_millis(1500) && d5 <= Duration::from_secs(3), "{d5:?}");
             let asked = t.delay(1, Some(Duration::from_secs(60)));
             assert!(asked >= Duration::from_secs(3) && asked <= Duration::from_millis(3300), "{asked:?}");
+        }
+    }
+
+    #[test]
+    fn linear_delays_grow_by_the_base_without_jitter() {
+        let cfg = BackendConfig {
+            retry_base_delay_s: 1.0,
+            retry_backoff: RetryBackoff::Linear,
+            max_retry_delay_s: 5.0,
+            ..BackendConfig::default()
+        };
+        let t = HttpTransport::new("test", &cfg).unwrap();
+        for _ in 0..10 {
+            assert_eq!(t.delay(1, None), Duration::from_secs(1));
+            assert_eq!(t.delay(2, None), Duration::from_secs(2));
+            assert_eq!(t.delay(9, None), Duration::from_secs(5));
         }
     }
 

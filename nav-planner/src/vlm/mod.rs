@@ -54,8 +54,8 @@ use serde::{Deserialize, Serialize};
 pub use anthropic::AnthropicBackend;
 pub use budget::CostBudget;
 pub use config::{
-    ANTHROPIC_VERSION, AnthropicConfig, BackendConfig, CommandLine, DEFAULT_MAX_REPLY_BYTES, Provider, RetryPolicy,
-    VertexConfig, build_backend, build_backend_with_env, is_local_url,
+    ANTHROPIC_VERSION, AnthropicConfig, BackendConfig, CommandLine, DEFAULT_MAX_REPLY_BYTES, Provider, RetryBackoff,
+    RetryPolicy, VertexConfig, build_backend, build_backend_with_env, is_local_url,
 };
 pub use error::{LinkFault, VlmError};
 #[cfg(feature = "gemini")]

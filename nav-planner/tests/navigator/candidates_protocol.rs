@@ -7,7 +7,7 @@
 use crate::doubles::{candidates_answer, text_of};
 use crate::{events, run};
 use nav_hal::arena::Arena;
-use nav_planner::navigator::candidates_loop::{CandidatesLoopConfig, WorldModelMode};
+use nav_planner::navigator::candidates_loop::{CandidatesLoopConfig, StopRule, WorldModelMode};
 use nav_planner::navigator::episode::{EpisodeSpec, PlannerChoice, RunSummary};
 use nav_planner::protocol::ProtocolKind;
 use nav_planner::vlm::{FnVlm, VlmRequest, VlmResponse};
@@ -68,6 +68,30 @@ async fn a_model_that_always_stops_fails_exploration() {
     assert!(s.coverage < 0.8, "{}", s.report());
     assert!(e.detail.contains("camera"), "{}", e.detail);
     assert_eq!(s.end, "stopped");
+}
+
+#[tokio::test]
+async fn the_non_exploration_stop_rule_ends_only_runs_with_a_goal_fallback_included() {
+    let stop =
+        |_: &VlmRequest| json!({"action": {"type": "STOP"}, "fallback": {"if_failed": "STOP"}, "explanation": "done"});
+    // exploration mode: a STOP holds the robot and the run goes on to its cycle limit
+    let mut explore = spec("exploration", stop);
+    explore.candidates.stop_ends_run = StopRule::NonExploration;
+    explore.max_steps = Some(6);
+    let (s, _) = run(&explore).await;
+    assert_eq!((s.end.as_str(), s.steps), ("cycle_limit", 6), "{}", s.report());
+    // with a goal, the STOP fallback of an invalid reply ends the run at once
+    let garbled = |_: &VlmRequest| json!("no decision here");
+    let mut goal = spec("simple", garbled);
+    goal.candidates.stop_ends_run = StopRule::NonExploration;
+    goal.max_steps = Some(6);
+    let (s, _) = run(&goal).await;
+    assert_eq!((s.end.as_str(), s.steps, s.fallbacks), ("stopped", 1, 1), "{}", s.report());
+    // navkit's default rule: the fallback only holds the robot for that cycle
+    let mut default_rule = spec("simple", garbled);
+    default_rule.max_steps = Some(6);
+    let (s, _) = run(&default_rule).await;
+    assert_eq!((s.end.as_str(), s.steps), ("cycle_limit", 6), "{}", s.report());
 }
 
 #[tokio::test]
