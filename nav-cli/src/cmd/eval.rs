@@ -8,7 +8,7 @@ use nav_hal::arena::Arena;
 use nav_planner::navigator::StepLog;
 use nav_planner::navigator::episode::{COST_LIMIT_END, EpisodeSpec, PlannerChoice, RunSummary, run_episode};
 use nav_planner::navigator::estimate::{EpisodeEstimate, SuiteEstimate, TokenCounter, estimate_episode};
-use nav_planner::navigator::eval::{EpisodeKey, EvalConfig, EvalReport, default_suite, shard};
+use nav_planner::navigator::eval::{EpisodeKey, EvalConfig, EvalReport, default_suite, default_suite_len, shard};
 use nav_planner::offline::VlmNoise;
 use nav_planner::protocol::ProtocolKind;
 use nav_planner::vlm::CostBudget;
@@ -301,7 +301,31 @@ fn specs(args: &EvalArgs, config: &NavConfig) -> Result<Vec<EpisodeSpec>, Exit> 
     Ok(out)
 }
 
+/// The most episodes one suite may hold. A suite is built whole before its
+/// first episode runs (in every shard, which then runs its slice), at about
+/// 2 KiB an episode and 11 ms a procedural house, so the count is checked
+/// first: `--seeds 4000000000` is a message, not an allocation failure.
+pub const MAX_SUITE_EPISODES: u64 = 100_000;
+
+/// The suite's size before it is built: exit 2 naming the options when it
+/// is over [`MAX_SUITE_EPISODES`].
+fn check_suite_len(args: &EvalArgs) -> Result<(), Exit> {
+    let (n, options) = if args.arenas.is_empty() {
+        (default_suite_len(args.house_seeds, args.procedural), "--house-seeds and --procedural")
+    } else {
+        let n = (args.arenas.len() as u64).saturating_mul(args.configs.len() as u64).saturating_mul(args.seeds.max(1));
+        (n, "--arenas × --configs × --seeds")
+    };
+    if n > MAX_SUITE_EPISODES {
+        return Err(usage(format!(
+            "the suite would hold {n} episodes, more than {MAX_SUITE_EPISODES}: lower {options} (or split the work into several suites)"
+        )));
+    }
+    Ok(())
+}
+
 fn suite(args: &EvalArgs, config: &NavConfig) -> Result<Vec<EpisodeSpec>, Exit> {
+    check_suite_len(args)?;
     let base = EvalConfig {
         sim: config.sim.clone(),
         objectnav: config.objectnav.clone(),

@@ -278,7 +278,7 @@ fn apply_typed(line: &str, step_id: u32, instruction: &str, record: &mut Episode
 /// warning naming the line.
 pub fn read_feedback_file(path: &Path) -> Result<Vec<StepFeedback>, Exit> {
     let name = path.display();
-    let file = std::fs::File::open(path).map_err(|e| usage(format!("--feedback {name}: {e}")))?;
+    let file = nav_core::bounded::open_regular(path).map_err(|e| usage(format!("--feedback {name}: {e}")))?;
     let size = file.metadata().map_or(0, |m| m.len());
     if size > MAX_FEEDBACK_BYTES {
         return Err(usage(format!(

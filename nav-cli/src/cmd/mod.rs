@@ -178,6 +178,5 @@ pub fn finish_recording(r: &crate::record::Recording) -> Result<crate::record::R
 /// writer blocks forever). A device such as `/dev/zero` is opened; its
 /// reader's limit ends it.
 pub fn open_regular(path: &Path) -> std::io::Result<std::fs::File> {
-    nav_memory::snapshot::refuse_fifo(path)?;
-    std::fs::File::open(path)
+    nav_core::bounded::open_regular(path)
 }

@@ -293,7 +293,7 @@ fn write_whole_line(file: &mut impl LineSink, line: &[u8]) -> std::io::Result<()
 /// error naming the line and the limit.
 pub fn read_log(path: impl AsRef<Path>) -> Result<(Vec<StepRecord>, bool), LogError> {
     let path = path.as_ref().to_path_buf();
-    let file = File::open(&path).map_err(|source| LogError::Io { path: path.clone(), source })?;
+    let file = nav_core::bounded::open_regular(&path).map_err(|source| LogError::Io { path: path.clone(), source })?;
     let mut reader = BufReader::new(file);
     let mut out = Vec::new();
     let mut buf = Vec::new();

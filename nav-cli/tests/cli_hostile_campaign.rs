@@ -1,0 +1,196 @@
+//! Findings of a hostile-input campaign run as a new user would: every
+//! named file a command reads refuses a FIFO instead of blocking on it,
+//! arenas and suites are bounded before any work, and secrets never come
+//! back in a message. Each run is under an address-space and a wall-clock
+//! limit (`support/limited.rs`).
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+#[path = "support/limited.rs"]
+mod limited;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+const WALL: Duration = Duration::from_secs(60);
+
+fn mkfifo(dir: &Path, name: &str) -> Option<PathBuf> {
+    let fifo = dir.join(name);
+    Command::new("mkfifo").arg(&fifo).status().is_ok_and(|s| s.success()).then_some(fifo)
+}
+
+/// A FIFO with no writer blocks whoever opens it: every reader of a named
+/// file (step logs and recordings, replies, configs, arenas, feedback)
+/// refuses it with exit 2 naming the file, at once.
+#[test]
+fn every_named_input_refuses_a_fifo() {
+    let dir = tempfile::tempdir().unwrap();
+    let Some(fifo) = mkfifo(dir.path(), "pipe") else { return };
+    let Some(fifo_mcap) = mkfifo(dir.path(), "pipe.mcap") else { return };
+    let (f, m) = (fifo.to_str().unwrap(), fifo_mcap.to_str().unwrap());
+    let logs = dir.path().join("logs");
+    let logs = logs.to_str().unwrap();
+    let cases: Vec<Vec<&str>> = vec![
+        vec!["replay", f],
+        vec!["replay", m],
+        vec!["replay", f, "--plot", "x.svg"],
+        vec!["parse", "--protocol", "objectnav", f],
+        vec!["run", "--config", f],
+        vec!["eval", "--config", f],
+        vec!["prompt", "--config", f],
+        vec!["rosmaster", "--config", f, "--dry-run"],
+        vec!["run", "--arena-file", f],
+        vec!["prompt", "--arena-file", f],
+        vec!["run", "--experiment", "e", "--logs-dir", logs, "--feedback", f],
+    ];
+    for args in cases {
+        let o = limited::nav_limited(&args, None, WALL);
+        assert_eq!(o.code, Some(2), "{args:?}: {o:?}");
+        assert!(o.stderr.contains("not a regular file") && o.stderr.contains("pipe"), "{args:?}: {o:?}");
+        assert!(o.secs < 10.0, "{args:?} took {} s", o.secs);
+    }
+}
+
+/// A small valid arena as JSON, to be made hostile.
+fn arena() -> serde_json::Value {
+    serde_json::json!({
+        "name": "tiny",
+        "bounds": [-2.5, -2.5, 2.5, 2.5],
+        "obstacles": [{"x": -0.5, "y": -0.5, "r": 0.2}],
+        "objects": [{"label": "chair", "x": 1.5, "y": 1.5, "r": 0.25}],
+        "rooms": [{"name": "office", "polygon": [[-2.5, -2.5], [2.5, -2.5], [2.5, 2.5], [-2.5, 2.5]]}],
+        "start": {"x": -1.5, "y": -1.5, "yaw_deg": 45.0},
+        "goal": {"object": "chair"}
+    })
+}
+
+/// A change to [`arena`]'s JSON.
+type Edit<'a> = Box<dyn Fn(&mut serde_json::Value) + 'a>;
+
+/// The simulator casts every ray against every feature: an arena file of
+/// 500,000 tiny obstacles (under the 16 MiB file limit) made the explore
+/// protocol run for minutes, and a 1 MB label half a minute. Lists, names
+/// and polygons are capped and named in the error, before any work.
+#[test]
+fn arena_lists_and_names_are_capped_before_any_work() {
+    let dir = tempfile::tempdir().unwrap();
+    let obstacle = serde_json::json!({"x": 2.4, "y": 2.4, "r": 0.01});
+    let cases: Vec<(&str, Edit<'_>, &str)> = vec![
+        (
+            "obstacles",
+            Box::new(|a| a["obstacles"] = vec![obstacle.clone(); 5000].into()),
+            "obstacles: 5000 entries, at most 4096",
+        ),
+        (
+            "walls",
+            Box::new(|a| a["walls"] = vec![[2.0, 2.0, 2.1, 2.1]; 5000].into()),
+            "walls: 5000 entries, at most 4096",
+        ),
+        (
+            "label",
+            Box::new(|a| {
+                a["objects"][0]["label"] = "c".repeat(300).into();
+                a["goal"]["object"] = "c".repeat(300).into();
+            }),
+            "objects[0].label: 300 characters, at most 256",
+        ),
+        ("name", Box::new(|a| a["name"] = "evil\u{1b}[2Jname".into()), "name: must not contain control characters"),
+        ("room", Box::new(|a| a["rooms"][0]["name"] = "r".repeat(1000).into()), "rooms[0].name: 1000 characters"),
+        (
+            "polygon",
+            Box::new(|a| {
+                let pts: Vec<[f64; 2]> =
+                    (0..2000).map(|i| [f64::from(i % 2) - 0.5, f64::from((i / 2) % 2) - 0.5]).collect();
+                a["rooms"][0]["polygon"] = serde_json::json!(pts);
+            }),
+            "rooms[0].polygon: 2000 points, at most 1024",
+        ),
+        (
+            "description",
+            Box::new(|a| a["description"] = "d".repeat(5000).into()),
+            "description: 5000 characters, at most 4096",
+        ),
+        (
+            "bounds",
+            Box::new(|a| a["bounds"] = serde_json::json!([-1e300, -1e300, 1e300, 1e300])),
+            "2.0e300 m × 2.0e300 m is too large",
+        ),
+    ];
+    for (name, edit, expected) in cases {
+        let mut a = arena();
+        edit(&mut a);
+        let path = dir.path().join(format!("{name}.json"));
+        std::fs::write(&path, a.to_string()).unwrap();
+        for protocol in ["objectnav", "explore"] {
+            let o = limited::nav_limited(
+                &["run", "--protocol", protocol, "--arena-file", path.to_str().unwrap()],
+                None,
+                WALL,
+            );
+            assert_eq!(o.code, Some(2), "{name} {protocol}: {o:?}");
+            assert!(o.stderr.contains(expected), "{name} {protocol}: {}", o.stderr);
+            assert!(o.stderr.len() < 2000, "{name}: a short message: {}", o.stderr);
+            assert!(o.secs < 10.0, "{name} {protocol} took {} s", o.secs);
+        }
+    }
+    // at the caps an arena still runs
+    let mut a = arena();
+    a["obstacles"] = vec![obstacle.clone(); 4096].into();
+    let path = dir.path().join("at_cap.json");
+    std::fs::write(&path, a.to_string()).unwrap();
+    let o = limited::nav_limited(&["run", "--arena-file", path.to_str().unwrap(), "--max-steps", "20"], None, WALL);
+    assert!(matches!(o.code, Some(0 | 1)), "{o:?}");
+}
+
+/// A suite is built whole before its first episode: `--seeds 4000000000`
+/// aborted on a failed allocation and `--procedural 4000000000` built
+/// houses forever. The size is checked first, exit 2 naming the options.
+#[test]
+fn suite_size_is_checked_before_the_suite_is_built() {
+    let cases: Vec<(Vec<&str>, &str)> = vec![
+        (vec!["eval", "--arenas", "simple", "--configs", "candidates:offline", "--seeds", "4000000000"], "--seeds"),
+        (vec!["eval", "--procedural", "4000000000", "--estimate"], "--procedural"),
+        (vec!["eval", "--house-seeds", "18446744073709551615", "--shard", "1/1000"], "--house-seeds"),
+    ];
+    for (args, option) in &cases {
+        let o = limited::nav_limited(args, None, WALL);
+        assert_eq!(o.code, Some(2), "{args:?}: {o:?}");
+        assert!(o.stderr.contains("more than 100000") && o.stderr.contains(option), "{args:?}: {}", o.stderr);
+        assert!(o.secs < 10.0, "{args:?} took {} s", o.secs);
+    }
+}
+
+/// What a user typed and what a bridge said can hold a key: the final
+/// message of every command is scrubbed of the credential variables'
+/// values and of key-shaped tokens.
+#[test]
+fn final_messages_never_quote_a_key() {
+    let key = "sk-campaign-0123456789abcdefghijKLMNOP";
+    let bad_url = format!("not a url {key}");
+    let o = Command::new(env!("CARGO_BIN_EXE_nav"))
+        .args(["run", "--planner", "vlm", "--vlm", "openai", "--base-url", &bad_url, "--max-steps", "2"])
+        .env("OPENAI_API_KEY", key)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("vlm.base_url") && err.contains("[REDACTED]"), "{err}");
+    assert!(!err.contains("0123456789abcdef") && !err.contains("campaign-0123"), "{err}");
+    // a key-shaped token a bridge sends back in its error
+    let dir = tempfile::tempdir().unwrap();
+    let script = dir.path().join("bridge.py");
+    std::fs::write(
+        &script,
+        "import sys, json\nfor line in sys.stdin:\n    r = json.loads(line)\n    \
+         print(json.dumps({'id': r['id'], 'error': {'kind': 'backend', 'message': 'auth failed for sk-bridgeleak0123456789abcdef'}}), flush=True)\n",
+    )
+    .unwrap();
+    let Ok(py) = Command::new("python3").arg("--version").output() else { return };
+    if !py.status.success() {
+        return;
+    }
+    let bridge = format!("python3 {}", script.display());
+    let o = limited::nav_limited(&["habitat", "--bridge", &bridge, "--episodes", "1"], None, WALL);
+    assert_eq!(o.code, Some(2), "{o:?}");
+    assert!(o.stderr.contains("auth failed for [REDACTED]") && !o.stderr.contains("bridgeleak"), "{}", o.stderr);
+}
