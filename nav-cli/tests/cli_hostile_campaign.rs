@@ -194,3 +194,114 @@ fn final_messages_never_quote_a_key() {
     assert_eq!(o.code, Some(2), "{o:?}");
     assert!(o.stderr.contains("auth failed for [REDACTED]") && !o.stderr.contains("bridgeleak"), "{}", o.stderr);
 }
+
+/// Output that cannot be written is exit 3 naming what and why, not an
+/// "internal error": a `--logs-dir` that is a file, a recording on a full
+/// device (the cause, `No space left on device`, named).
+#[test]
+fn unwritable_outputs_name_what_and_why() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("plain-file");
+    std::fs::write(&file, "x").unwrap();
+    let o = limited::nav_limited(
+        &["run", "--experiment", "e", "--logs-dir", file.to_str().unwrap(), "--max-steps", "3"],
+        None,
+        WALL,
+    );
+    assert_eq!(o.code, Some(3), "{o:?}");
+    assert!(o.stderr.contains("--logs-dir") && !o.stderr.contains("internal error"), "{}", o.stderr);
+    if Path::new("/dev/full").exists() {
+        let full = dir.path().join("full.mcap");
+        std::os::unix::fs::symlink("/dev/full", &full).unwrap();
+        let o = limited::nav_limited(&["run", "--record", full.to_str().unwrap()], None, WALL);
+        assert_eq!(o.code, Some(3), "{o:?}");
+        assert!(o.stderr.contains("full.mcap") && o.stderr.contains("No space left"), "{}", o.stderr);
+        assert!(!o.stderr.contains("internal error"), "{}", o.stderr);
+        let o = limited::nav_limited(
+            &["eval", "--arenas", "simple", "--configs", "candidates:offline", "--jsonl", "/dev/full"],
+            None,
+            WALL,
+        );
+        assert_eq!(o.code, Some(3), "{o:?}");
+        assert!(
+            o.stderr.contains("the file could not be cut back") || o.stderr.contains("the file is cut back"),
+            "{}",
+            o.stderr
+        );
+    }
+}
+
+/// A fake bridge: a valid protocol-1 server except for what `mode` spoils.
+const FAKE_BRIDGE: &str = r#"
+import sys, json, base64, struct
+mode = sys.argv[1]
+W, H = 16, 12
+def obs(step):
+    return {"step": step, "hfov_deg": 75.0, "detections": [],
+            "rgb": {"encoding": "raw", "shape": [H, W, 3], "data": base64.b64encode(bytes(W * H * 3)).decode()},
+            "depth": {"encoding": "f32le", "shape": [H, W], "data": base64.b64encode(struct.pack("<f", 2.0) * (W * H)).decode()}}
+step = 0
+for line in sys.stdin:
+    req = json.loads(line); i = req["id"]; op = req["op"]
+    if op == "hello":
+        res = {"protocol": "navkit-bridge", "version": 1, "server_version": "0",
+               "backend": {"name": "fake", "version": "0", "simulator": "fake", "simulator_version": "0"},
+               "capabilities": {"rgb": True, "depth": True, "pose": False, "detections": True, "panorama": True, "metrics": True},
+               "actions": ["forward", "turn_left", "turn_right", "stop"],
+               "step": {"forward_m": -1.0 if mode == "step" else 0.25, "turn_deg": 30.0},
+               "camera": {"width": W, "height": H, "hfov_deg": 0.0 if mode == "hfov" else 75.0},
+               "observation": req.get("observation", {}), "max_steps": 500, "scenes": ["x"]}
+        r = {"id": i, "result": res}
+    elif op == "reset":
+        step = 0
+        ep = {"episode_id": "e-1", "scene_id": "s", "target_object": "t" * 100000 if mode == "target" else "red box",
+              "index": 0, "seed": 0, "max_steps": 500, "success_distance_m": -1.0 if mode == "distance" else 1.0}
+        r = {"id": i, "result": {"episode": ep, "observation": obs(0), "done": False}}
+    elif op == "step":
+        step += 1
+        done = req.get("action") == "stop" or step >= 20
+        res = {"observation": obs(step), "info": {"collided": False, "moved_m": 0.25, "steps": step}, "done": done}
+        if done:
+            res["metrics"] = {"success": True, "spl": 55.0 if mode == "spl" else 0.5, "distance_to_goal": 0.0}
+        r = {"id": i, "result": res}
+    elif op == "panorama":
+        n = req.get("views", 12)
+        r = {"id": i, "result": {"views": [dict(obs(step), heading_deg=(k * 360 / n + 180) % 360 - 180) for k in range(n)]}}
+    else:
+        r = {"id": i, "result": {}}
+    print(json.dumps(r), flush=True)
+    if op == "close":
+        break
+"#;
+
+/// What a bridge says about its steps, camera, episode and metrics is
+/// checked: a negative step, a zero field of view, a 100,000-character
+/// target, a negative success distance or an SPL of 55 is an error naming
+/// the field, never a report built on it.
+#[test]
+fn bridge_values_out_of_range_are_named() {
+    if !Command::new("python3").arg("--version").output().is_ok_and(|o| o.status.success()) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let script = dir.path().join("fake_bridge.py");
+    std::fs::write(&script, FAKE_BRIDGE).unwrap();
+    let run = |mode: &str| {
+        let bridge = format!("python3 {} {mode}", script.display());
+        limited::nav_limited(&["habitat", "--bridge", &bridge, "--episodes", "1"], None, WALL)
+    };
+    let o = run("ok");
+    assert_eq!(o.code, Some(0), "the fake bridge is valid: {o:?}");
+    for (mode, field) in [
+        ("step", "step.forward_m"),
+        ("hfov", "camera.hfov_deg"),
+        ("target", "episode.target_object"),
+        ("distance", "episode.success_distance_m"),
+        ("spl", "metrics.spl"),
+    ] {
+        let o = run(mode);
+        assert!(matches!(o.code, Some(2 | 3)), "{mode}: {o:?}");
+        assert!(o.stderr.contains(field), "{mode}: {}", o.stderr);
+        assert!(o.stderr.len() < 4000, "{mode}: a short message");
+    }
+}

@@ -543,11 +543,11 @@ impl EpisodeLines {
             }
             Err(e) => {
                 let cut = match self.file.set_len(self.whole) {
-                    Ok(()) => "cut back to its last whole line".to_string(),
-                    Err(c) => format!("could not be cut back to its last whole line: {c}"),
+                    Ok(()) => "the file is cut back to its last whole line".to_string(),
+                    Err(c) => format!("the file could not be cut back to its last whole line: {c}"),
                 };
                 Err(Exit::Output(format!(
-                    "writing {}: {e} (the file is {cut}; the suite stopped: no further episode was started)",
+                    "writing {}: {e} ({cut}; the suite stopped: no further episode was started)",
                     self.path.display()
                 )))
             }

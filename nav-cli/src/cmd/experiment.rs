@@ -7,7 +7,7 @@
 //! docs/GROUNDING.md describes the flow.
 
 use crate::config::NavConfig;
-use crate::exit::{Exit, internal, usage};
+use crate::exit::{Exit, usage};
 use clap::Args;
 use nav_hal::arena::{Arena, Goal};
 use nav_memory::grounding::{
@@ -414,7 +414,8 @@ impl EpisodeEnd<'_> {
         let had_feedback = !req.is_empty();
         record.set_final(final_grounding(rt, self.vlm, &req, iso));
         let format = self.config.grounding.save_format()?;
-        store.save_episode(record.file(), format, had_feedback).map_err(internal)
+        // an unwritable --logs-dir (read-only, a file) is output that cannot be written, not a bug
+        store.save_episode(record.file(), format, had_feedback).map_err(|e| Exit::Output(format!("--logs-dir: {e}")))
     }
 }
 

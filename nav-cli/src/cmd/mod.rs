@@ -170,7 +170,7 @@ impl RecordArgs {
 
 /// Closes a recording; a write failure (a full disk) is exit 3 naming the file.
 pub fn finish_recording(r: &crate::record::Recording) -> Result<crate::record::RecordStats, Exit> {
-    r.finish().map_err(crate::exit::internal)
+    r.finish().map_err(Exit::Output)
 }
 
 /// Opens `path` for reading unless it is a FIFO or a socket (an
