@@ -305,3 +305,20 @@ fn bridge_values_out_of_range_are_named() {
         assert!(o.stderr.len() < 4000, "{mode}: a short message");
     }
 }
+
+/// A key with a line break inside (`OPENAI_API_KEY="$(cat key.txt)"` of a
+/// two-line file) failed every call of the run, which went on with
+/// fallbacks and exit 1: now exit 2 before the run, naming the variable,
+/// never the value.
+#[test]
+fn a_key_a_header_cannot_carry_is_exit_2_naming_its_variable() {
+    let o = Command::new(env!("CARGO_BIN_EXE_nav"))
+        .args(["run", "--planner", "vlm", "--vlm", "openai", "--base-url", "http://127.0.0.1:1/v1", "--max-steps", "2"])
+        .env("OPENAI_API_KEY", "sk-firstline0123\nsecondline4567")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("OPENAI_API_KEY") && err.contains("HTTP header"), "{err}");
+    assert!(!err.contains("firstline") && !err.contains("secondline"), "{err}");
+}
