@@ -36,12 +36,7 @@ impl Exit {
 /// what a user typed (`--base-url`) or what a bridge or worker said, and
 /// either may hold a key.
 pub fn scrub(message: &str) -> String {
-    let mut vars: Vec<&str> =
-        nav_planner::vlm::Provider::ALL.iter().flat_map(|p| p.credential_env_vars().iter().copied()).collect();
-    vars.push("OPENROUTER_API_KEY");
-    let values: Vec<String> = vars.iter().filter_map(|v| std::env::var(v).ok()).collect();
-    let secrets: Vec<&str> = values.iter().map(String::as_str).collect();
-    nav_planner::vlm::redact_key_prefixes(message, &secrets)
+    nav_planner::vlm::scrub_credentials(message)
 }
 
 /// A command's result: the exit code on success.

@@ -237,7 +237,8 @@ import sys, json, base64, struct
 mode = sys.argv[1]
 W, H = 16, 12
 def obs(step):
-    return {"step": step, "hfov_deg": 75.0, "detections": [],
+    dets = [{"label": "red box", "bearing_rad": 0.0, "distance_m": 1.5, "bbox": [4, 4, 10, 10], "ground_truth": True}]
+    return {"step": step, "hfov_deg": 75.0, "detections": dets if mode == "det" else [],
             "rgb": {"encoding": "raw", "shape": [H, W, 3], "data": base64.b64encode(bytes(W * H * 3)).decode()},
             "depth": {"encoding": "f32le", "shape": [H, W], "data": base64.b64encode(struct.pack("<f", 2.0) * (W * H)).decode()}}
 step = 0
@@ -321,4 +322,57 @@ fn a_key_a_header_cannot_carry_is_exit_2_naming_its_variable() {
     assert_eq!(o.status.code(), Some(2), "{err}");
     assert!(err.contains("OPENAI_API_KEY") && err.contains("HTTP header"), "{err}");
     assert!(!err.contains("firstline") && !err.contains("secondline"), "{err}");
+}
+
+/// A detector worker whose every answer is an error quoting the key it
+/// inherited and a key-shaped token.
+const LEAKY_WORKER: &str = r#"
+import sys, json, os
+for line in sys.stdin:
+    req = json.loads(line); i = req["id"]; op = req["op"]
+    if op == "hello":
+        r = {"id": i, "result": {"protocol": "navkit-bridge", "version": 1, "server_version": "0",
+                                 "worker": {"name": "w", "version": "0"}, "ops": ["detect"]}}
+    elif op == "detect":
+        r = {"id": i, "error": {"kind": "backend",
+             "message": "boom sk-workerleak0123456789abcdef and " + os.environ.get("OPENAI_API_KEY", "")}}
+    else:
+        r = {"id": i, "result": {}}
+    print(json.dumps(r), flush=True)
+    if op == "close":
+        break
+"#;
+
+/// A worker inherits the credential variables: its error text, which goes
+/// to the log and into the step log as the fallback's reason, is scrubbed
+/// of them and of key-shaped tokens.
+#[test]
+fn a_worker_error_never_puts_a_key_in_the_logs() {
+    if !Command::new("python3").arg("--version").output().is_ok_and(|o| o.status.success()) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let bridge = dir.path().join("fake_bridge.py");
+    std::fs::write(&bridge, FAKE_BRIDGE).unwrap();
+    let worker = dir.path().join("worker.py");
+    std::fs::write(&worker, LEAKY_WORKER).unwrap();
+    let log = dir.path().join("steps.jsonl");
+    let o = Command::new(env!("CARGO_BIN_EXE_nav"))
+        .args(["habitat", "--bridge", &format!("python3 {} det", bridge.display()), "--episodes", "1"])
+        .args(["--perception", "external", "--detector", &format!("python3 {}", worker.display())])
+        .args(["--log", log.to_str().unwrap()])
+        .env("OPENAI_API_KEY", "sk-inherited-ABCDEFGH12345678")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    let steps = std::fs::read_to_string(&log).unwrap();
+    assert!(steps.contains("boom [REDACTED]"), "the worker's error is in the step log");
+    for text in [err.as_ref(), steps.as_str()] {
+        assert!(
+            !text.contains("workerleak") && !text.contains("ABCDEFGH12345678"),
+            "{}",
+            &text[..text.len().min(2000)]
+        );
+    }
 }

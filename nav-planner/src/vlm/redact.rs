@@ -139,6 +139,28 @@ pub fn redact_key_prefixes(text: &str, secrets: &[&str]) -> String {
     redact_shapes(&redact_secrets(text, secrets), false)
 }
 
+/// The values of every provider's credential variables that are set
+/// (`OPENAI_API_KEY`, `OPENROUTER_API_KEY`, `GEMINI_API_KEY`,
+/// `GOOGLE_API_KEY`, `VERTEX_ACCESS_TOKEN`, `GOOGLE_OAUTH_ACCESS_TOKEN`,
+/// `ANTHROPIC_API_KEY`): a child process (a bridge, a worker) inherits them
+/// and may echo one.
+pub fn credential_env_values() -> Vec<String> {
+    let mut vars: Vec<&str> =
+        super::Provider::ALL.iter().flat_map(|p| p.credential_env_vars().iter().copied()).collect();
+    vars.push("OPENROUTER_API_KEY");
+    vars.iter().filter_map(|v| std::env::var(v).ok()).filter(|v| !v.trim().is_empty()).collect()
+}
+
+/// `text` for a message, a log line or a step record when it comes from
+/// outside the model's own channel (what a user typed, what a bridge or a
+/// worker said): [`redact_key_prefixes`] with the
+/// [`credential_env_values`].
+pub fn scrub_credentials(text: &str) -> String {
+    let values = credential_env_values();
+    let secrets: Vec<&str> = values.iter().map(String::as_str).collect();
+    redact_key_prefixes(text, &secrets)
+}
+
 /// The shape rules of [`redact`] on `out`; `long_tokens` adds the rule for
 /// long base64-ish tokens without a known prefix.
 fn redact_shapes(out: &str, long_tokens: bool) -> String {
