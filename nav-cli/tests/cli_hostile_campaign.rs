@@ -376,3 +376,25 @@ fn a_worker_error_never_puts_a_key_in_the_logs() {
         );
     }
 }
+
+/// `--record-dir` that is a file is exit 2 before any episode (each
+/// episode failed with "File exists"); a "step log" of one line of junk
+/// says its line is not a step record.
+#[test]
+fn a_record_dir_that_is_a_file_and_a_junk_log_are_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("plain-file");
+    std::fs::write(&file, b"\xff\xfe\x00garbage\n").unwrap();
+    let f = file.to_str().unwrap();
+    let o = limited::nav_limited(
+        &["eval", "--arenas", "simple", "--configs", "candidates:offline", "--record-dir", f],
+        None,
+        WALL,
+    );
+    assert_eq!(o.code, Some(2), "{o:?}");
+    assert!(o.stderr.contains("--record-dir") && o.stderr.contains("not a directory"), "{}", o.stderr);
+    assert!(!o.stderr.contains("episodes (100%"), "no episode ran: {}", o.stderr);
+    let o = limited::nav_limited(&["replay", f], None, WALL);
+    assert_eq!(o.code, Some(2), "{o:?}");
+    assert!(o.stderr.contains("not a step record"), "{}", o.stderr);
+}

@@ -664,6 +664,14 @@ pub fn run(args: EvalArgs) -> CmdResult {
     let mut results: Vec<Option<RunSummary>> = vec![None; n];
     let mut errors = Vec::new();
     let mut cut_short = 0usize;
+    // checked before any episode runs: a --record-dir that is a file failed every episode with
+    // "File exists"
+    if let Some(d) = &args.record_dir {
+        if d.exists() && !d.is_dir() {
+            return Err(usage(format!("--record-dir {}: not a directory", d.display())));
+        }
+        std::fs::create_dir_all(d).map_err(|e| usage(format!("--record-dir {}: {e}", d.display())))?;
+    }
     let record = args.record_dir.clone().map(|d| (d, args.record_every));
     let job = move |rt: &tokio::runtime::Runtime, spec: &EpisodeSpec| run_one(rt, spec, record.as_ref());
     pool(&queue, jobs.min(n.max(1)), job, |i, r| {
