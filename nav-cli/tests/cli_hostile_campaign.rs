@@ -253,6 +253,8 @@ for line in sys.stdin:
                "camera": {"width": W, "height": H, "hfov_deg": 0.0 if mode == "hfov" else 75.0},
                "observation": req.get("observation", {}), "max_steps": 500, "scenes": ["x"]}
         r = {"id": i, "result": res}
+    elif op == "reset" and mode == "leak":
+        r = {"id": i, "error": {"kind": "backend", "message": "reset failed for sk-resetleak0123456789abcdef"}}
     elif op == "reset":
         step = 0
         ep = {"episode_id": "e-1", "scene_id": "s", "target_object": "t" * 100000 if mode == "target" else "red box",
@@ -293,6 +295,11 @@ fn bridge_values_out_of_range_are_named() {
     };
     let o = run("ok");
     assert_eq!(o.code, Some(0), "the fake bridge is valid: {o:?}");
+    // an error at a reset ends the run: its report (standard output) and message quote no key
+    let o = run("leak");
+    assert_eq!(o.code, Some(3), "{o:?}");
+    assert!(o.stdout.contains("reset failed for [REDACTED]"), "{}", o.stdout);
+    assert!(!o.stdout.contains("resetleak") && !o.stderr.contains("resetleak"), "{o:?}");
     for (mode, field) in [
         ("step", "step.forward_m"),
         ("hfov", "camera.hfov_deg"),
