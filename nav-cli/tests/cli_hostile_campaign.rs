@@ -405,3 +405,36 @@ fn a_record_dir_that_is_a_file_and_a_junk_log_are_named() {
     assert_eq!(o.code, Some(2), "{o:?}");
     assert!(o.stderr.contains("not a step record"), "{}", o.stderr);
 }
+
+/// A step log that grows while `nav replay` reads it (a run still writing,
+/// or a huge log) held every record in memory until the allocator aborted:
+/// now the reader stops at 256 MiB or 500,000 steps, exit 2 naming the
+/// limit, in bounded memory.
+#[test]
+fn a_step_log_that_grows_while_read_ends_with_exit_2() {
+    use std::io::Write;
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("run.jsonl");
+    let o = limited::nav_limited(&["run", "--max-steps", "40", "--log", log.to_str().unwrap()], None, WALL);
+    assert!(matches!(o.code, Some(0 | 1)), "{o:?}");
+    let lines = std::fs::read(&log).unwrap();
+    let block = lines.repeat((4 << 20) / lines.len() + 1);
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let writer = {
+        let (stop, path) = (stop.clone(), log.clone());
+        std::thread::spawn(move || {
+            let mut f = std::fs::OpenOptions::new().append(true).open(path).unwrap();
+            let mut written = 0usize;
+            // far past the limit, unless nav stopped reading first
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) && written < 600 << 20 {
+                f.write_all(&block).unwrap();
+                written += block.len();
+            }
+        })
+    };
+    let o = limited::nav_limited(&["replay", log.to_str().unwrap()], None, WALL);
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    writer.join().unwrap();
+    assert_eq!(o.code, Some(2), "{o:?}");
+    assert!(o.stderr.contains("256 MiB") && o.stderr.contains("500000 steps"), "{}", o.stderr);
+}

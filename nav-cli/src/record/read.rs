@@ -196,6 +196,12 @@ impl StepReader {
                     Some(true) => {
                         let r: StepRecord = serde_json::from_slice(f.rest())
                             .map_err(|e| format!("{STEP_TOPIC} message {sequence} is not a step record: {e}"))?;
+                        if self.steps.len() >= nav_planner::navigator::MAX_LOG_STEPS {
+                            return Err(format!(
+                                "the recording holds more than {} step records, the most nav replay reads",
+                                nav_planner::navigator::MAX_LOG_STEPS
+                            ));
+                        }
                         self.steps.push(r);
                     }
                 }

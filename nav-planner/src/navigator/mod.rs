@@ -41,7 +41,10 @@ pub mod place_score;
 pub mod policy;
 mod pursuit;
 
-pub use log::{LogError, MAX_LOG_LINE_BYTES, PlannerRecord, PoseRecord, StepLog, StepRecord, read_log};
+pub use log::{
+    LogError, MAX_LOG_BYTES, MAX_LOG_LINE_BYTES, MAX_LOG_STEPS, PlannerRecord, PoseRecord, StepLog, StepRecord,
+    read_log,
+};
 
 use crate::protocol::CallRecord;
 use crate::vlm::Usage;
