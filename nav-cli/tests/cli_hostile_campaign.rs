@@ -438,3 +438,28 @@ fn a_step_log_that_grows_while_read_ends_with_exit_2() {
     assert_eq!(o.code, Some(2), "{o:?}");
     assert!(o.stderr.contains("256 MiB") && o.stderr.contains("500000 steps"), "{}", o.stderr);
 }
+
+/// 40,000 `[vlm.extra_headers]` (a 400 KB config, under its 1 MiB limit)
+/// panicked inside the HTTP client's header map: now a config error naming
+/// the table, exit 2.
+#[test]
+fn too_many_extra_headers_are_a_config_error_not_a_panic() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut text =
+        String::from("[vlm]\nprovider = \"openai\"\nbase_url = \"http://127.0.0.1:1/v1\"\n[vlm.extra_headers]\n");
+    for i in 0..40_000 {
+        text.push_str(&format!("h{i} = \"v\"\n"));
+    }
+    let config = dir.path().join("headers.toml");
+    std::fs::write(&config, text).unwrap();
+    let c = config.to_str().unwrap();
+    for args in [
+        vec!["run", "--planner", "vlm", "--config", c, "--max-steps", "2"],
+        vec!["prompt", "--vlm", "openai", "--config", c],
+    ] {
+        let o = limited::nav_limited(&args, None, WALL);
+        assert_eq!(o.code, Some(2), "{args:?}: {o:?}");
+        assert!(o.stderr.contains("extra_headers") && o.stderr.contains("at most 64"), "{}", o.stderr);
+        assert!(!o.stderr.contains("panicked"), "{}", o.stderr);
+    }
+}

@@ -142,6 +142,12 @@ impl Default for VertexConfig {
 /// The default cap on a reply body: 4 MiB (a navigation reply is a few KB).
 pub const DEFAULT_MAX_REPLY_BYTES: usize = 4 << 20;
 
+/// The most `extra_headers` a backend config may set.
+pub const MAX_EXTRA_HEADERS: usize = 64;
+
+/// The longest extra header, name and value together, in bytes.
+pub const MAX_EXTRA_HEADER_BYTES: usize = 8 << 10;
+
 /// The `anthropic-version` header navkit sends by default: the one the
 /// official Python SDK (anthropic 2.10) sends.
 pub const ANTHROPIC_VERSION: &str = "2026-10-21";
@@ -390,6 +396,17 @@ impl BackendConfig {
         }
         if let Err(message) = self.price_table().validate() {
             return bad(format!("vlm.prices: {message}"));
+        }
+        // http's header map panics past 32,768 entries; no server takes more than a few dozen
+        if self.extra_headers.len() > MAX_EXTRA_HEADERS {
+            return bad(format!(
+                "vlm.extra_headers: {} headers, at most {MAX_EXTRA_HEADERS}",
+                self.extra_headers.len()
+            ));
+        }
+        if let Some((name, _)) = self.extra_headers.iter().find(|(n, v)| n.len() + v.len() > MAX_EXTRA_HEADER_BYTES) {
+            let name: String = name.chars().take(40).collect();
+            return bad(format!("vlm.extra_headers: `{name}` is longer than {MAX_EXTRA_HEADER_BYTES} bytes"));
         }
         for (name, value) in &self.extra_headers {
             let name_ok = !name.is_empty() && name.bytes().all(|b| b.is_ascii_alphanumeric() || b"-_".contains(&b));
