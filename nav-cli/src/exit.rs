@@ -78,14 +78,45 @@ pub fn print(text: &str) -> Result<(), Exit> {
         .map_err(|e| write_error(STDOUT, &e))
 }
 
-/// Writes `text` and a newline to standard error. Never panics (unlike
+/// Writes `text`, [`scrub`]bed, and a newline to standard error. Never panics (unlike
 /// `eprintln!`, which panics when standard error is full or closed): a
 /// diagnostic that cannot be written is dropped, since there is nowhere
 /// left to report it, and the command's output and exit code stand.
 pub fn diag_line(text: &str) {
     use std::io::Write;
+    // a diagnostic can quote what a user typed (a URL with a key in it)
+    let text = scrub(text);
     let mut err = std::io::stderr().lock();
     let _ = err.write_all(text.as_bytes()).and_then(|()| err.write_all(b"\n")).and_then(|()| err.flush());
+}
+
+/// The log subscriber's writer: an event is buffered and, when it ends,
+/// [`scrub`]bed and written to standard error in one write (a failed write
+/// is dropped, as [`diag_line`] does).
+#[derive(Default)]
+pub struct ScrubbedStderr(Vec<u8>);
+
+impl std::io::Write for ScrubbedStderr {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.extend_from_slice(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl Drop for ScrubbedStderr {
+    fn drop(&mut self) {
+        use std::io::Write;
+        if self.0.is_empty() {
+            return;
+        }
+        let text = scrub(&String::from_utf8_lossy(&self.0));
+        let mut err = std::io::stderr().lock();
+        let _ = err.write_all(text.as_bytes()).and_then(|()| err.flush());
+    }
 }
 
 /// `eprintln!` through [`diag_line`]: a full or closed standard error never

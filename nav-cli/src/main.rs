@@ -80,7 +80,8 @@ fn init_tracing(verbose: u8) {
     let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(std::io::stderr)
+        // every event scrubbed of keys, as every other diagnostic (a URL with a key in it)
+        .with_writer(exit::ScrubbedStderr::default)
         // its fallback for a failed write is `eprintln!`, which panics on a full stderr
         .log_internal_errors(false)
         .with_target(false)

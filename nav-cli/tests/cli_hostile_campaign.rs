@@ -176,6 +176,21 @@ fn final_messages_never_quote_a_key() {
     assert_eq!(o.status.code(), Some(2), "{err}");
     assert!(err.contains("vlm.base_url") && err.contains("[REDACTED]"), "{err}");
     assert!(!err.contains("0123456789abcdef") && !err.contains("campaign-0123"), "{err}");
+    // a progress line quoting a URL with the key in it (nothing listens on port 1)
+    let url = format!("ws://user:{key}@127.0.0.1:1");
+    let o = Command::new(env!("CARGO_BIN_EXE_nav"))
+        .args(["rosmaster", "--url", &url, "--dry-run", "--max-time", "1"])
+        .env("OPENAI_API_KEY", key)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("connecting to ws://user:[REDACTED]@127.0.0.1:1"), "{err}");
+    // the link's log line, when the connect attempt fails in time to be logged
+    assert!(
+        !err.contains("connect failed") || err.contains("ws://user:[REDACTED]@127.0.0.1:1: connect failed"),
+        "{err}"
+    );
+    assert!(!err.contains("0123456789abcdef") && !err.contains("campaign-0123"), "{err}");
     // a key-shaped token a bridge sends back in its error
     let dir = tempfile::tempdir().unwrap();
     let script = dir.path().join("bridge.py");
