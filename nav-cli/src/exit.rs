@@ -66,11 +66,23 @@ pub fn write_error(what: &str, e: &std::io::Error) -> Exit {
 /// The name [`write_error`] and [`print`] use for standard output.
 pub const STDOUT: &str = "standard output";
 
-/// Writes `text` and a newline to standard output and flushes it. Never
+/// Writes `text` (without the credential variables' values) and a newline
+/// to standard output and flushes it. Never
 /// panics (unlike `println!`): a closed pipe is [`Exit::StdoutClosed`], a
 /// full device an [`Exit::Output`].
 pub fn print(text: &str) -> Result<(), Exit> {
     use std::io::Write;
+    // the values of the credential variables never reach standard output either (a `--model`
+    // given the key by mistake is printed in the run summary)
+    let values = nav_planner::vlm::credential_env_values();
+    let scrubbed;
+    let text = if values.is_empty() {
+        text
+    } else {
+        let secrets: Vec<&str> = values.iter().map(String::as_str).collect();
+        scrubbed = nav_planner::vlm::redact_secrets(text, &secrets);
+        scrubbed.as_str()
+    };
     let mut out = std::io::stdout().lock();
     out.write_all(text.as_bytes())
         .and_then(|()| out.write_all(b"\n"))

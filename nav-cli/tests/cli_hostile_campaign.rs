@@ -176,6 +176,16 @@ fn final_messages_never_quote_a_key() {
     assert_eq!(o.status.code(), Some(2), "{err}");
     assert!(err.contains("vlm.base_url") && err.contains("[REDACTED]"), "{err}");
     assert!(!err.contains("0123456789abcdef") && !err.contains("campaign-0123"), "{err}");
+    // the key given as the model id by mistake: the run summary on standard output
+    let o = Command::new(env!("CARGO_BIN_EXE_nav"))
+        .args(["run", "--planner", "vlm", "--vlm", "openai", "--model", key, "--max-steps", "2", "--timeout", "1"])
+        .args(["--base-url", "http://127.0.0.1:1/v1"])
+        .env("OPENAI_API_KEY", key)
+        .output()
+        .unwrap();
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(out.contains("vlm:openai/[REDACTED]"), "{out}");
+    assert!(!out.contains("0123456789abcdef") && !String::from_utf8_lossy(&o.stderr).contains("0123456789abcdef"));
     // a progress line quoting a URL with the key in it (nothing listens on port 1)
     let url = format!("ws://user:{key}@127.0.0.1:1");
     let o = Command::new(env!("CARGO_BIN_EXE_nav"))
