@@ -228,7 +228,7 @@ impl NavConfig {
     /// Loads a TOML file and checks every value against its documented
     /// range; errors (exit 2) name the file, the `[section]` and the key.
     pub fn load(path: &Path) -> Result<Self, Exit> {
-        let text = std::fs::File::open(path)
+        let text = nav_core::bounded::open_regular(path)
             .and_then(|f| nav_core::bounded::read_to_string_limited(f, MAX_CONFIG_BYTES))
             .map_err(|e| usage(format!("config {}: {e}", path.display())))?;
         let mut config: Self = toml::from_str(&text)

@@ -35,6 +35,16 @@ impl Exit {
     }
 }
 
+/// `message` as `main` prints it: the values of every provider's
+/// credential variables (`OPENAI_API_KEY`, `OPENROUTER_API_KEY`,
+/// `GEMINI_API_KEY`, …), whole or altered, and tokens with a known key
+/// prefix (`sk-…`, `AIza…`) replaced by `[REDACTED]`. A message can quote
+/// what a user typed (`--base-url`) or what a bridge or worker said, and
+/// either may hold a key.
+pub fn scrub(message: &str) -> String {
+    nav_planner::vlm::scrub_credentials(message)
+}
+
 /// A command's result: the exit code on success.
 pub type CmdResult = Result<i32, Exit>;
 
@@ -62,11 +72,23 @@ pub fn write_error(what: &str, e: &std::io::Error) -> Exit {
 /// The name [`write_error`] and [`print`] use for standard output.
 pub const STDOUT: &str = "standard output";
 
-/// Writes `text` and a newline to standard output and flushes it. Never
+/// Writes `text` (without the credential variables' values) and a newline
+/// to standard output and flushes it. Never
 /// panics (unlike `println!`): a closed pipe is [`Exit::StdoutClosed`], a
 /// full device an [`Exit::Output`].
 pub fn print(text: &str) -> Result<(), Exit> {
     use std::io::Write;
+    // the values of the credential variables never reach standard output either (a `--model`
+    // given the key by mistake is printed in the run summary)
+    let values = nav_planner::vlm::credential_env_values();
+    let scrubbed;
+    let text = if values.is_empty() {
+        text
+    } else {
+        let secrets: Vec<&str> = values.iter().map(String::as_str).collect();
+        scrubbed = nav_planner::vlm::redact_secrets(text, &secrets);
+        scrubbed.as_str()
+    };
     let mut out = std::io::stdout().lock();
     out.write_all(text.as_bytes())
         .and_then(|()| out.write_all(b"\n"))
@@ -74,14 +96,45 @@ pub fn print(text: &str) -> Result<(), Exit> {
         .map_err(|e| write_error(STDOUT, &e))
 }
 
-/// Writes `text` and a newline to standard error. Never panics (unlike
+/// Writes `text`, [`scrub`]bed, and a newline to standard error. Never panics (unlike
 /// `eprintln!`, which panics when standard error is full or closed): a
 /// diagnostic that cannot be written is dropped, since there is nowhere
 /// left to report it, and the command's output and exit code stand.
 pub fn diag_line(text: &str) {
     use std::io::Write;
+    // a diagnostic can quote what a user typed (a URL with a key in it)
+    let text = scrub(text);
     let mut err = std::io::stderr().lock();
     let _ = err.write_all(text.as_bytes()).and_then(|()| err.write_all(b"\n")).and_then(|()| err.flush());
+}
+
+/// The log subscriber's writer: an event is buffered and, when it ends,
+/// [`scrub`]bed and written to standard error in one write (a failed write
+/// is dropped, as [`diag_line`] does).
+#[derive(Default)]
+pub struct ScrubbedStderr(Vec<u8>);
+
+impl std::io::Write for ScrubbedStderr {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.extend_from_slice(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl Drop for ScrubbedStderr {
+    fn drop(&mut self) {
+        use std::io::Write;
+        if self.0.is_empty() {
+            return;
+        }
+        let text = scrub(&String::from_utf8_lossy(&self.0));
+        let mut err = std::io::stderr().lock();
+        let _ = err.write_all(text.as_bytes()).and_then(|()| err.flush());
+    }
 }
 
 /// `eprintln!` through [`diag_line`]: a full or closed standard error never

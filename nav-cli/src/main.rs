@@ -99,7 +99,8 @@ fn init_tracing(verbose: u8) {
     let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(std::io::stderr)
+        // every event scrubbed of keys, as every other diagnostic (a URL with a key in it)
+        .with_writer(exit::ScrubbedStderr::default)
         // its fallback for a failed write is `eprintln!`, which panics on a full stderr
         .log_internal_errors(false)
         .with_target(false)
@@ -130,7 +131,7 @@ fn main() {
             let (code, message) = e.code_and_message();
             if let Some(m) = message {
                 // stderr may be closed or full too: never panic over a message
-                let _ = writeln!(std::io::stderr(), "{m}");
+                let _ = writeln!(std::io::stderr(), "{}", exit::scrub(&m));
             }
             code
         }

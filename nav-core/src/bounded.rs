@@ -2,9 +2,42 @@
 //! grounding files, step logs, model replies) stops at a size limit instead
 //! of growing until the allocator gives up (`/dev/zero` as a file). The
 //! functions take a reader, so nav-core itself still opens nothing; the
-//! caller names the file in its error.
+//! caller names the file in its error. [`refuse_fifo`] only looks at a
+//! path's metadata, so a caller can refuse a FIFO before opening it.
 
 use std::io::{self, BufRead, Read};
+use std::path::Path;
+
+/// An `InvalidInput` error for a FIFO or a socket at `path` (links
+/// followed); `Ok` for anything else, a missing file included (its open
+/// then names the problem). Opening a FIFO that has no writer blocks
+/// forever, so every reader of a named file calls this before opening it
+/// (a device such as `/dev/zero` is opened; its reader's limit ends it).
+pub fn refuse_fifo(path: &Path) -> io::Result<()> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::FileTypeExt;
+        if let Ok(m) = std::fs::metadata(path) {
+            let t = m.file_type();
+            if t.is_fifo() || t.is_socket() {
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidInput,
+                    "a FIFO or socket, not a regular file (it is not read: it could block forever)",
+                ));
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = path;
+    Ok(())
+}
+
+/// Opens `path` for reading after [`refuse_fifo`]: a FIFO or a socket is an
+/// error before anything is opened.
+pub fn open_regular(path: &Path) -> io::Result<std::fs::File> {
+    refuse_fifo(path)?;
+    std::fs::File::open(path)
+}
 
 /// The error for input over `limit` bytes: `InvalidData`, naming the limit.
 pub fn too_large(limit: u64) -> io::Error {

@@ -70,27 +70,9 @@ pub(crate) fn read_text(path: &Path, limit: u64) -> Result<String, MemoryError> 
         .map_err(|source| MemoryError::Io { op: "reading", path: path.to_path_buf(), source })
 }
 
-/// An `InvalidInput` error for a FIFO or a socket at `path` (links
-/// followed); `Ok` for anything else, a missing file included (its open
-/// then names the problem).
-pub fn refuse_fifo(path: &Path) -> std::io::Result<()> {
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::FileTypeExt;
-        if let Ok(m) = std::fs::metadata(path) {
-            let t = m.file_type();
-            if t.is_fifo() || t.is_socket() {
-                return Err(std::io::Error::new(
-                    std::io::ErrorKind::InvalidInput,
-                    "a FIFO or socket, not a regular file (it is not read: it could block forever)",
-                ));
-            }
-        }
-    }
-    #[cfg(not(unix))]
-    let _ = path;
-    Ok(())
-}
+/// An `InvalidInput` error for a FIFO or a socket at `path`
+/// ([`nav_core::bounded::refuse_fifo`]).
+pub use nav_core::bounded::refuse_fifo;
 
 /// Serializes `value` as pretty JSON and writes it atomically.
 pub(crate) fn save_json<T: Serialize>(value: &T, path: &Path, what: &'static str) -> Result<(), MemoryError> {

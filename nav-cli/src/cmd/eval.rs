@@ -8,7 +8,7 @@ use nav_hal::arena::Arena;
 use nav_planner::navigator::StepLog;
 use nav_planner::navigator::episode::{COST_LIMIT_END, EpisodeSpec, PlannerChoice, RunSummary, run_episode};
 use nav_planner::navigator::estimate::{EpisodeEstimate, SuiteEstimate, TokenCounter, estimate_episode};
-use nav_planner::navigator::eval::{EpisodeKey, EvalConfig, EvalReport, default_suite, shard};
+use nav_planner::navigator::eval::{EpisodeKey, EvalConfig, EvalReport, default_suite, default_suite_len, shard};
 use nav_planner::offline::VlmNoise;
 use nav_planner::protocol::ProtocolKind;
 use nav_planner::vlm::CostBudget;
@@ -306,7 +306,31 @@ fn specs(args: &EvalArgs, config: &NavConfig) -> Result<Vec<EpisodeSpec>, Exit> 
     Ok(out)
 }
 
+/// The most episodes one suite may hold. A suite is built whole before its
+/// first episode runs (in every shard, which then runs its slice), at about
+/// 2 KiB an episode and 11 ms a procedural house, so the count is checked
+/// first: `--seeds 4000000000` is a message, not an allocation failure.
+pub const MAX_SUITE_EPISODES: u64 = 100_000;
+
+/// The suite's size before it is built: exit 2 naming the options when it
+/// is over [`MAX_SUITE_EPISODES`].
+fn check_suite_len(args: &EvalArgs) -> Result<(), Exit> {
+    let (n, options) = if args.arenas.is_empty() {
+        (default_suite_len(args.house_seeds, args.procedural), "--house-seeds and --procedural")
+    } else {
+        let n = (args.arenas.len() as u64).saturating_mul(args.configs.len() as u64).saturating_mul(args.seeds.max(1));
+        (n, "--arenas × --configs × --seeds")
+    };
+    if n > MAX_SUITE_EPISODES {
+        return Err(usage(format!(
+            "the suite would hold {n} episodes, more than {MAX_SUITE_EPISODES}: lower {options} (or split the work into several suites)"
+        )));
+    }
+    Ok(())
+}
+
 fn suite(args: &EvalArgs, config: &NavConfig) -> Result<Vec<EpisodeSpec>, Exit> {
+    check_suite_len(args)?;
     let base = EvalConfig {
         sim: config.sim.clone(),
         objectnav: config.objectnav.clone(),
@@ -524,11 +548,11 @@ impl EpisodeLines {
             }
             Err(e) => {
                 let cut = match self.file.set_len(self.whole) {
-                    Ok(()) => "cut back to its last whole line".to_string(),
-                    Err(c) => format!("could not be cut back to its last whole line: {c}"),
+                    Ok(()) => "the file is cut back to its last whole line".to_string(),
+                    Err(c) => format!("the file could not be cut back to its last whole line: {c}"),
                 };
                 Err(Exit::Output(format!(
-                    "writing {}: {e} (the file is {cut}; the suite stopped: no further episode was started)",
+                    "writing {}: {e} ({cut}; the suite stopped: no further episode was started)",
                     self.path.display()
                 )))
             }
@@ -645,6 +669,14 @@ pub fn run(args: EvalArgs) -> CmdResult {
     let mut results: Vec<Option<RunSummary>> = vec![None; n];
     let mut errors = Vec::new();
     let mut cut_short = 0usize;
+    // checked before any episode runs: a --record-dir that is a file failed every episode with
+    // "File exists"
+    if let Some(d) = &args.record_dir {
+        if d.exists() && !d.is_dir() {
+            return Err(usage(format!("--record-dir {}: not a directory", d.display())));
+        }
+        std::fs::create_dir_all(d).map_err(|e| usage(format!("--record-dir {}: {e}", d.display())))?;
+    }
     let record = args.record_dir.clone().map(|d| (d, args.record_every));
     let job = move |rt: &tokio::runtime::Runtime, spec: &EpisodeSpec| run_one(rt, spec, record.as_ref());
     pool(&queue, jobs.min(n.max(1)), job, |i, r| {

@@ -7,7 +7,7 @@
 //! docs/GROUNDING.md describes the flow.
 
 use crate::config::NavConfig;
-use crate::exit::{Exit, internal, usage};
+use crate::exit::{Exit, usage};
 use clap::Args;
 use nav_hal::arena::{Arena, Goal};
 use nav_memory::grounding::{
@@ -278,7 +278,7 @@ fn apply_typed(line: &str, step_id: u32, instruction: &str, record: &mut Episode
 /// warning naming the line.
 pub fn read_feedback_file(path: &Path) -> Result<Vec<StepFeedback>, Exit> {
     let name = path.display();
-    let file = std::fs::File::open(path).map_err(|e| usage(format!("--feedback {name}: {e}")))?;
+    let file = nav_core::bounded::open_regular(path).map_err(|e| usage(format!("--feedback {name}: {e}")))?;
     let size = file.metadata().map_or(0, |m| m.len());
     if size > MAX_FEEDBACK_BYTES {
         return Err(usage(format!(
@@ -414,7 +414,8 @@ impl EpisodeEnd<'_> {
         let had_feedback = !req.is_empty();
         record.set_final(final_grounding(rt, self.vlm, &req, iso));
         let format = self.config.grounding.save_format()?;
-        store.save_episode(record.file(), format, had_feedback).map_err(internal)
+        // an unwritable --logs-dir (read-only, a file) is output that cannot be written, not a bug
+        store.save_episode(record.file(), format, had_feedback).map_err(|e| Exit::Output(format!("--logs-dir: {e}")))
     }
 }
 

@@ -172,7 +172,7 @@ impl RecordArgs {
 
 /// Closes a recording; a write failure (a full disk) is exit 3 naming the file.
 pub fn finish_recording(r: &crate::record::Recording) -> Result<crate::record::RecordStats, Exit> {
-    r.finish().map_err(crate::exit::internal)
+    r.finish().map_err(Exit::Output)
 }
 
 /// Opens `path` for reading unless it is a FIFO or a socket (an
@@ -180,6 +180,5 @@ pub fn finish_recording(r: &crate::record::Recording) -> Result<crate::record::R
 /// writer blocks forever). A device such as `/dev/zero` is opened; its
 /// reader's limit ends it.
 pub fn open_regular(path: &Path) -> std::io::Result<std::fs::File> {
-    nav_memory::snapshot::refuse_fifo(path)?;
-    std::fs::File::open(path)
+    nav_core::bounded::open_regular(path)
 }

@@ -38,7 +38,7 @@ pub fn run(args: ParseArgs) -> CmdResult {
     let text = match args.file.as_deref() {
         None => read_stdin(limit)?,
         Some(p) if p.as_os_str() == "-" => read_stdin(limit)?,
-        Some(p) => std::fs::File::open(p)
+        Some(p) => nav_core::bounded::open_regular(p)
             .and_then(|f| read_to_string_limited(f, limit))
             .map_err(|e| usage(format!("{}: {e}{}", p.display(), hint(&e, limit))))?,
     };

@@ -39,7 +39,9 @@ pub fn run(args: ReplayArgs) -> CmdResult {
         read_log(&args.log).map_err(|e| usage(e.to_string()))?
     };
     if records.is_empty() {
-        return Err(usage(format!("{}: the log holds no steps", args.log.display())));
+        // a file of one line of junk is "truncated" by the reader's rule: say what it is
+        let why = if truncated { " (its only line is not a step record: is it a step log?)" } else { "" };
+        return Err(usage(format!("{}: the log holds no steps{why}", args.log.display())));
     }
     let Some(plot) = &args.plot else {
         crate::exit::print(&summary(&args.log, &records, truncated))?;

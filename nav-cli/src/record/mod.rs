@@ -195,7 +195,7 @@ impl Recording {
         rec.emit_pending(now);
         if let Some(mut w) = rec.writer.take() {
             if let Err(e) = w.finish() {
-                rec.fail(&e.to_string());
+                rec.fail(&with_causes(&e));
             }
         }
         if let Some(e) = &rec.error {
@@ -204,6 +204,23 @@ impl Recording {
         rec.stats.bytes = std::fs::metadata(&rec.path).map(|m| m.len()).unwrap_or(0);
         Ok(rec.stats.clone())
     }
+}
+
+/// An error with its causes: the mcap crate's own text (`I/O error from
+/// writing, or reading a compression stream`) hides the one a user can act
+/// on (`No space left on device`).
+fn with_causes(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut source = e.source();
+    while let Some(s) = source {
+        let part = s.to_string();
+        if !text.contains(&part) {
+            text.push_str(": ");
+            text.push_str(&part);
+        }
+        source = s.source();
+    }
+    text
 }
 
 /// The sensor tap's side of a [`Recording`].
@@ -254,7 +271,7 @@ impl Recorder {
                     s
                 }
                 Err(e) => {
-                    self.fail(&e.to_string());
+                    self.fail(&with_causes(&e));
                     return None;
                 }
             },
@@ -265,7 +282,7 @@ impl Recorder {
                 Some(id)
             }
             Err(e) => {
-                self.fail(&e.to_string());
+                self.fail(&with_causes(&e));
                 None
             }
         }
@@ -287,7 +304,7 @@ impl Recorder {
             None => Ok(()),
         };
         if let Err(e) = written {
-            self.fail(&e.to_string());
+            self.fail(&with_causes(&e));
         }
     }
 

@@ -46,7 +46,8 @@ const FOOTER_LEN: usize = 1 + 8 + 8 + 8 + 4;
 /// names the problem).
 pub fn is_mcap(path: &Path) -> bool {
     let mut head = [0u8; 8];
-    let magic = std::fs::File::open(path).and_then(|mut f| f.read_exact(&mut head)).is_ok() && &head == MCAP_MAGIC;
+    let magic =
+        nav_core::bounded::open_regular(path).and_then(|mut f| f.read_exact(&mut head)).is_ok() && &head == MCAP_MAGIC;
     magic || path.extension().is_some_and(|e| e.eq_ignore_ascii_case("mcap"))
 }
 
@@ -56,7 +57,7 @@ pub fn is_mcap(path: &Path) -> bool {
 /// [`MAX_RECORDING_BYTES`] or a bad step record is an error naming the file.
 pub fn read_steps(path: &Path) -> Result<Vec<StepRecord>, String> {
     let name = path.display();
-    let file = std::fs::File::open(path).map_err(|e| format!("{name}: {e}"))?;
+    let file = nav_core::bounded::open_regular(path).map_err(|e| format!("{name}: {e}"))?;
     let mut bytes = Vec::new();
     file.take(MAX_RECORDING_BYTES + 1).read_to_end(&mut bytes).map_err(|e| format!("{name}: {e}"))?;
     if bytes.len() as u64 > MAX_RECORDING_BYTES {
@@ -195,6 +196,12 @@ impl StepReader {
                     Some(true) => {
                         let r: StepRecord = serde_json::from_slice(f.rest())
                             .map_err(|e| format!("{STEP_TOPIC} message {sequence} is not a step record: {e}"))?;
+                        if self.steps.len() >= nav_planner::navigator::MAX_LOG_STEPS {
+                            return Err(format!(
+                                "the recording holds more than {} step records, the most nav replay reads",
+                                nav_planner::navigator::MAX_LOG_STEPS
+                            ));
+                        }
                         self.steps.push(r);
                     }
                 }

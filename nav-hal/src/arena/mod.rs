@@ -50,6 +50,17 @@ pub const DEFAULT_MAX_STEPS: u32 = 500;
 /// The largest arena file [`Arena::load`] reads (the built-in houses are
 /// a few KiB).
 pub const MAX_ARENA_BYTES: u64 = 16 << 20;
+/// The most walls, obstacles, objects or rooms an arena may list, each (the
+/// built-in houses have a few dozen): the simulator casts every ray against
+/// every feature, so 500,000 obstacles would make a run crawl for minutes.
+pub const MAX_ARENA_FEATURES: usize = 4096;
+/// The most points a room polygon may have.
+pub const MAX_ROOM_POINTS: usize = 1024;
+/// The longest name, object label or room name, in characters (they go
+/// into prompts and reports).
+pub const MAX_ARENA_NAME_CHARS: usize = 256;
+/// The longest `description`, in characters.
+pub const MAX_ARENA_DESCRIPTION_CHARS: usize = 4096;
 
 /// A world for the simulator. See the [module docs](self) for the format.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -310,7 +321,7 @@ impl Arena {
     /// file over [`MAX_ARENA_BYTES`] is an error naming the limit.
     pub fn load(path: impl AsRef<Path>) -> Result<Arena, HalError> {
         let path = path.as_ref();
-        let text = std::fs::File::open(path)
+        let text = nav_core::bounded::open_regular(path)
             .and_then(|f| nav_core::bounded::read_to_string_limited(f, MAX_ARENA_BYTES))
             .map_err(|source| HalError::Io { path: path.to_path_buf(), source })?;
         Self::from_json_named(&text, &path.display().to_string())

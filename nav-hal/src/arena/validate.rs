@@ -2,7 +2,10 @@
 
 use super::geodesic::ConfigGrid;
 use super::scene::Scene;
-use super::{Arena, Feature, Goal, invalid};
+use super::{
+    Arena, Feature, Goal, MAX_ARENA_DESCRIPTION_CHARS, MAX_ARENA_FEATURES, MAX_ARENA_NAME_CHARS, MAX_ROOM_POINTS,
+    invalid,
+};
 use crate::HalError;
 use nav_core::geometry::{Point2, polygon_area};
 use nav_core::grid::{MAX_GRID_CELLS, cells_covering};
@@ -26,10 +29,70 @@ fn positive_radius(field: &str, r: f64) -> Result<(), HalError> {
     if r.is_finite() && r > 0.0 { Ok(()) } else { Err(invalid(field, format!("must be positive, got {r}"))) }
 }
 
+/// A name, label or text of at most `max` characters without control
+/// characters (a name goes into prompts and onto the terminal).
+fn text(field: &str, value: &str, max: usize) -> Result<(), HalError> {
+    let n = value.chars().count();
+    if n > max {
+        return Err(invalid(field, format!("{n} characters, at most {max}")));
+    }
+    if value.chars().any(char::is_control) {
+        return Err(invalid(field, "must not contain control characters"));
+    }
+    Ok(())
+}
+
+/// A metre value for a message: whole metres, or scientific notation for
+/// a value no arena has (`1e300` is not printed as 301 digits).
+fn metres(v: f64) -> String {
+    if v.abs() < 1e9 { format!("{v:.0}") } else { format!("{v:.1e}") }
+}
+
+/// The counts of an arena's lists against [`MAX_ARENA_FEATURES`] and
+/// [`MAX_ROOM_POINTS`], and its texts against their limits: checked before
+/// anything else looks at them.
+fn sizes(arena: &Arena) -> Result<(), HalError> {
+    let lists = [
+        ("walls", arena.walls.len()),
+        ("obstacles", arena.obstacles.len()),
+        ("objects", arena.objects.len()),
+        ("rooms", arena.rooms.len()),
+    ];
+    for (field, n) in lists {
+        if n > MAX_ARENA_FEATURES {
+            return Err(invalid(field, format!("{n} entries, at most {MAX_ARENA_FEATURES}")));
+        }
+    }
+    text("name", &arena.name, MAX_ARENA_NAME_CHARS)?;
+    if let Some(d) = &arena.description {
+        let n = d.chars().count();
+        if n > MAX_ARENA_DESCRIPTION_CHARS {
+            return Err(invalid("description", format!("{n} characters, at most {MAX_ARENA_DESCRIPTION_CHARS}")));
+        }
+    }
+    for (i, o) in arena.objects.iter().enumerate() {
+        text(&format!("objects[{i}].label"), &o.label, MAX_ARENA_NAME_CHARS)?;
+    }
+    for (i, r) in arena.rooms.iter().enumerate() {
+        text(&format!("rooms[{i}].name"), &r.name, MAX_ARENA_NAME_CHARS)?;
+        if r.polygon.len() > MAX_ROOM_POINTS {
+            return Err(invalid(
+                format!("rooms[{i}].polygon"),
+                format!("{} points, at most {MAX_ROOM_POINTS}", r.polygon.len()),
+            ));
+        }
+    }
+    if let Some(Goal::Object { label }) = &arena.goal {
+        text("goal.object", label, MAX_ARENA_NAME_CHARS)?;
+    }
+    Ok(())
+}
+
 fn check(arena: &Arena, radius: f64) -> Result<(), HalError> {
     if !(radius.is_finite() && radius > 0.0) {
         return Err(invalid("robot radius", format!("must be positive, got {radius}")));
     }
+    sizes(arena)?;
     if arena.name.trim().is_empty() {
         return Err(invalid("name", "must not be empty"));
     }
@@ -46,9 +109,9 @@ fn check(arena: &Arena, radius: f64) -> Result<(), HalError> {
         return Err(invalid(
             "bounds",
             format!(
-                "{:.0} m × {:.0} m is too large: the reachability check's {REACH_CELL_M} m grid would need {cells} cells, more than {MAX_GRID_CELLS} (about 200 m × 200 m)",
-                x1 - x0,
-                y1 - y0
+                "{} m × {} m is too large: the reachability check's {REACH_CELL_M} m grid would need {cells} cells, more than {MAX_GRID_CELLS} (about 200 m × 200 m)",
+                metres(x1 - x0),
+                metres(y1 - y0)
             ),
         ));
     }

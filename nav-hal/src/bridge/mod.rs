@@ -254,6 +254,18 @@ impl BridgeHal {
                 return Err(protocol(format!("the bridge does not offer the action {:?}", a.as_str())));
             }
         }
+        // a step of -1 m or 1e300 m would walk dead reckoning off the map
+        if let Err(e) = reply.step.validate() {
+            hal.transport.shutdown(Duration::from_millis(200)).await;
+            return Err(protocol(format!("bridge hello: step.{}: {}", e.key, e.message)));
+        }
+        if !(reply.camera.hfov_deg.is_finite() && reply.camera.hfov_deg > 0.0 && reply.camera.hfov_deg < 360.0) {
+            hal.transport.shutdown(Duration::from_millis(200)).await;
+            return Err(protocol(format!(
+                "bridge hello: camera.hfov_deg must be in (0, 360), got {}",
+                reply.camera.hfov_deg
+            )));
+        }
         hal.dead_reckoning = DeadReckoning::new(reply.step);
         hal.backend = BackendInfo {
             name: reply.backend.name,
@@ -307,6 +319,7 @@ impl BridgeHal {
         fields.insert("episode".into(), serde_json::to_value(episode).map_err(|e| protocol(e.to_string()))?);
         let timeout = secs(self.config.reset_timeout_s);
         let reply: wire::ResetReply = self.request("reset", fields, timeout).await?;
+        reply.episode.check()?;
         self.episode = Some(reply.episode.clone());
         self.done = false;
         self.steps = 0;

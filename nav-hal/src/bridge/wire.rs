@@ -80,6 +80,28 @@ pub struct EpisodeInfo {
     pub success_distance_m: Option<f64>,
 }
 
+/// The longest target class a bridge may name, in characters (it goes into
+/// every prompt and step record).
+pub const MAX_TARGET_CHARS: usize = 256;
+
+impl EpisodeInfo {
+    /// The target class is 1 to [`MAX_TARGET_CHARS`] characters and the
+    /// success distance, when given, a positive number of metres: errors
+    /// name the field.
+    pub(crate) fn check(&self) -> Result<(), HalError> {
+        let n = self.target_object.chars().count();
+        if self.target_object.trim().is_empty() || n > MAX_TARGET_CHARS {
+            return Err(protocol(format!(
+                "bridge reset: episode.target_object must be 1 to {MAX_TARGET_CHARS} characters, got {n}"
+            )));
+        }
+        if let Some(d) = self.success_distance_m.filter(|d| !(d.is_finite() && *d > 0.0)) {
+            return Err(protocol(format!("bridge reset: episode.success_distance_m must be positive metres, got {d}")));
+        }
+        Ok(())
+    }
+}
+
 /// The simulator's own end-of-episode metrics (Habitat's `get_metrics()`,
 /// or the MiniWorld backend's geometry).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -107,12 +129,23 @@ impl SimMetrics {
             other => return Err(protocol(format!("metrics.success must be a boolean, got {other:?}"))),
         };
         let spl = match map.remove("spl") {
-            Some(Value::Number(n)) => n.as_f64().filter(|v| v.is_finite()).unwrap_or(0.0),
+            // a rounding hair over 1 is 1; 55 is not an SPL
+            Some(Value::Number(n)) => match n.as_f64() {
+                Some(v) if (0.0..=1.0 + 1e-9).contains(&v) => v.min(1.0),
+                other => return Err(protocol(format!("metrics.spl must be in [0, 1], got {other:?}"))),
+            },
             Some(Value::Null) => 0.0,
             other => return Err(protocol(format!("metrics.spl must be a number, got {other:?}"))),
         };
         let distance_to_goal = match map.remove("distance_to_goal") {
-            Some(Value::Number(n)) => n.as_f64(),
+            Some(Value::Number(n)) => match n.as_f64() {
+                Some(d) if d.is_finite() && d >= 0.0 => Some(d),
+                other => {
+                    return Err(protocol(format!(
+                        "metrics.distance_to_goal must be non-negative metres, got {other:?}"
+                    )));
+                }
+            },
             Some(Value::Null) | None => None,
             other => return Err(protocol(format!("metrics.distance_to_goal must be a number, got {other:?}"))),
         };
@@ -518,6 +551,14 @@ mod tests {
         assert!(m.success && m.spl == 0.0 && m.distance_to_goal.is_none());
         assert!(SimMetrics::from_wire(json!({"spl": 1})).is_err());
         assert!(SimMetrics::from_wire(json!([1])).is_err());
+        // out of range: an SPL of 55 or -1, a negative distance
+        for bad in [json!({"success": true, "spl": 55.0}), json!({"success": true, "spl": -1})] {
+            assert!(SimMetrics::from_wire(bad).unwrap_err().to_string().contains("metrics.spl"));
+        }
+        let e = SimMetrics::from_wire(json!({"success": true, "spl": 0.5, "distance_to_goal": -3})).unwrap_err();
+        assert!(e.to_string().contains("metrics.distance_to_goal"), "{e}");
+        // a rounding hair over 1 is 1
+        assert_eq!(SimMetrics::from_wire(json!({"success": true, "spl": 1.0000000001})).unwrap().spl, 1.0);
     }
 
     #[test]

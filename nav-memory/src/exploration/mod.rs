@@ -473,12 +473,49 @@ impl ExplorationMemory {
         snap.check(path)
     }
 
+    /// The longest text a memory file may hold in one field, in characters:
+    /// the memory itself clips what it records to at most 160 (room names
+    /// and object labels to 40), and every field goes into each prompt.
+    pub const MAX_FILE_TEXT_CHARS: usize = 256;
+
+    /// Every text field of the memory against [`Self::MAX_FILE_TEXT_CHARS`]:
+    /// the first one over it, named.
+    fn check_texts(&self) -> Result<(), String> {
+        let mut texts: Vec<(&str, &str)> = vec![("current_room", &self.current_room)];
+        for r in &self.rooms {
+            texts.push(("a room name", &r.name));
+            texts.push(("a room's entered_from", &r.entered_from));
+            texts.extend(r.objects.iter().map(|o| ("an object label", o.as_str())));
+        }
+        texts.extend(self.dead_ends.iter().map(|d| ("a dead end's reason", d.reason.as_str())));
+        texts.extend(self.frontiers.iter().map(|f| ("a frontier's type", f.kind.as_str())));
+        for a in &self.recent_actions {
+            texts.extend([
+                ("a recent action", a.action.as_str()),
+                ("its params", &a.params),
+                ("its result", &a.result),
+            ]);
+        }
+        for d in &self.recent_discoveries {
+            texts.extend([("a discovery's label", d.label.as_str()), ("its notes", &d.notes), ("its room", &d.room)]);
+        }
+        let max = Self::MAX_FILE_TEXT_CHARS;
+        match texts.iter().map(|(what, t)| (what, t.chars().count())).find(|(_, n)| *n > max) {
+            Some((what, n)) => Err(format!("{what} is {n} characters long, at most {max}")),
+            None => Ok(()),
+        }
+    }
+
     fn validate(&self) -> Result<(), String> {
+        self.check_texts()?;
         if !self.rooms.iter().any(|r| r.name == self.current_room) {
             return Err(format!("current room {:?} is not among the rooms", self.current_room));
         }
         if let Some(r) = self.rooms.iter().find(|r| !(0.0..=100.0).contains(&r.explored_pct)) {
-            return Err(format!("room {:?} has explored_pct {} outside 0–100", r.name, r.explored_pct));
+            // 1e308 as `{}` would be 309 digits
+            let pct =
+                if r.explored_pct.abs() < 1e6 { r.explored_pct.to_string() } else { format!("{:e}", r.explored_pct) };
+            return Err(format!("room {:?} has explored_pct {pct} outside 0–100", r.name));
         }
         let caps = [
             ("recent actions", self.recent_actions.len(), Self::MAX_ACTIONS),
@@ -634,6 +671,54 @@ mod tests {
         std::fs::write(&path, text).unwrap();
         let e = ExplorationMemory::load(&path).unwrap_err().to_string();
         assert!(e.contains("invalid exploration memory") && e.contains("version 7"), "{e}");
+    }
+
+    #[test]
+    fn a_file_text_over_the_cap_is_named_not_loaded() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("memory.json");
+        let m = ExplorationMemory::new(0.0);
+        m.save(&path).unwrap();
+        let long = "x".repeat(5_000_000);
+        let text = std::fs::read_to_string(&path).unwrap().replace("\"start\"", &format!("\"{long}\""));
+        std::fs::write(&path, text).unwrap();
+        let e = ExplorationMemory::load(&path).unwrap_err().to_string();
+        assert!(
+            e.contains("is 5000000 characters long, at most 256") && e.contains("memory.json"),
+            "{}",
+            &e[..e.len().min(300)]
+        );
+        assert!(e.len() < 300, "the text is not quoted: {} bytes", e.len());
+    }
+
+    proptest::proptest! {
+        /// Whatever a session records (a model's labels and notes of any
+        /// length, tools' parameters, safety reasons), the file it saves
+        /// loads back equal: the text cap of a file never rejects the
+        /// memory's own output.
+        #[test]
+        fn every_saved_session_loads_back(
+            events in proptest::collection::vec((0u8..4, "\\PC{0,300}", "\\PC{0,300}"), 0..30),
+        ) {
+            let mut m = ExplorationMemory::new(0.0);
+            for (i, (kind, a, b)) in events.iter().enumerate() {
+                let p = Point2::new(i as f64 * 0.1, 0.0);
+                match kind {
+                    0 => m.record_discovery(a, b, Significance::Room, p),
+                    1 => m.record_discovery(a, b, Significance::Landmark, p),
+                    2 => m.update_after_action(ActionRecord::new(a, b, a, p)),
+                    _ => m.record_dead_end(i as f64 * 10.0, b, p),
+                }
+            }
+            let dir = tempfile::tempdir().unwrap();
+            for name in ["memory.yaml", "memory.json"] {
+                let path = dir.path().join(name);
+                m.save(&path).unwrap();
+                let back = ExplorationMemory::load(&path);
+                proptest::prop_assert!(back.is_ok(), "{name}: {:?}", back.err());
+                proptest::prop_assert_eq!(back.unwrap(), m.clone());
+            }
+        }
     }
 
     #[test]

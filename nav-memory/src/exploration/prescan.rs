@@ -27,6 +27,10 @@ pub fn check(text: &str) -> Result<(), String> {
     let mut flow = 0usize;
     // inside a block scalar (`key: |`): lines indented deeper than this are text
     let mut block: Option<usize> = None;
+    // a quoted scalar still open at the end of the previous line (an emitter folds long ones)
+    let mut quote: Option<u8> = None;
+    // a plain scalar that may go on below: lines indented at least this much are its text
+    let mut plain: Option<usize> = None;
     for (n, line) in text.lines().enumerate() {
         let line_no = n + 1;
         let body = line.trim_start_matches(' ');
@@ -38,25 +42,40 @@ pub fn check(text: &str) -> Result<(), String> {
             }
             block = None;
         }
-        // leading "- - x": each dash is a level
+        if let Some(min) = plain.take() {
+            if !body.trim().is_empty() && indent >= min {
+                plain = Some(min);
+                continue;
+            }
+        }
+        // leading "- - x": each dash is a level (not inside a quoted scalar going on)
         let mut rest = body;
         let mut dashes = 0usize;
-        while let Some(r) = rest.strip_prefix('-').filter(|r| r.is_empty() || r.starts_with([' ', '\t'])) {
-            dashes += 1;
-            rest = r.trim_start();
+        if quote.is_none() {
+            while let Some(r) = rest.strip_prefix('-').filter(|r| r.is_empty() || r.starts_with([' ', '\t'])) {
+                dashes += 1;
+                rest = r.trim_start();
+            }
         }
         items += dashes;
         if indent / 2 + dashes > MAX_DEPTH {
             return Err(format!("line {line_no}: nested deeper than {MAX_DEPTH} levels"));
         }
-        let (line_items, new_flow) = scan_line(rest, flow, line_no)?;
-        flow = new_flow;
-        items += line_items;
+        let scan = scan_line(rest, flow, quote, line_no)?;
+        flow = scan.flow;
+        quote = scan.quote;
+        items += scan.items;
         if items > MAX_ITEMS {
             return Err(format!("line {line_no}: more than {MAX_ITEMS} items"));
         }
-        if flow == 0 && opens_block_scalar(rest) {
-            block = Some(indent);
+        if flow == 0 && quote.is_none() {
+            if opens_block_scalar(rest) {
+                block = Some(indent);
+            } else if scan.plain {
+                // `key: text` goes on deeper than the key; a bare `- text` at its own column
+                let column = line.len() - rest.len();
+                plain = Some(if scan.keyed { indent + 2 * dashes + 1 } else { column });
+            }
         }
     }
     Ok(())
@@ -69,51 +88,96 @@ fn opens_block_scalar(rest: &str) -> bool {
     (head.ends_with('|') || head.ends_with('>')) && (head.len() == 1 || head[..head.len() - 1].ends_with([' ', '\t']))
 }
 
-/// One line's items and the flow depth after it (quotes and comments
-/// skipped; a quoted scalar is taken to end on its line, which holds for
-/// everything the memory writes and only overcounts otherwise).
-fn scan_line(line: &str, mut flow: usize, line_no: usize) -> Result<(usize, usize), String> {
+/// What [`scan_line`] found on one line.
+struct Scanned {
+    /// Items (mapping keys, flow elements) on the line.
+    items: usize,
+    /// The flow depth after it.
+    flow: usize,
+    /// The quoted scalar still open at its end.
+    quote: Option<u8>,
+    /// It ends inside a plain scalar (block context), which may go on below.
+    plain: bool,
+    /// It holds a `key: ` separator outside flow collections.
+    keyed: bool,
+}
+
+/// One line's items, flow depth and open quote. Structure (`[`, `{`,
+/// quotes, anchors `&x` and aliases `*x`) counts only where a node can
+/// begin: at the line's start, after `: `, `- `, `[`, `{` or a flow `,`.
+/// Inside a plain scalar (`kitchen & dining`, `0{`) those characters are
+/// text, as for a YAML parser, so a file the memory writes always passes.
+fn scan_line(line: &str, mut flow: usize, mut quote: Option<u8>, line_no: usize) -> Result<Scanned, String> {
     let bytes = line.as_bytes();
     let mut items = 0usize;
-    let mut quote: Option<u8> = None;
+    let mut keyed = false;
+    let mut at_node = quote.is_none();
+    let mut in_plain = false;
     let mut prev = b' ';
     let mut i = 0;
     while i < bytes.len() {
         let b = bytes[i];
-        match quote {
-            Some(q) => {
-                if b == b'\\' && q == b'"' {
+        let blank_after = bytes.get(i + 1).is_none_or(|n| matches!(n, b' ' | b'\t'));
+        if let Some(q) = quote {
+            if b == b'\\' && q == b'"' {
+                i += 1;
+            } else if b == q {
+                if q == b'\'' && bytes.get(i + 1) == Some(&b'\'') {
                     i += 1;
-                } else if b == q {
+                } else {
                     quote = None;
                 }
             }
-            None => match b {
-                b'"' | b'\'' if matches!(prev, b' ' | b'\t' | b'[' | b'{' | b',' | b':' | b'-') => quote = Some(b),
+        } else {
+            match b {
+                b' ' | b'\t' => {}
                 b'#' if matches!(prev, b' ' | b'\t') => break,
-                b'[' | b'{' => {
-                    flow += 1;
+                b':' if blank_after => {
                     items += 1;
-                    if flow > MAX_DEPTH {
-                        return Err(format!("line {line_no}: nested deeper than {MAX_DEPTH} levels"));
+                    keyed |= flow == 0;
+                    at_node = true;
+                    in_plain = false;
+                }
+                b',' if flow > 0 => {
+                    items += 1;
+                    at_node = true;
+                    in_plain = false;
+                }
+                b']' | b'}' if flow > 0 => {
+                    flow -= 1;
+                    at_node = false;
+                    in_plain = false;
+                }
+                _ if at_node => match b {
+                    b'[' | b'{' => {
+                        flow += 1;
+                        items += 1;
+                        if flow > MAX_DEPTH {
+                            return Err(format!("line {line_no}: nested deeper than {MAX_DEPTH} levels"));
+                        }
                     }
-                }
-                b']' | b'}' => flow = flow.saturating_sub(1),
-                b',' if flow > 0 => items += 1,
-                b':' if bytes.get(i + 1).is_none_or(|n| matches!(n, b' ' | b'\t')) => items += 1,
-                b'&' | b'*'
-                    if matches!(prev, b' ' | b'\t' | b'[' | b'{' | b',' | b':' | b'-')
-                        && bytes.get(i + 1).is_some_and(u8::is_ascii_alphanumeric) =>
-                {
-                    return Err(format!("line {line_no}: YAML anchors and aliases are not allowed in a memory file"));
-                }
+                    b'-' | b'?' if blank_after => {}
+                    b'&' | b'*' if bytes.get(i + 1).is_some_and(u8::is_ascii_alphanumeric) => {
+                        return Err(format!(
+                            "line {line_no}: YAML anchors and aliases are not allowed in a memory file"
+                        ));
+                    }
+                    b'"' | b'\'' => {
+                        quote = Some(b);
+                        at_node = false;
+                    }
+                    _ => {
+                        in_plain = true;
+                        at_node = false;
+                    }
+                },
                 _ => {}
-            },
+            }
         }
         prev = b;
         i += 1;
     }
-    Ok((items, flow))
+    Ok(Scanned { items, flow, quote, plain: in_plain && flow == 0 && quote.is_none(), keyed })
 }
 
 #[cfg(test)]
@@ -134,6 +198,11 @@ mod tests {
         // quoted, commented and block-scalar text is not structure
         assert!(check(&format!("a: \"{}\" # {}\n", "[,&x".repeat(10_000), "[".repeat(100))).is_ok());
         assert!(check("notes: |-\n  *bold* [[[[\n  - &x\nnext: 1\n").is_ok());
+        // inside a plain scalar, and on its folded lines, these are text
+        assert!(check("name: kitchen & dining\nroom: 0{\nnotes: a b\n  *c [d &e\nnext: 1\n").is_ok());
+        assert!(check("- a [b\n  &c\n- d\n").is_ok());
+        assert!(check("name: x\nb: *x\n").unwrap_err().contains("aliases"));
+        assert!(check("- &x\n").unwrap_err().contains("aliases"));
     }
 
     #[test]

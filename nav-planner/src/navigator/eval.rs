@@ -59,6 +59,15 @@ pub const HOUSES: [&str; 3] = ["house_a", "house_b", "house_c"];
 /// exploration, dead-end recovery, narrow corridor.
 pub const SEED_ARENAS: [&str; 4] = ["simple", "exploration", "dead_end", "narrow_corridor"];
 
+/// The number of episodes [`default_suite`] builds for these arguments
+/// (saturating): three configurations of every house episode, the four
+/// candidates arenas and the two explore arenas. A caller checks it
+/// against a limit before building the suite.
+pub fn default_suite_len(house_seeds: u64, procedural: u64) -> u64 {
+    let houses = (HOUSES.len() as u64).saturating_mul(house_seeds.max(1)).saturating_add(procedural);
+    houses.saturating_mul(3).saturating_add(SEED_ARENAS.len() as u64 + 2)
+}
+
 /// The default suite: objectnav in the built-in houses (seeds
 /// `0..house_seeds`) and `procedural` generated houses (episode seed = house
 /// seed), each with the frontier baseline and the offline stand-in with

@@ -48,7 +48,8 @@ pub async fn connect_worker(
 }
 
 fn logged(reply: &Map<String, Value>) -> String {
-    let text = Value::Object(reply.clone()).to_string();
+    // a worker inherits the credential variables and may echo one
+    let text = crate::vlm::scrub_credentials(&Value::Object(reply.clone()).to_string());
     match text.char_indices().nth(MAX_LOGGED_REPLY) {
         Some((i, _)) => format!("{}…", &text[..i]),
         None => text,
@@ -126,7 +127,7 @@ impl GoalPerception for ExternalGoalPerception {
             }
             Err(e) => Err(e.to_string()),
         };
-        match parsed {
+        match parsed.map_err(|reason| crate::vlm::scrub_credentials(&reason)) {
             Ok(Some(b)) => PerceptionReply { sighting: Some(GoalSighting::from_box(b, frame, input.depth)), record },
             Ok(None) => PerceptionReply { sighting: None, record },
             Err(reason) => {
@@ -307,6 +308,7 @@ impl LowLevelPolicy for ExternalPolicy {
         let action = match reply.map_err(|e| e.to_string()).and_then(|r| parse_act_reply(&r)) {
             Ok(a) => a,
             Err(reason) => {
+                let reason = crate::vlm::scrub_credentials(&reason);
                 tracing::warn!(%reason, "external policy failed, handing back to the planner");
                 return PolicyAction::Done(PolicyStop::NoProgress);
             }

@@ -135,6 +135,15 @@ pub struct StepRecord {
 /// a step may carry raw model replies).
 pub const MAX_LOG_LINE_BYTES: u64 = 64 << 20;
 
+/// The most step records [`read_log`] (and `nav replay`'s MCAP reader)
+/// keeps: a record takes about 0.5 to 3 KiB in memory (4 to 5 times its
+/// JSON line), so 500,000 (seven hours of a 20 Hz robot) stay near 1.5 GB,
+/// and a log that grows while it is read ends.
+pub const MAX_LOG_STEPS: usize = 500_000;
+
+/// The most bytes of step log [`read_log`] reads, all lines together.
+pub const MAX_LOG_BYTES: u64 = 256 << 20;
+
 /// Where step records go.
 #[derive(Debug)]
 enum Sink {
@@ -289,21 +298,31 @@ fn write_whole_line(file: &mut impl LineSink, line: &[u8]) -> std::io::Result<()
 /// truncated last line (an interrupted run) is ignored with `truncated`
 /// set; any other bad line is an error naming the line.
 ///
-/// The file is read line by line; a line over [`MAX_LOG_LINE_BYTES`] is an
-/// error naming the line and the limit.
+/// The file is read line by line; a line over [`MAX_LOG_LINE_BYTES`], more
+/// than [`MAX_LOG_BYTES`] in all or more than [`MAX_LOG_STEPS`] records is
+/// an error naming the line and the limit.
 pub fn read_log(path: impl AsRef<Path>) -> Result<(Vec<StepRecord>, bool), LogError> {
     let path = path.as_ref().to_path_buf();
-    let file = File::open(&path).map_err(|source| LogError::Io { path: path.clone(), source })?;
+    let file = nav_core::bounded::open_regular(&path).map_err(|source| LogError::Io { path: path.clone(), source })?;
     let mut reader = BufReader::new(file);
     let mut out = Vec::new();
     let mut buf = Vec::new();
     // a line that does not parse is only forgiven when it is the last one
     let mut pending: Option<(usize, String)> = None;
+    let mut total = 0u64;
     for i in 0.. {
         let n = nav_core::bounded::read_line_limited(&mut reader, MAX_LOG_LINE_BYTES, &mut buf)
             .map_err(|e| LogError::Parse { path: path.clone(), line: i + 1, message: e.to_string() })?;
         if n == 0 {
             break;
+        }
+        total += n as u64;
+        if total > MAX_LOG_BYTES || out.len() >= MAX_LOG_STEPS {
+            let message = format!(
+                "the log goes on past {} or {MAX_LOG_STEPS} steps, the most nav replay reads",
+                nav_core::bounded::human_bytes(MAX_LOG_BYTES)
+            );
+            return Err(LogError::Parse { path, line: i + 1, message });
         }
         let line = String::from_utf8_lossy(&buf);
         if line.trim().is_empty() {

@@ -43,7 +43,10 @@ mod pursuit;
 
 #[doc(inline)]
 pub use episode::runner;
-pub use log::{LogError, MAX_LOG_LINE_BYTES, PlannerRecord, PoseRecord, StepLog, StepRecord, read_log};
+pub use log::{
+    LogError, MAX_LOG_BYTES, MAX_LOG_LINE_BYTES, MAX_LOG_STEPS, PlannerRecord, PoseRecord, StepLog, StepRecord,
+    read_log,
+};
 
 use crate::protocol::CallRecord;
 use crate::vlm::Usage;

@@ -142,6 +142,12 @@ impl Default for VertexConfig {
 /// The default cap on a reply body: 4 MiB (a navigation reply is a few KB).
 pub const DEFAULT_MAX_REPLY_BYTES: usize = 4 << 20;
 
+/// The most `extra_headers` a backend config may set.
+pub const MAX_EXTRA_HEADERS: usize = 64;
+
+/// The longest extra header, name and value together, in bytes.
+pub const MAX_EXTRA_HEADER_BYTES: usize = 8 << 10;
+
 /// The `anthropic-version` header navkit sends by default: the one the
 /// official Python SDK (anthropic 2.10) sends.
 pub const ANTHROPIC_VERSION: &str = "2026-10-21";
@@ -413,6 +419,17 @@ impl BackendConfig {
         if let Err(message) = self.price_table().validate() {
             return bad(format!("vlm.prices: {message}"));
         }
+        // http's header map panics past 32,768 entries; no server takes more than a few dozen
+        if self.extra_headers.len() > MAX_EXTRA_HEADERS {
+            return bad(format!(
+                "vlm.extra_headers: {} headers, at most {MAX_EXTRA_HEADERS}",
+                self.extra_headers.len()
+            ));
+        }
+        if let Some((name, _)) = self.extra_headers.iter().find(|(n, v)| n.len() + v.len() > MAX_EXTRA_HEADER_BYTES) {
+            let name: String = name.chars().take(40).collect();
+            return bad(format!("vlm.extra_headers: `{name}` is longer than {MAX_EXTRA_HEADER_BYTES} bytes"));
+        }
         for (name, value) in &self.extra_headers {
             let name_ok = !name.is_empty() && name.bytes().all(|b| b.is_ascii_alphanumeric() || b"-_".contains(&b));
             if !name_ok || value.bytes().any(|b| b < 0x20 || b == 0x7f) {
@@ -432,13 +449,37 @@ impl BackendConfig {
     /// provider's variables (`env` looks a variable up). Empty values count
     /// as unset.
     pub fn resolve_key(&self, env: &dyn Fn(&str) -> Option<String>) -> Option<Secret> {
+        self.resolve_key_with_source(env).map(|(_, key)| key)
+    }
+
+    /// [`BackendConfig::resolve_key`] with where the key came from:
+    /// `` `api_key` `` or the variable's name.
+    fn resolve_key_with_source(&self, env: &dyn Fn(&str) -> Option<String>) -> Option<(String, Secret)> {
         if let Some(key) = self.api_key.as_ref().filter(|k| !k.is_empty()) {
-            return Some(key.clone());
+            return Some(("`api_key`".to_string(), key.clone()));
         }
-        self.key_env_vars()
-            .iter()
-            .find_map(|var| env(var).map(|v| v.trim().to_string()).filter(|v| !v.is_empty()))
-            .map(Secret::new)
+        self.key_env_vars().into_iter().find_map(|var| {
+            let value = env(&var).map(|v| v.trim().to_string()).filter(|v| !v.is_empty())?;
+            Some((var, Secret::new(value)))
+        })
+    }
+
+    /// A credential an HTTP header cannot carry (a line break inside it, a
+    /// control character, non-ASCII) is an error naming where it came from,
+    /// before any call: otherwise every call of the run fails the same way
+    /// and the run goes on with fallbacks. The value is never shown.
+    pub fn check_key(&self, env: &dyn Fn(&str) -> Option<String>) -> Result<(), VlmError> {
+        match self.resolve_key_with_source(env) {
+            Some((source, key)) if key.expose().bytes().any(|b| !(b == b'\t' || (0x20..0x7f).contains(&b))) => {
+                Err(VlmError::Config {
+                    message: format!(
+                        "the credential from {source} holds a character an HTTP header cannot carry (a line break, \
+                         a control character or a non-ASCII letter); check the value (it is not shown)"
+                    ),
+                })
+            }
+            _ => Ok(()),
+        }
     }
 
     /// The environment variables [`BackendConfig::resolve_key`] consults, in
@@ -505,6 +546,7 @@ pub fn build_backend_with_env(
     env: &dyn Fn(&str) -> Option<String>,
 ) -> Result<Box<dyn VisionLanguageModel>, VlmError> {
     cfg.validate()?;
+    cfg.check_key(env)?;
     match cfg.provider {
         #[cfg(feature = "openai")]
         Provider::OpenAi => Ok(Box::new(super::OpenAiBackend::with_env(cfg, env)?)),
@@ -591,6 +633,26 @@ mod tests {
                 hint: "`api_key` in the backend config".into(),
             }
         );
+    }
+
+    proptest::proptest! {
+        /// A key with a character a header cannot carry is an error naming
+        /// its variable and never quoting it; a printable ASCII key passes.
+        #[test]
+        fn keys_a_header_cannot_carry_are_named_not_shown(
+            head in "[A-Za-z0-9]{8,20}", bad in "[\\x00-\\x08\\x0a-\\x1f\\x7f\\u{80}-\\u{10ffff}]", tail in "[A-Za-z0-9]{8,20}",
+        ) {
+            let value = format!("sk-{head}{bad}{tail}");
+            let env = |name: &str| (name == "OPENAI_API_KEY").then(|| value.clone());
+            let cfg = BackendConfig::new(Provider::OpenAi);
+            let e = cfg.check_key(&env).unwrap_err().to_string();
+            proptest::prop_assert!(e.contains("OPENAI_API_KEY"), "{}", e);
+            proptest::prop_assert!(!e.contains(&head) && !e.contains(&tail), "{}", e);
+            let good = format!("sk-{head}{tail}");
+            proptest::prop_assert!(cfg.check_key(&|_: &str| Some(good.clone())).is_ok());
+            let configured = cfg.with_api_key(value.clone());
+            proptest::prop_assert!(configured.check_key(&env).unwrap_err().to_string().contains("`api_key`"));
+        }
     }
 
     #[test]

@@ -65,7 +65,10 @@ pub use metered::{MeteredVlm, VlmStats};
 #[cfg(feature = "openai")]
 pub use openai::OpenAiBackend;
 pub use pricing::{ModelPrice, PriceTable};
-pub use redact::{REDACTED, Secret, credential_values, redact, redact_secrets};
+pub use redact::{
+    REDACTED, Secret, credential_env_values, credential_values, redact, redact_key_prefixes, redact_secrets,
+    scrub_credentials,
+};
 pub use request::{ImageDetail, JsonSchemaSpec, Part, RequestKind, ToolChoice, ToolSpec, Turn, VlmRequest};
 pub use response::{RawToolCall, Usage, VlmResponse};
 pub use scripted::{FnVlm, ScriptStep, ScriptedVlm};

@@ -121,9 +121,51 @@ fn is_token_char(c: char) -> bool {
 /// assert_eq!(clean, "Incorrect API key provided: [REDACTED]. Authorization: Bearer [REDACTED]");
 /// ```
 pub fn redact(text: &str, secrets: &[&str]) -> String {
-    let out = redact_secrets(text, secrets);
+    redact_shapes(&redact_secrets(text, secrets), true)
+}
+
+/// [`redact`] without its long-token rule: the given secrets (whole and
+/// altered) and tokens with a known key prefix (`sk-…`, `AIza…`, `ya29.…`),
+/// the token after `Bearer` and the value of `key=` / `token=`. For text
+/// that may hold long mixed-case names that are not keys (file paths in a
+/// command's final error message).
+///
+/// ```
+/// use nav_planner::vlm::redact_key_prefixes;
+/// let msg = "bad URL `sk-abcdefgh1234` in /tmp/AbCdEfGh1234IjKlMnOp5678QrStUv/run";
+/// assert_eq!(redact_key_prefixes(msg, &[]), "bad URL `[REDACTED]` in /tmp/AbCdEfGh1234IjKlMnOp5678QrStUv/run");
+/// ```
+pub fn redact_key_prefixes(text: &str, secrets: &[&str]) -> String {
+    redact_shapes(&redact_secrets(text, secrets), false)
+}
+
+/// The values of every provider's credential variables that are set
+/// (`OPENAI_API_KEY`, `OPENROUTER_API_KEY`, `GEMINI_API_KEY`,
+/// `GOOGLE_API_KEY`, `VERTEX_ACCESS_TOKEN`, `GOOGLE_OAUTH_ACCESS_TOKEN`,
+/// `ANTHROPIC_API_KEY`): a child process (a bridge, a worker) inherits them
+/// and may echo one.
+pub fn credential_env_values() -> Vec<String> {
+    let mut vars: Vec<&str> =
+        super::Provider::ALL.iter().flat_map(|p| p.credential_env_vars().iter().copied()).collect();
+    vars.push("OPENROUTER_API_KEY");
+    vars.iter().filter_map(|v| std::env::var(v).ok()).filter(|v| !v.trim().is_empty()).collect()
+}
+
+/// `text` for a message, a log line or a step record when it comes from
+/// outside the model's own channel (what a user typed, what a bridge or a
+/// worker said): [`redact_key_prefixes`] with the
+/// [`credential_env_values`].
+pub fn scrub_credentials(text: &str) -> String {
+    let values = credential_env_values();
+    let secrets: Vec<&str> = values.iter().map(String::as_str).collect();
+    redact_key_prefixes(text, &secrets)
+}
+
+/// The shape rules of [`redact`] on `out`; `long_tokens` adds the rule for
+/// long base64-ish tokens without a known prefix.
+fn redact_shapes(out: &str, long_tokens: bool) -> String {
     let mut result = String::with_capacity(out.len());
-    let mut rest = out.as_str();
+    let mut rest = out;
     let mut after_bearer = false;
     while let Some(start) = rest.find(is_token_char) {
         let (before, tail) = rest.split_at(start);
@@ -141,7 +183,7 @@ pub fn redact(text: &str, secrets: &[&str]) -> String {
         let assigned = !param.is_empty()
             && !value.is_empty()
             && CREDENTIAL_PARAMS.iter().any(|k| param[..param.len() - 1].eq_ignore_ascii_case(k));
-        if introduced || prefixed || assigned || is_long_token(value) {
+        if introduced || prefixed || assigned || (long_tokens && is_long_token(value)) {
             result.push_str(param);
             result.push_str(REDACTED);
         } else {

@@ -66,11 +66,9 @@ async fn run(command: &CommandLine, budget: Duration) -> Result<Secret, VlmError
     let Some((program, args)) = argv.split_first() else {
         return Err(fail("the command is empty".into()));
     };
-    let child =
-        tokio::process::Command::new(program).args(args).stdin(std::process::Stdio::null()).kill_on_drop(true).output();
-    let output = match tokio::time::timeout(budget, child).await {
+    let output = match tokio::time::timeout(budget, bounded_output(program, args)).await {
         Err(_) => return Err(fail(format!("no token within {} ms", budget.as_millis()))),
-        Ok(Err(e)) => return Err(fail(format!("could not run it: {e}"))),
+        Ok(Err(e)) => return Err(fail(e)),
         Ok(Ok(output)) => output,
     };
     let stdout = String::from_utf8_lossy(&output.stdout).trim().to_string();
@@ -83,6 +81,65 @@ async fn run(command: &CommandLine, budget: Duration) -> Result<Secret, VlmError
         return Err(fail("it did not print exactly one token on standard output".into()));
     }
     Ok(Secret::new(stdout))
+}
+
+/// The most a token command may print on each of its outputs (a token is
+/// a few KiB at most).
+const MAX_TOKEN_OUTPUT_BYTES: u64 = 64 << 10;
+
+/// What a finished command printed, each output read up to
+/// [`MAX_TOKEN_OUTPUT_BYTES`]: a command that prints more (`yes`, `cat
+/// /dev/zero`) is killed and an error, never an allocation without bound.
+async fn bounded_output(program: &str, args: &[String]) -> Result<std::process::Output, String> {
+    use tokio::io::AsyncReadExt;
+    let mut child = tokio::process::Command::new(program)
+        .args(args)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .map_err(|e| format!("could not run it: {e}"))?;
+    type Pipe = Box<dyn tokio::io::AsyncRead + Unpin + Send>;
+    let read = |pipe: Option<Pipe>| async move {
+        let mut buf = Vec::new();
+        if let Some(p) = pipe {
+            p.take(MAX_TOKEN_OUTPUT_BYTES + 1).read_to_end(&mut buf).await.map_err(|e| e.to_string())?;
+        }
+        Ok::<_, String>(buf)
+    };
+    let mut out = tokio::spawn(read(child.stdout.take().map(|p| Box::new(p) as Pipe)));
+    let mut err = tokio::spawn(read(child.stderr.take().map(|p| Box::new(p) as Pipe)));
+    let joined =
+        |r: Result<Result<Vec<u8>, String>, tokio::task::JoinError>| r.map_err(|e| e.to_string()).and_then(|r| r);
+    let over = |b: &Result<Vec<u8>, String>| b.as_ref().is_ok_and(|b| b.len() as u64 > MAX_TOKEN_OUTPUT_BYTES);
+    // whichever output goes over the cap first kills the command, which ends the other
+    let (stdout, stderr) = tokio::select! {
+        o = &mut out => {
+            let o = joined(o);
+            if over(&o) {
+                let _ = child.kill().await;
+            }
+            (o, joined(err.await))
+        }
+        e = &mut err => {
+            let e = joined(e);
+            if over(&e) {
+                let _ = child.kill().await;
+            }
+            (joined(out.await), e)
+        }
+    };
+    let (stdout, stderr) = (stdout?, stderr?);
+    if stdout.len() as u64 > MAX_TOKEN_OUTPUT_BYTES || stderr.len() as u64 > MAX_TOKEN_OUTPUT_BYTES {
+        let _ = child.kill().await;
+        return Err(format!(
+            "it printed more than {} (a token is a single line)",
+            nav_core::bounded::human_bytes(MAX_TOKEN_OUTPUT_BYTES)
+        ));
+    }
+    let status = child.wait().await.map_err(|e| e.to_string())?;
+    Ok(std::process::Output { status, stdout, stderr })
 }
 
 #[cfg(test)]
@@ -132,6 +189,11 @@ mod tests {
         let silent = TokenSource::command(sh("true"), Duration::from_secs(1));
         let msg = silent.token(Duration::from_secs(5)).await.unwrap_err().to_string();
         assert!(msg.contains("did not print exactly one token"), "{msg}");
+        // an endless printer is killed at the cap, in bounded memory
+        for endless in ["yes", "yes >&2"] {
+            let err = run(&sh(endless), Duration::from_secs(20)).await.unwrap_err().to_string();
+            assert!(err.contains("printed more than 64 KiB"), "{endless}: {err}");
+        }
 
         let slow = TokenSource::command(sh("sleep 5"), Duration::from_secs(1));
         let msg = slow.token(Duration::from_millis(100)).await.unwrap_err().to_string();

@@ -395,7 +395,9 @@ impl<'a> BridgeRunner<'a> {
                     report.episodes.push(summary);
                 }
                 Err(e) => {
-                    report.aborted = Some(format!("episode {} (index {:?}): {e}", k + 1, spec.index));
+                    // the bridge inherits the credential variables and may echo one
+                    let why = crate::vlm::scrub_credentials(&e.to_string());
+                    report.aborted = Some(format!("episode {} (index {:?}): {why}", k + 1, spec.index));
                     break;
                 }
             }
