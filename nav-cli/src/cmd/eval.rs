@@ -309,7 +309,7 @@ fn specs(args: &EvalArgs, config: &NavConfig) -> Result<Vec<EpisodeSpec>, Exit> 
 /// The most episodes one suite may hold. A suite is built whole before its
 /// first episode runs (in every shard, which then runs its slice), at about
 /// 2 KiB an episode and 11 ms a procedural house, so the count is checked
-/// first: `--seeds 4000000000` is a message, not an allocation failure.
+/// first: `--seeds` of four billion is a message, not an allocation failure.
 pub const MAX_SUITE_EPISODES: u64 = 100_000;
 
 /// The suite's size before it is built: exit 2 naming the options when it
