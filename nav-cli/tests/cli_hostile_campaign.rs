@@ -176,10 +176,13 @@ fn final_messages_never_quote_a_key() {
     assert_eq!(o.status.code(), Some(2), "{err}");
     assert!(err.contains("vlm.base_url") && err.contains("[REDACTED]"), "{err}");
     assert!(!err.contains("0123456789abcdef") && !err.contains("campaign-0123"), "{err}");
-    // the key given as the model id by mistake: the run summary on standard output
+    // the key given as the model id by mistake: the run summary on standard output (a server that
+    // takes the connection and never answers: the calls time out, the run goes on and prints its summary)
+    let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let silent_url = format!("http://{}/v1", silent.local_addr().unwrap());
     let o = Command::new(env!("CARGO_BIN_EXE_nav"))
         .args(["run", "--planner", "vlm", "--vlm", "openai", "--model", key, "--max-steps", "2", "--timeout", "1"])
-        .args(["--base-url", "http://127.0.0.1:1/v1"])
+        .args(["--base-url", &silent_url])
         .env("OPENAI_API_KEY", key)
         .output()
         .unwrap();
