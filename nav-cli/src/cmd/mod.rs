@@ -13,6 +13,8 @@ pub mod replay;
 pub mod rosmaster;
 pub mod run;
 #[cfg(feature = "rosmaster")]
+pub mod signals;
+#[cfg(feature = "rosmaster")]
 pub mod sim_robot;
 #[cfg(feature = "habitat")]
 pub mod workers;

@@ -19,6 +19,7 @@ mod link;
 mod objectnav;
 mod progress;
 
+use super::signals::Signals;
 use crate::config::NavConfig;
 use crate::exit::{CmdResult, Exit, internal, usage};
 use crate::record::Recording;
@@ -270,8 +271,8 @@ async fn session(
     let stop = hal.stop_handle();
     let signals = ExploreSignals { shutdown: Arc::clone(&setup.halt), ..ExploreSignals::default() };
     let (interrupted_tx, mut interrupted) = watch::channel(false);
-    let watcher = SignalWatcher::install()?;
-    tokio::spawn(watcher.run(stop, Arc::clone(&signals.shutdown), interrupted_tx));
+    let watcher = Signals::install()?;
+    tokio::spawn(watch_signals(watcher, stop, Arc::clone(&signals.shutdown), interrupted_tx));
     if let Some(b) = setup.budget.clone() {
         // --max-cost-usd ends the session the way Ctrl-C does (the robot is stopped)
         let shutdown = Arc::clone(&signals.shutdown);
@@ -494,67 +495,25 @@ fn summary(
     text
 }
 
-/// SIGINT/SIGTERM (Ctrl-C elsewhere).
-struct SignalWatcher {
-    #[cfg(unix)]
-    interrupt: tokio::signal::unix::Signal,
-    #[cfg(unix)]
-    terminate: tokio::signal::unix::Signal,
-}
-
-impl SignalWatcher {
-    /// Takes over SIGINT and SIGTERM (must run inside the runtime).
-    fn install() -> Result<Self, Exit> {
-        #[cfg(unix)]
-        {
-            use tokio::signal::unix::{SignalKind, signal};
-            let interrupt = signal(SignalKind::interrupt()).map_err(|e| internal(format!("SIGINT handler: {e}")))?;
-            let terminate = signal(SignalKind::terminate()).map_err(|e| internal(format!("SIGTERM handler: {e}")))?;
-            Ok(Self { interrupt, terminate })
-        }
-        #[cfg(not(unix))]
-        {
-            Ok(Self {})
-        }
+/// What SIGINT/SIGTERM mean to a session: the first sets the shutdown and
+/// sends a stop burst at once; the second stops and exits.
+async fn watch_signals(
+    mut signals: Signals,
+    stop: StopHandle,
+    shutdown: Arc<AtomicBool>,
+    interrupted: watch::Sender<bool>,
+) {
+    let name = signals.next().await;
+    crate::exit::diag!("nav rosmaster: {name}: stopping the robot (zero velocity) and shutting down");
+    shutdown.store(true, Ordering::SeqCst);
+    let _ = interrupted.send(true);
+    if let Err(e) = stop.stop().await {
+        crate::exit::diag!("nav rosmaster: stop on {name}: {e}");
     }
-
-    /// The next signal's name.
-    async fn next(&mut self) -> &'static str {
-        #[cfg(unix)]
-        {
-            async fn recv(s: &mut tokio::signal::unix::Signal) {
-                if s.recv().await.is_none() {
-                    std::future::pending::<()>().await;
-                }
-            }
-            tokio::select! {
-                () = recv(&mut self.interrupt) => "SIGINT",
-                () = recv(&mut self.terminate) => "SIGTERM",
-            }
-        }
-        #[cfg(not(unix))]
-        {
-            if tokio::signal::ctrl_c().await.is_err() {
-                std::future::pending::<()>().await;
-            }
-            "Ctrl-C"
-        }
+    let name = signals.next().await;
+    crate::exit::diag!("nav rosmaster: second {name}: exiting now");
+    if let Err(e) = stop.stop().await {
+        crate::exit::diag!("nav rosmaster: stop on {name}: {e}");
     }
-
-    /// First signal: shutdown + stop burst at once; second: stop and exit.
-    async fn run(mut self, stop: StopHandle, shutdown: Arc<AtomicBool>, interrupted: watch::Sender<bool>) {
-        let name = self.next().await;
-        crate::exit::diag!("nav rosmaster: {name}: stopping the robot (zero velocity) and shutting down");
-        shutdown.store(true, Ordering::SeqCst);
-        let _ = interrupted.send(true);
-        if let Err(e) = stop.stop().await {
-            crate::exit::diag!("nav rosmaster: stop on {name}: {e}");
-        }
-        let name = self.next().await;
-        crate::exit::diag!("nav rosmaster: second {name}: exiting now");
-        if let Err(e) = stop.stop().await {
-            crate::exit::diag!("nav rosmaster: stop on {name}: {e}");
-        }
-        std::process::exit(130);
-    }
+    std::process::exit(130);
 }

@@ -136,7 +136,7 @@ pub fn run(args: SimRobotArgs) -> CmdResult {
 /// Serves until SIGINT or SIGTERM.
 async fn serve(args: &SimRobotArgs, addr: SocketAddr, world: SimWorld, source: &str) -> CmdResult {
     // signals are taken over before anyone is told where to connect
-    let mut signals = Signals::install()?;
+    let mut signals = super::signals::Signals::install()?;
     if !addr.ip().is_loopback() {
         diag!(
             "nav sim-robot: warning: listening on {addr}, reachable from other machines; anyone who reaches it can \
@@ -192,54 +192,6 @@ fn state_line(peer: &RosbridgePeer, open: usize) -> String {
         pose.y,
         pose.yaw.to_degrees()
     )
-}
-
-/// SIGINT and SIGTERM (Ctrl-C elsewhere).
-struct Signals {
-    #[cfg(unix)]
-    interrupt: tokio::signal::unix::Signal,
-    #[cfg(unix)]
-    terminate: tokio::signal::unix::Signal,
-}
-
-impl Signals {
-    /// Takes over SIGINT and SIGTERM (inside the runtime).
-    fn install() -> Result<Self, Exit> {
-        #[cfg(unix)]
-        {
-            use tokio::signal::unix::{SignalKind, signal};
-            let interrupt = signal(SignalKind::interrupt()).map_err(|e| internal(format!("SIGINT handler: {e}")))?;
-            let terminate = signal(SignalKind::terminate()).map_err(|e| internal(format!("SIGTERM handler: {e}")))?;
-            Ok(Self { interrupt, terminate })
-        }
-        #[cfg(not(unix))]
-        {
-            Ok(Self {})
-        }
-    }
-
-    /// The next signal's name.
-    async fn next(&mut self) -> &'static str {
-        #[cfg(unix)]
-        {
-            async fn recv(s: &mut tokio::signal::unix::Signal) {
-                if s.recv().await.is_none() {
-                    std::future::pending::<()>().await;
-                }
-            }
-            tokio::select! {
-                () = recv(&mut self.interrupt) => "SIGINT",
-                () = recv(&mut self.terminate) => "SIGTERM",
-            }
-        }
-        #[cfg(not(unix))]
-        {
-            if tokio::signal::ctrl_c().await.is_err() {
-                std::future::pending::<()>().await;
-            }
-            "Ctrl-C"
-        }
-    }
 }
 
 #[cfg(test)]
