@@ -24,3 +24,26 @@ pub enum CoreError {
         channels: usize,
     },
 }
+
+/// The text of an error followed by each of its causes that adds something
+/// (`error sending request: connection refused`; `I/O error …: No space left
+/// on device`): the outermost message often hides the one a user can act on.
+///
+/// ```
+/// let io = std::io::Error::other("No space left on device");
+/// let outer = std::io::Error::new(std::io::ErrorKind::Other, io);
+/// assert_eq!(nav_core::error::error_chain(&outer), "No space left on device");
+/// ```
+pub fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut source = e.source();
+    while let Some(s) = source {
+        let part = s.to_string();
+        if !text.contains(&part) {
+            text.push_str(": ");
+            text.push_str(&part);
+        }
+        source = s.source();
+    }
+    text
+}

@@ -195,7 +195,7 @@ impl Recording {
         rec.emit_pending(now);
         if let Some(mut w) = rec.writer.take() {
             if let Err(e) = w.finish() {
-                rec.fail(&with_causes(&e));
+                rec.fail(&nav_core::error::error_chain(&e));
             }
         }
         if let Some(e) = &rec.error {
@@ -204,23 +204,6 @@ impl Recording {
         rec.stats.bytes = std::fs::metadata(&rec.path).map(|m| m.len()).unwrap_or(0);
         Ok(rec.stats.clone())
     }
-}
-
-/// An error with its causes: the mcap crate's own text (`I/O error from
-/// writing, or reading a compression stream`) hides the one a user can act
-/// on (`No space left on device`).
-fn with_causes(e: &dyn std::error::Error) -> String {
-    let mut text = e.to_string();
-    let mut source = e.source();
-    while let Some(s) = source {
-        let part = s.to_string();
-        if !text.contains(&part) {
-            text.push_str(": ");
-            text.push_str(&part);
-        }
-        source = s.source();
-    }
-    text
 }
 
 /// The sensor tap's side of a [`Recording`].
@@ -271,7 +254,7 @@ impl Recorder {
                     s
                 }
                 Err(e) => {
-                    self.fail(&with_causes(&e));
+                    self.fail(&nav_core::error::error_chain(&e));
                     return None;
                 }
             },
@@ -282,7 +265,7 @@ impl Recorder {
                 Some(id)
             }
             Err(e) => {
-                self.fail(&with_causes(&e));
+                self.fail(&nav_core::error::error_chain(&e));
                 None
             }
         }
@@ -304,7 +287,7 @@ impl Recorder {
             None => Ok(()),
         };
         if let Err(e) = written {
-            self.fail(&with_causes(&e));
+            self.fail(&nav_core::error::error_chain(&e));
         }
     }
 

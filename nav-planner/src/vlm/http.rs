@@ -69,21 +69,6 @@ pub(crate) fn secret_header(value: &str) -> Result<HeaderValue, VlmError> {
     Ok(v)
 }
 
-/// The full text of an error and its sources ("error sending request: connection refused").
-fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {
-    let mut text = e.to_string();
-    let mut source = e.source();
-    while let Some(s) = source {
-        let part = s.to_string();
-        if !text.contains(&part) {
-            text.push_str(": ");
-            text.push_str(&part);
-        }
-        source = s.source();
-    }
-    text
-}
-
 /// The wait a 429 or 503 response asks for: `retry-after-ms`, then
 /// `Retry-After` in seconds, then Google's `RetryInfo.retryDelay` ("1.5s")
 /// in the body. HTTP-date `Retry-After` values fall back to back-off.
@@ -109,7 +94,9 @@ impl HttpTransport {
             .connect_timeout(policy.connect_timeout)
             .user_agent(concat!("navkit/", env!("CARGO_PKG_VERSION")))
             .build()
-            .map_err(|e| VlmError::Config { message: format!("cannot build the HTTP client: {}", error_chain(&e)) })?;
+            .map_err(|e| VlmError::Config {
+                message: format!("cannot build the HTTP client: {}", nav_core::error::error_chain(&e)),
+            })?;
         let mut extra_headers = HeaderMap::new();
         for (name, value) in &cfg.extra_headers {
             let name = HeaderName::from_bytes(name.as_bytes()).map_err(|_| VlmError::Config {
@@ -220,7 +207,7 @@ impl HttpTransport {
 
     async fn attempt(&self, url: &str, headers: &HeaderMap, payload: Vec<u8>, secrets: &[&str]) -> Outcome {
         let transport_error = |e: reqwest::Error| {
-            let message = redact(&error_chain(&e), secrets);
+            let message = redact(&nav_core::error::error_chain(&e), secrets);
             if e.is_builder() {
                 return Outcome::Fatal(VlmError::Config { message: format!("invalid request: {message}") });
             }
