@@ -78,15 +78,7 @@ impl VisionLanguageModel for KeywordModel {
         let started = Instant::now();
         // a real backend would reject an incoherent request before sending it
         req.validate()?;
-        let text: Vec<&str> = req
-            .user
-            .iter()
-            .filter_map(|p| match p {
-                Part::Text(t) => Some(t.as_str()),
-                Part::Image { .. } => None,
-            })
-            .collect();
-        let text = text.join("\n");
+        let text = req.user_text();
         let answer = Self::answer(&text);
         // Prose around a fenced block: what chatty models do. The protocol's
         // parser recovers the JSON object.

@@ -25,7 +25,7 @@ use nav_planner::navigator::StepLog;
 use nav_planner::navigator::episode::{EpisodeSpec, PlannerChoice, run_episode};
 use nav_planner::navigator::read_log;
 use nav_planner::protocol::ProtocolKind;
-use nav_planner::vlm::{FnVlm, Part, Usage, VlmError, VlmRequest, VlmResponse};
+use nav_planner::vlm::{FnVlm, Usage, VlmError, VlmRequest, VlmResponse};
 use serde_json::json;
 
 /// One direction of the request's text panorama.
@@ -62,15 +62,7 @@ fn parse_panorama(text: &str) -> Vec<View> {
 
 /// The rule the scripted model follows.
 fn decide(req: &VlmRequest) -> Result<VlmResponse, VlmError> {
-    let text: String = req
-        .user
-        .iter()
-        .filter_map(|p| match p {
-            Part::Text(t) => Some(t.as_str()),
-            Part::Image { .. } => None,
-        })
-        .collect::<Vec<_>>()
-        .join("\n");
+    let text = req.user_text();
     let target = text
         .lines()
         .find_map(|l| l.strip_prefix("TARGET: "))

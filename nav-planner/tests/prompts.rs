@@ -114,12 +114,12 @@ async fn prompts_carry_their_protocol_parts() {
     assert!(schema.strict);
     assert_eq!(schema.schema["required"], json!(["goal_flag", "angle", "discovered_context"]));
     assert!(objectnav.tools.is_empty());
-    let text = user_text(&objectnav);
+    let text = objectnav.user_text();
     assert!(text.contains("TARGET: tv") && text.contains("NAVIGATION CONTEXT"), "{text}");
-    let text_only = user_text(&request(ProtocolKind::Objectnav, true).await);
+    let text_only = request(ProtocolKind::Objectnav, true).await.user_text();
     assert!(text_only.contains("PANORAMA (text): angle: free distance; objects"), "{text_only}");
 
-    let candidates = user_text(&request(ProtocolKind::Candidates, false).await);
+    let candidates = request(ProtocolKind::Candidates, false).await.user_text();
     let layout = ["=== CYCLE 1 ===", "GOAL:", "STATE:", "LAST ACTION:", "WORLD MODEL:", "CANDIDATES:", "HISTORY:"];
     let mut at = 0;
     for heading in layout {
@@ -142,7 +142,7 @@ async fn prompts_carry_their_protocol_parts() {
         ]
     );
     assert!(explore.tools.iter().all(|t| t.strict && t.parameters["additionalProperties"] == false));
-    let text = user_text(&explore);
+    let text = explore.user_text();
     for section in ["STATE:", "LIDAR m: ", "Gaps:", "FEASIBILITY: ", "FRONTIERS: #1 ", "PREVIOUS ACTION:", "MEMORY:"] {
         assert!(text.contains(section), "{section} missing from {text}");
     }
@@ -154,17 +154,6 @@ async fn prompts_carry_their_protocol_parts() {
         let deg: f64 = bearing.split('°').next().unwrap().parse().unwrap();
         assert!((0.0..360.0).contains(&deg), "{frontiers}");
     }
-}
-
-fn user_text(req: &VlmRequest) -> String {
-    req.user
-        .iter()
-        .filter_map(|p| match p {
-            nav_planner::vlm::Part::Text(t) => Some(t.as_str()),
-            nav_planner::vlm::Part::Image { .. } => None,
-        })
-        .collect::<Vec<_>>()
-        .join("\n")
 }
 
 /// The model is told the speed tiers the executor drives at, once, in the
@@ -193,7 +182,7 @@ async fn candidates_objects_block_lists_what_the_detector_reports() {
     let mut s = spec(ProtocolKind::Candidates, true);
     s.arena = Arena::builtin("house_a").unwrap();
     s.arena_source = "builtin:house_a".into();
-    let text = user_text(&initial_request(&s).await.unwrap());
+    let text = initial_request(&s).await.unwrap().user_text();
     let objects = text.lines().find(|l| l.starts_with("OBJECTS: ")).unwrap_or_else(|| panic!("no OBJECTS in {text}"));
     let (objects_at, waypoints_at, world_at) = (
         text.find("\nOBJECTS: ").unwrap(),

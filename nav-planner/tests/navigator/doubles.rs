@@ -4,20 +4,13 @@
 use nav_hal::arena::{Arena, Goal};
 use nav_planner::navigator::episode::{EpisodeSpec, PerceptionChoice, PlannerChoice};
 use nav_planner::protocol::ProtocolKind;
-use nav_planner::vlm::{FnVlm, Part, ScriptedVlm, VisionLanguageModel, VlmRequest, VlmResponse};
+use nav_planner::vlm::{FnVlm, ScriptedVlm, VisionLanguageModel, VlmRequest, VlmResponse};
 use serde_json::{Value, json};
 use std::sync::Arc;
 
 /// The text parts of a request's user message, joined.
 pub(crate) fn text_of(req: &VlmRequest) -> String {
-    req.user
-        .iter()
-        .filter_map(|p| match p {
-            Part::Text(t) => Some(t.as_str()),
-            Part::Image { .. } => None,
-        })
-        .collect::<Vec<_>>()
-        .join("\n")
+    req.user_text()
 }
 
 /// One direction of the text-only panorama: `(angle°, free metres, [(label, metres)])`.
