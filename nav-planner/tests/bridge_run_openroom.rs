@@ -16,6 +16,7 @@ use nav_planner::navigator::StepLog;
 use nav_planner::navigator::bridge_run::{BridgeProgress, BridgeRunConfig, BridgeRunner, PolicySetup};
 use nav_planner::navigator::episode::EpisodeError;
 use nav_planner::navigator::policy::{LowLevelPolicy, PolicyAction, PolicyGoal, PolicyObservation};
+use std::sync::{Arc, Mutex};
 
 fn with_depth() -> BridgeConfig {
     BridgeConfig { depth: true, ..BridgeConfig::default() }
@@ -95,24 +96,27 @@ impl LowLevelPolicy for StopAtOnce {
 #[tokio::test]
 async fn a_caller_supplied_policy_drives_and_a_seed_picks_the_episode() {
     let mut hal = BridgeHal::spawn_command(&bridge_command("openroom", &[]), with_depth()).await.unwrap();
-    let mut setups: Vec<PolicySetup> = Vec::new();
+    let setups: Arc<Mutex<Vec<PolicySetup>>> = Arc::default();
     let cfg = BridgeRunConfig { episodes: 2, first_index: 5, seed: Some(40), ..BridgeRunConfig::default() };
-    let report = {
-        let mut runner = BridgeRunner::new(cfg).unwrap().with_policy(
-            "stop-at-once",
-            Box::new(|s: &PolicySetup| {
-                setups.push(s.clone());
-                Box::new(StopAtOnce) as Box<dyn LowLevelPolicy>
-            }),
-        );
-        runner.run(&mut hal, &mut StepLog::null(), &mut |_| {}).await.unwrap()
-    };
+    let seen = Arc::clone(&setups);
+    let mut runner = BridgeRunner::new(cfg).unwrap().with_policy(
+        "stop-at-once",
+        Arc::new(move |s: &PolicySetup| {
+            seen.lock().unwrap().push(s.clone());
+            Box::new(StopAtOnce) as Box<dyn LowLevelPolicy>
+        }),
+    );
+    let report = runner.run(&mut hal, &mut StepLog::null(), &mut |_| {}).await.unwrap();
     assert_eq!(report.policy, "stop-at-once");
+    let setups = setups.lock().unwrap().clone();
     assert_eq!(setups.len(), 2);
     // the backend's radius (openroom: 0.2 m) sizes the corridor
     assert!((setups[0].robot_radius_m - 0.2).abs() < 1e-12 && setups[0].corridor_half_width_m > 0.2);
-    assert_eq!(setups[0].episode.index, Some(5));
-    assert_eq!(setups[1].episode.seed, Some(41), "episode k is generated from seed + k");
+    assert_eq!(report.episodes[0].index, Some(5));
+    // episode k is generated from seed + k: the policy is told each episode's id
+    assert_eq!(setups[0].task, report.episodes[0].episode_id);
+    assert_eq!(setups[1].task, report.episodes[1].episode_id);
+    assert_ne!(setups[0].task, setups[1].task);
     for e in &report.episodes {
         assert_eq!((e.end.as_str(), e.steps, e.planner_calls), ("stopped", 1, 1));
         // episodes start at least 2 m from the target: stopping at once fails, and the simulator says so
@@ -150,7 +154,7 @@ async fn blocked_steps_move_neither_the_pose_nor_the_memory() {
     let mut log = StepLog::memory();
     let report = BridgeRunner::new(BridgeRunConfig { episodes: 1, first_index: 1, ..BridgeRunConfig::default() })
         .unwrap()
-        .with_policy("push", Box::new(|_: &PolicySetup| Box::new(PushAgainstTheWall { last: None, blocked: 0 }) as _))
+        .with_policy("push", Arc::new(|_: &PolicySetup| Box::new(PushAgainstTheWall { last: None, blocked: 0 }) as _))
         .run(&mut hal, &mut log, &mut |_| {})
         .await
         .unwrap();

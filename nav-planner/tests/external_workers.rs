@@ -220,7 +220,7 @@ async fn a_bridge_run_with_both_workers_executes_the_policy_workers_actions() {
     let cfg = BridgeRunConfig { episodes: 4, perception: Some(PerceptionChoice::External), ..Default::default() };
     let mut runner = BridgeRunner::new(cfg).unwrap().with_detector(detector).with_policy(
         "external",
-        Box::new(move |s: &PolicySetup| -> Box<dyn LowLevelPolicy> {
+        std::sync::Arc::new(move |s: &PolicySetup| -> Box<dyn LowLevelPolicy> {
             let cfg = ExternalPolicyConfig::for_task(s.step, s.corridor_half_width_m, s.success_distance_m);
             Box::new(ExternalPolicy::new(policy.clone(), cfg))
         }),

@@ -113,7 +113,7 @@ impl WorkerArgs {
 
 impl Workers {
     /// Plugs the workers into the runner.
-    pub fn install<'a>(&self, mut runner: BridgeRunner<'a>) -> BridgeRunner<'a> {
+    pub fn install(&self, mut runner: BridgeRunner) -> BridgeRunner {
         if let Some(d) = &self.detector {
             runner = runner.with_detector(d.clone());
         }
@@ -121,7 +121,7 @@ impl Workers {
             let worker = p.clone();
             runner = runner.with_policy(
                 "external",
-                Box::new(move |setup: &PolicySetup| -> Box<dyn LowLevelPolicy> {
+                std::sync::Arc::new(move |setup: &PolicySetup| -> Box<dyn LowLevelPolicy> {
                     let cfg = ExternalPolicyConfig::for_task(
                         setup.step,
                         setup.corridor_half_width_m,

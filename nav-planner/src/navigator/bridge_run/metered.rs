@@ -39,6 +39,16 @@ impl<'h> MeteredBridge<'h> {
         Self { hal, timings: Vec::new(), collisions: 0 }
     }
 
+    /// The bridge.
+    pub fn hal(&self) -> &BridgeHal {
+        self.hal
+    }
+
+    /// Collisions so far.
+    pub fn collisions(&self) -> u32 {
+        self.collisions
+    }
+
     pub fn finish(self) -> Meter {
         Meter { timings: self.timings, collisions: self.collisions }
     }

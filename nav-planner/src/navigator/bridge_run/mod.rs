@@ -2,15 +2,15 @@
 //! MiniWorld; docs/BRIDGE.md), judged by the simulator itself.
 //!
 //! [`BridgeRunner::run`] resets the bridge for each episode
-//! ([`EpisodeSpec::index`], or a seed), runs
-//! [`ObjectNavLoop`] with the chosen planner (the offline planner by
+//! ([`EpisodeSpec::index`], or a seed) and hands it to the episode
+//! [`Runner`] with the [`BridgeJudge`]: the objectnav loop runs with the chosen planner (the offline planner by
 //! default, a VLM when given one), a perception stage (the bridge's detector
 //! boxes as a label buffer, [`LabelBufferPerception`], by default; the
 //! model's with a VLM planner) and a low-level policy (the
 //! [`PixelGoalPolicy`] by default, or whatever
 //! [`BridgeRunner::with_policy`] builds — PixelNav through the bridge
-//! plugs in there), and summarizes the episode with the simulator's own
-//! metrics (`success`, `spl`, `distance_to_goal` from
+//! plugs in there), checked before step 1 like any robot, and summarizes
+//! the episode with the simulator's own metrics (`success`, `spl`, `distance_to_goal` from
 //! [`BridgeHal::episode_metrics`]) plus navkit's ABABA / STUCK / planner
 //! counters and the bridge's per-step overhead.
 //!
@@ -36,31 +36,26 @@
 //! # Ok(()) }
 //! ```
 
+mod judge;
 mod metered;
 mod report;
 
+pub use crate::navigator::runner::{PolicyMaker, PolicySetup};
+pub use judge::BridgeJudge;
 pub use report::{BridgeAggregate, BridgeEpisodeSummary, BridgeRunReport};
 
 use crate::navigator::billing::{BackendSummary, LEDGER_SETTLE};
-use crate::navigator::episode::{EpisodeError, PerceptionChoice, PlannerChoice};
-use crate::navigator::external::{ExternalGoalPerception, SharedWorker};
-use crate::navigator::objectnav_loop::{ObjectNavEnd, ObjectNavLoop, ObjectNavLoopConfig, ObjectNavParts};
-use crate::navigator::pixel_policy::{PixelGoalConfig, PixelGoalPolicy};
-use crate::navigator::policy::LowLevelPolicy;
-use crate::navigator::{NavError, Observer, RunContext, StepLog};
-use crate::offline::{
-    FrontierPlanner, MapObjectNavConfig, MapObjectNavPlanner, OfflineObjectNavConfig, OfflineObjectNavPlanner,
-};
-use crate::offline::{LabelBufferPerception, OfflineSceneAnalyzer, VlmNoise};
-use crate::protocol::objectnav::{ObjectNavPlanner, ObjectNavPromptConfig, VlmObjectNavPlanner};
-use crate::protocol::perception::{GoalPerception, VlmGoalPerception, VlmPerceptionConfig};
-use crate::protocol::scene::{SceneAnalyzer, VlmSceneAnalyzer};
+use crate::navigator::episode::{EpisodeError, PerceptionChoice, PlannerChoice, RunSummary};
+use crate::navigator::external::SharedWorker;
+use crate::navigator::objectnav_loop::ObjectNavLoopConfig;
+use crate::navigator::runner::{Body, Runner, Task};
+use crate::navigator::{NavError, StepLog};
+use crate::offline::VlmNoise;
 use crate::vlm::{CostBudget, LedgerVlm, VisionLanguageModel};
 use metered::MeteredBridge;
-use nav_core::action::StepConfig;
-use nav_core::local_map::LocalMapConfig;
 use nav_hal::HalError;
-use nav_hal::bridge::{BridgeHal, EpisodeInfo, EpisodeSpec};
+use nav_hal::arena::Criteria;
+use nav_hal::bridge::{BackendInfo, BridgeHal, EpisodeInfo, EpisodeSpec};
 use nav_hal::clock::MonotonicClock;
 use nav_hal::tap::{SharedTap, Tapped};
 use serde::{Deserialize, Serialize};
@@ -149,30 +144,6 @@ impl BridgeRunConfig {
     }
 }
 
-/// What a policy factory knows about the episode it builds a policy for.
-#[derive(Debug, Clone)]
-pub struct PolicySetup {
-    /// The episode.
-    pub episode: EpisodeInfo,
-    /// Step sizes of the action space.
-    pub step: StepConfig,
-    /// The agent's radius, metres.
-    pub robot_radius_m: f64,
-    /// The forward corridor's half width (radius plus margin), metres.
-    pub corridor_half_width_m: f64,
-    /// The task's success distance, metres.
-    pub success_distance_m: f64,
-    /// Height of the (level) camera above the floor, when the backend says, metres.
-    pub camera_height_m: Option<f64>,
-    /// The camera's horizontal field of view, degrees.
-    pub hfov_deg: f64,
-    /// The camera image's `[width, height]`, pixels.
-    pub image_size: [u32; 2],
-}
-
-/// Builds the low-level policy of each episode.
-pub type PolicyFactory<'a> = Box<dyn FnMut(&PolicySetup) -> Box<dyn LowLevelPolicy> + Send + 'a>;
-
 /// Progress of a run, reported as it happens.
 #[derive(Debug)]
 #[non_exhaustive]
@@ -209,23 +180,20 @@ fn cost_limit_reason(b: &CostBudget) -> String {
 
 /// Runs ObjectNav episodes through a [`BridgeHal`]. See the
 /// [module docs](self).
-pub struct BridgeRunner<'a> {
+pub struct BridgeRunner {
     config: BridgeRunConfig,
     objectnav: ObjectNavLoopConfig,
     vlm: Option<Arc<dyn VisionLanguageModel>>,
     scene_vlm: Option<Arc<dyn VisionLanguageModel>>,
     grounding: Option<String>,
-    policy: Option<(String, PolicyFactory<'a>)>,
+    policy: Option<(String, PolicyMaker)>,
     call_timeout_s: Option<f64>,
     sensor_tap: Option<SharedTap>,
     budget: Option<Arc<CostBudget>>,
     detector: Option<SharedWorker>,
-    /// Set by the run's ledger on a spending limit or a broken model link:
-    /// the episode's loop ends at its next step.
-    halt: Arc<std::sync::atomic::AtomicBool>,
 }
 
-impl std::fmt::Debug for BridgeRunner<'_> {
+impl std::fmt::Debug for BridgeRunner {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("BridgeRunner")
             .field("config", &self.config)
@@ -235,7 +203,7 @@ impl std::fmt::Debug for BridgeRunner<'_> {
     }
 }
 
-impl<'a> BridgeRunner<'a> {
+impl BridgeRunner {
     /// A runner with the default loop settings.
     pub fn new(config: BridgeRunConfig) -> Result<Self, EpisodeError> {
         config.validate()?;
@@ -250,7 +218,6 @@ impl<'a> BridgeRunner<'a> {
             call_timeout_s: None,
             sensor_tap: None,
             detector: None,
-            halt: Arc::default(),
         })
     }
 
@@ -304,7 +271,7 @@ impl<'a> BridgeRunner<'a> {
 
     /// Uses the policies `factory` builds (one per episode), named `name`
     /// in reports, instead of the default [`PixelGoalPolicy`].
-    pub fn with_policy(mut self, name: impl Into<String>, factory: PolicyFactory<'a>) -> Self {
+    pub fn with_policy(mut self, name: impl Into<String>, factory: PolicyMaker) -> Self {
         self.policy = Some((name.into(), factory));
         self
     }
@@ -361,16 +328,11 @@ impl<'a> BridgeRunner<'a> {
             aborted: None,
             backends: Vec::new(),
         };
-        // the run's bill: every model call goes through one ledger
-        self.halt = Arc::default();
+        // the run's bill (report.backends): every model call goes through one
+        // ledger; each episode's runner meters its own calls, spending limit
+        // and model link on top of it
         let ledger = match (self.config.planner, &self.vlm) {
-            (PlannerChoice::Vlm, Some(v)) => {
-                let ledger = LedgerVlm::shared(Arc::clone(v)).with_halt(Arc::clone(&self.halt));
-                Some(Arc::new(match &self.budget {
-                    Some(b) => ledger.with_budget(Arc::clone(b)),
-                    None => ledger,
-                }))
-            }
+            (PlannerChoice::Vlm, Some(v)) => Some(Arc::new(LedgerVlm::shared(Arc::clone(v)))),
             _ => None,
         };
         let model = self.vlm.clone();
@@ -384,12 +346,12 @@ impl<'a> BridgeRunner<'a> {
             }
             let spec = self.config.episode_spec(k);
             let result = self.run_episode(hal, k, &spec, log, progress).await;
-            if let Some(failure) = ledger.as_ref().and_then(|l| l.link_failure()) {
-                // every further episode would fail the same way: stop the run
-                self.vlm = model;
-                return Err(EpisodeError::ModelLink(failure));
-            }
             match result {
+                Err(EpisodeError::ModelLink(failure)) => {
+                    // every further episode would fail the same way: stop the run
+                    self.vlm = model;
+                    return Err(EpisodeError::ModelLink(failure));
+                }
                 Ok(summary) => {
                     progress(BridgeProgress::Finished { of: self.config.episodes, summary: &summary });
                     report.episodes.push(summary);
@@ -414,7 +376,8 @@ impl<'a> BridgeRunner<'a> {
         Ok(report)
     }
 
-    /// Checks that the bridge offers what this setup needs.
+    /// Checks that the bridge offers what this setup needs (before the
+    /// first reset; the runner checks the rest before each episode's step 1).
     fn check(&self, hal: &BridgeHal) -> Result<(), EpisodeError> {
         use nav_hal::hal::Sensors as _;
         if self.config.planner == PlannerChoice::Vlm && self.vlm.is_none() {
@@ -433,88 +396,51 @@ impl<'a> BridgeRunner<'a> {
         Ok(())
     }
 
-    fn planner(&self, radius: f64, camera_height_m: Option<f64>) -> Result<Box<dyn ObjectNavPlanner>, EpisodeError> {
-        let map = LocalMapConfig { inflation_m: radius + self.config.clearance_margin_m, ..LocalMapConfig::default() };
-        Ok(match self.config.planner {
-            PlannerChoice::Offline => Box::new(OfflineObjectNavPlanner::new(OfflineObjectNavConfig {
-                camera_height_m,
-                noise: self.config.vlm_noise,
-                episode_seed: self.config.seed.unwrap_or(0),
-                ..OfflineObjectNavConfig::default()
-            })),
-            PlannerChoice::Map => Box::new(
-                MapObjectNavPlanner::new(MapObjectNavConfig {
-                    memory: self.config.memory,
-                    map,
-                    noise: self.config.vlm_noise,
-                    episode_seed: self.config.seed.unwrap_or(0),
-                    ..MapObjectNavConfig::default()
-                })
-                .map_err(|e| EpisodeError::Spec(e.to_string()))?,
-            ),
-            PlannerChoice::Frontier => {
-                Box::new(FrontierPlanner::new(map).map_err(|e| EpisodeError::Spec(e.to_string()))?)
-            }
-            PlannerChoice::Vlm => Box::new(VlmObjectNavPlanner::new(
-                self.vlm.clone().ok_or_else(|| EpisodeError::Spec("no model".into()))?,
-                ObjectNavPromptConfig {
-                    text_only: self.config.text_only,
-                    grounding: self.grounding.clone(),
-                    timeout_s: self.call_timeout_s.unwrap_or(ObjectNavPromptConfig::default().timeout_s),
-                    ..ObjectNavPromptConfig::default()
-                },
-            )),
-        })
-    }
-
-    fn scene_analyzer(&self) -> Box<dyn SceneAnalyzer> {
-        match (self.config.planner, &self.vlm, self.config.text_only) {
-            (PlannerChoice::Vlm, Some(v), false) => Box::new(VlmSceneAnalyzer::new(
-                self.scene_vlm.clone().unwrap_or_else(|| v.clone()),
-                self.call_timeout_s.unwrap_or(8.0),
-            )),
-            _ => Box::new(OfflineSceneAnalyzer::new()),
+    /// The episode runner for an episode the bridge has just reset: the
+    /// task the simulator set, the robot's body as the backend reports it,
+    /// and this run's settings, model, policy and detector.
+    fn runner_for(&self, info: &EpisodeInfo, backend: &BackendInfo, body: Body, success_distance_m: f64) -> Runner {
+        let max_steps = info.max_steps.or(backend.max_steps).unwrap_or(self.objectnav.max_steps);
+        let mut task = Task::find(info.target_object.clone()).named(info.episode_id.clone());
+        task.criteria = Criteria { max_steps, success_distance_m: Some(success_distance_m), ..Criteria::default() };
+        let mut runner = Runner::new(task)
+            .planner(self.config.planner)
+            .memory(self.config.memory)
+            .text_only(self.config.text_only)
+            .body(body)
+            .info("backend", json!(backend.name))
+            .info("simulator", json!(format!("{} {}", backend.simulator, backend.simulator_version)))
+            .info("episode_id", json!(info.episode_id))
+            .info("scene_id", json!(info.scene_id))
+            .info("robot_radius_m", json!(body.radius_m));
+        runner = match &self.policy {
+            Some((name, make)) => runner.policy(name.clone(), Arc::clone(make)),
+            None => runner.info("policy", json!(self.policy_name())),
+        };
+        if let Some(worker) = &self.detector {
+            runner = runner.detector(worker.clone());
         }
+        let spec = runner.spec_mut();
+        spec.vlm = self.vlm.clone();
+        spec.scene_vlm = self.scene_vlm.clone();
+        spec.call_timeout_s = self.call_timeout_s;
+        spec.budget = self.budget.clone();
+        spec.grounding = self.grounding.clone();
+        spec.objectnav = self.objectnav.clone();
+        spec.vlm_noise = self.config.vlm_noise;
+        spec.seed = self.config.seed.unwrap_or(0);
+        spec.perception = self.config.perception;
+        spec.max_steps = Some(max_steps);
+        runner
     }
 
-    fn default_policy(&self, setup: &PolicySetup) -> Box<dyn LowLevelPolicy> {
-        let defaults = PixelGoalConfig::default();
-        Box::new(PixelGoalPolicy::new(
-            PixelGoalConfig {
-                step: setup.step,
-                corridor_half_width_m: setup.corridor_half_width_m,
-                stop_distance_m: (setup.success_distance_m - 0.2).max(0.3),
-                blocked_stop_distance_m: (setup.success_distance_m - 0.05).max(0.3),
-                map: LocalMapConfig { inflation_m: setup.corridor_half_width_m, ..defaults.map.clone() },
-                use_map: self.objectnav.policy_map,
-                ..defaults
-            }
-            .with_camera_blind_zone(
-                setup.camera_height_m,
-                setup.hfov_deg,
-                setup.image_size[0],
-                setup.image_size[1],
-            ),
-        ))
-    }
-
-    fn perception(&self) -> Result<Box<dyn GoalPerception>, EpisodeError> {
-        Ok(match (self.config.perception, self.config.planner) {
-            (Some(PerceptionChoice::Vlm), _) | (None, PlannerChoice::Vlm) => Box::new(VlmGoalPerception::new(
-                self.vlm.clone().ok_or_else(|| EpisodeError::Spec("--perception vlm needs a model".into()))?,
-                VlmPerceptionConfig::default(),
-            )),
-            (Some(PerceptionChoice::External), _) => Box::new(ExternalGoalPerception::new(
-                self.detector
-                    .clone()
-                    .ok_or_else(|| EpisodeError::Spec("--perception external needs --detector CMD".into()))?,
-                0.0,
-            )),
-            _ => Box::new(LabelBufferPerception::default()),
-        })
-    }
-
-    /// Runs one episode (reset, loop, the simulator's verdict).
+    /// Runs one episode: reset, then the episode [`Runner`] on the bridge
+    /// with the [`BridgeJudge`], summarized with the simulator's metrics.
+    ///
+    /// # Errors
+    /// The reset failed, the bridge lacks what the run needs (checked
+    /// before step 1), the bridge failed during the episode, or the model
+    /// link is broken ([`EpisodeError::ModelLink`]).
     pub async fn run_episode(
         &mut self,
         hal: &mut BridgeHal,
@@ -529,88 +455,56 @@ impl<'a> BridgeRunner<'a> {
         let backend = hal.backend().clone();
         let radius = self.config.robot_radius_m.or(backend.agent_radius_m).unwrap_or(DEFAULT_ROBOT_RADIUS_M);
         let success_distance_m = info.success_distance_m.filter(|d| d.is_finite() && *d > 0.0).unwrap_or(1.0);
-        let max_steps = info.max_steps.or(backend.max_steps).unwrap_or(self.objectnav.max_steps);
-        let setup = PolicySetup {
-            episode: info.clone(),
-            step: backend.step,
-            robot_radius_m: radius,
-            corridor_half_width_m: radius + self.config.clearance_margin_m,
-            success_distance_m,
+        let body = Body {
+            radius_m: radius,
+            clearance_m: self.config.clearance_margin_m,
             camera_height_m: backend.camera_height_m,
             hfov_deg: backend.hfov_deg,
             image_size: [backend.width, backend.height],
+            step: backend.step,
         };
-        let planner = self.planner(radius, backend.camera_height_m)?;
-        let scene = self.scene_analyzer();
-        let policy = match self.policy.as_mut() {
-            Some((_, factory)) => factory(&setup),
-            None => self.default_policy(&setup),
-        };
-        let loop_config = ObjectNavLoopConfig { max_steps, memory: self.config.memory, ..self.objectnav.clone() };
-        let perception = self.perception()?;
-        let parts = ObjectNavParts { planner, policy, perception, scene };
-        let mut objectnav = ObjectNavLoop::new(loop_config, info.target_object.clone(), parts)?;
+        let runner = self.runner_for(&info, &backend, body, success_distance_m);
         let clock = MonotonicClock::new();
         let mut on_step = |step: u64| progress(BridgeProgress::Step { run_index, step });
-        let mut observer: Observer<'_, Tapped<MeteredBridge<'_>>> = Observer::new()
-            .with_progress(&mut on_step)
-            .with_info("backend", json!(backend.name))
-            .with_info("simulator", json!(format!("{} {}", backend.simulator, backend.simulator_version)))
-            .with_info("episode_id", json!(info.episode_id))
-            .with_info("scene_id", json!(info.scene_id))
-            .with_info("planner", json!(self.planner_name()))
-            .with_info("policy", json!(self.policy_name()))
-            .with_info("robot_radius_m", json!(radius));
-        if self.vlm.is_some() {
-            observer = observer.with_halt(Arc::clone(&self.halt));
-        }
         let mut robot = Tapped::new(MeteredBridge::new(hal), self.sensor_tap.clone());
-        let mut ctx = RunContext::new(&clock, log).with_observer(observer);
-        let outcome = objectnav.run(&mut robot, &mut ctx).await;
+        let outcome = runner.run_with(&mut robot, Some(&BridgeJudge), &clock, log, &mut on_step).await;
         let meter = robot.into_inner().finish();
-        let (stats, end) = match outcome {
-            Ok(out) => (
-                out.stats,
-                match out.end {
-                    ObjectNavEnd::Stopped => "stopped",
-                    ObjectNavEnd::Halted => crate::navigator::episode::COST_LIMIT_END,
-                    _ => "step_limit",
-                },
-            ),
+        let run = match outcome {
+            Ok(run) => run,
             // the simulator ended the episode on its own step limit before the loop's budget ran out
-            Err(NavError::Hal(HalError::InvalidCommand { .. })) if hal.episode_done() => {
-                (crate::navigator::EpisodeStats { steps: hal.steps(), ..Default::default() }, "step_limit")
+            Err(EpisodeError::Nav(NavError::Hal(HalError::InvalidCommand { .. }))) if hal.episode_done() => {
+                RunSummary { steps: hal.steps(), end: "step_limit".into(), ..RunSummary::default() }
             }
-            Err(e) => return Err(e.into()),
+            Err(e) => return Err(e),
         };
         let metrics = hal.episode_metrics().cloned();
-        let judged = hal.episode_done() && metrics.is_some();
-        let summary = BridgeEpisodeSummary {
+        Ok(BridgeEpisodeSummary {
             run_index,
             index: info.index,
             episode_id: info.episode_id.clone(),
             scene_id: info.scene_id.clone(),
             target: info.target_object.clone(),
-            judged_by_simulator: judged,
+            judged_by_simulator: hal.episode_done() && metrics.is_some(),
             success: metrics.as_ref().is_some_and(|m| m.success),
             spl: metrics.as_ref().map_or(0.0, |m| m.spl),
             distance_to_goal: metrics.as_ref().and_then(|m| m.distance_to_goal),
             sim_metrics: metrics.map(|m| m.extra).unwrap_or_default(),
-            end: end.to_string(),
-            steps: hal.steps().max(stats.steps),
+            end: run.end,
+            steps: hal.steps().max(run.steps),
             collisions: meter.collisions,
-            planner_calls: stats.planner_calls,
-            vlm_calls: stats.vlm_calls,
-            prompt_tokens: stats.usage.prompt_tokens,
-            completion_tokens: stats.usage.completion_tokens,
-            cost_usd: stats.cost_usd,
-            fallbacks: stats.fallbacks,
-            ababa: stats.ababa,
-            stuck: stats.stuck,
+            planner_calls: run.planner_calls,
+            vlm_calls: run.vlm_calls,
+            prompt_tokens: run.prompt_tokens,
+            completion_tokens: run.completion_tokens,
+            cost_usd: run.cost_usd,
+            fallbacks: run.fallbacks,
+            ababa: run.ababa,
+            stuck: run.stuck,
+            requests: run.requests,
+            fallback_reasons: run.fallback_reasons,
             median_step_round_trip_ms: meter.median_round_trip_ms(),
             median_step_overhead_ms: meter.median_overhead_ms(),
             wall_ms: wall.elapsed().as_secs_f64() * 1000.0,
-        };
-        Ok(summary)
+        })
     }
 }

@@ -34,7 +34,7 @@ pub struct BridgeEpisodeSummary {
     /// `geodesic_m`, `soft_spl`, `collisions`, ...).
     pub sim_metrics: BTreeMap<String, Value>,
     /// How the episode ended: `stopped` (the agent's STOP), `step_limit`
-    /// (the step budget ran out).
+    /// (the step budget ran out), `cost_limit` (the spending limit).
     pub end: String,
     /// Actions executed.
     pub steps: u32,
@@ -56,6 +56,13 @@ pub struct BridgeEpisodeSummary {
     pub ababa: u32,
     /// STUCK events.
     pub stuck: u32,
+    /// Model requests sent, per kind (`planner`, `scene`, `perception`,
+    /// `stop_check`, ...).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub requests: BTreeMap<String, u64>,
+    /// The first few distinct fallback reasons.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub fallback_reasons: Vec<String>,
     /// Median round trip of a step request, ms (simulator included).
     pub median_step_round_trip_ms: Option<f64>,
     /// Median bridge overhead of a step (round trip minus the simulator's
@@ -297,6 +304,8 @@ mod tests {
             fallbacks: 0,
             ababa,
             stuck: 0,
+            requests: BTreeMap::new(),
+            fallback_reasons: Vec::new(),
             median_step_round_trip_ms: Some(20.0 + f64::from(i)),
             median_step_overhead_ms: Some(3.0 + f64::from(i)),
             wall_ms: 1500.0,

@@ -224,7 +224,7 @@ pub struct CriterionResult {
 }
 
 /// The run summary: the episode's metrics, model calls and criteria.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct RunSummary {
     /// Arena name.
     pub arena: String,

@@ -37,11 +37,13 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+mod body;
 mod judge;
 pub mod needs;
 pub(crate) mod parts;
 mod summary;
 
+pub use body::{Body, PolicyMaker, PolicySetup};
 pub use judge::{Judge, SimJudge, Verdict};
 
 use crate::navigator::billing::LEDGER_SETTLE;
@@ -153,9 +155,20 @@ impl Task {
 /// an [`EpisodeSpec`]'s — planner, model, perception, memory, loop
 /// configurations — minus the simulator's (its arena is the task; its
 /// `sim` settings are not read).
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct Runner {
     spec: EpisodeSpec,
+    extras: parts::Extras,
+}
+
+impl std::fmt::Debug for Runner {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Runner")
+            .field("spec", &self.spec)
+            .field("body", &self.extras.body)
+            .field("policy", &self.extras.policy.as_ref().map(|(name, _)| name))
+            .finish_non_exhaustive()
+    }
 }
 
 impl Runner {
@@ -164,12 +177,12 @@ impl Runner {
     pub fn new(task: Task) -> Self {
         let mut spec = EpisodeSpec::new(task.as_arena(), task.name.clone());
         spec.protocol = task.protocol;
-        Self { spec }
+        Self { spec, extras: parts::Extras::default() }
     }
 
     /// A runner with every setting of `spec` (its arena is the task).
     pub fn from_spec(spec: EpisodeSpec) -> Self {
-        Self { spec }
+        Self { spec, extras: parts::Extras::default() }
     }
 
     /// The settings.
@@ -225,6 +238,56 @@ impl Runner {
     /// A spending limit for the model calls.
     pub fn budget(mut self, budget: Arc<CostBudget>) -> Self {
         self.spec.budget = Some(budget);
+        self
+    }
+
+    /// The robot's size, camera and action space: objectnav's map
+    /// inflation, default policy and offline stand-in follow it (without
+    /// one, the built-in simulator's robot).
+    pub fn body(mut self, body: Body) -> Self {
+        self.extras.body = Some(body);
+        self
+    }
+
+    /// Objectnav's low-level policy: `make` builds it for the episode
+    /// (instead of the pixel-goal policy), named `name` in the step log.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use nav_planner::navigator::policy::LowLevelPolicy;
+    /// use nav_planner::navigator::pixel_policy::{PixelGoalConfig, PixelGoalPolicy};
+    /// use nav_planner::navigator::runner::{PolicySetup, Runner, Task};
+    ///
+    /// let runner = Runner::new(Task::find("chair")).policy(
+    ///     "cautious",
+    ///     Arc::new(|setup: &PolicySetup| -> Box<dyn LowLevelPolicy> {
+    ///         Box::new(PixelGoalPolicy::new(PixelGoalConfig {
+    ///             stop_distance_m: (setup.success_distance_m - 0.4).max(0.3),
+    ///             ..PixelGoalConfig::default()
+    ///         }))
+    ///     }),
+    /// );
+    /// # let _ = runner;
+    /// ```
+    pub fn policy(mut self, name: impl Into<String>, make: PolicyMaker) -> Self {
+        let name = name.into();
+        self.extras.info.push(("policy".into(), serde_json::json!(name)));
+        self.extras.policy = Some((name, make));
+        self
+    }
+
+    /// The detector worker that `PerceptionChoice::External` asks (see
+    /// [`ExternalGoalPerception`](crate::navigator::external::ExternalGoalPerception)).
+    #[cfg(feature = "sim-bridge")]
+    pub fn detector(mut self, worker: crate::navigator::external::SharedWorker) -> Self {
+        self.extras.detector = Some(worker);
+        self
+    }
+
+    /// Adds `key: value` to the step log's first record (the simulator,
+    /// the episode's id, …).
+    pub fn info(mut self, key: impl Into<String>, value: serde_json::Value) -> Self {
+        self.extras.info.push((key.into(), value));
         self
     }
 
@@ -324,13 +387,18 @@ impl Runner {
             None => observer,
         };
         // the grounding section every protocol's system prompt carries
-        let observer = match &spec.grounding {
+        let mut observer = match &spec.grounding {
             Some(g) => observer.with_info("grounding", serde_json::json!(g)),
             None => observer,
         };
+        for (key, value) in &self.extras.info {
+            observer = observer.with_info(key, value.clone());
+        }
         let mut ctx = RunContext::new(clock, log).with_observer(observer);
         let run = match spec.protocol {
-            ProtocolKind::Objectnav => parts::objectnav_episode(spec, task, max_steps, robot, &mut ctx).await?,
+            ProtocolKind::Objectnav => {
+                parts::objectnav_episode(spec, task, max_steps, &self.extras, robot, &mut ctx).await?
+            }
             ProtocolKind::Candidates => parts::candidates_episode(spec, task, max_steps, robot, &mut ctx).await?,
             ProtocolKind::Explore => {
                 parts::explore_episode(spec, max_steps, robot, &mut ctx, Arc::clone(&halt)).await?

@@ -2,6 +2,7 @@
 //! perception stage, scene analyzer and low-level policy a configuration
 //! asks for, and what the loop leaves for judging.
 
+use super::body::{Body, PolicyMaker, pixel_goal_for};
 use crate::navigator::candidates_loop::{
     CandidatesEnd, CandidatesLoop, CandidatesLoopConfig, CandidatesTask, WorldModelMode, rasterize_arena,
 };
@@ -10,6 +11,7 @@ use crate::navigator::explore_loop::{ExploreEnd, ExploreLoop, ExploreLoopConfig,
 use crate::navigator::objectnav_loop::PlaceStep;
 use crate::navigator::objectnav_loop::{ObjectNavEnd, ObjectNavLoop, ObjectNavLoopConfig, ObjectNavParts};
 use crate::navigator::pixel_policy::{PixelGoalConfig, PixelGoalPolicy};
+use crate::navigator::policy::LowLevelPolicy;
 use crate::navigator::{EpisodeStats, RunContext};
 use crate::offline::{
     FrontierPlanner, LabelBufferPerception, MapObjectNavConfig, MapObjectNavPlanner, OfflineCandidatePlanner,
@@ -97,23 +99,41 @@ pub(crate) fn the_model(spec: &EpisodeSpec) -> Result<Arc<dyn VisionLanguageMode
     spec.vlm.clone().ok_or_else(|| EpisodeError::Spec("no model".into()))
 }
 
-/// Runs the objectnav loop for `spec` on `robot`.
-pub(crate) async fn objectnav_episode<R: Robot + ?Sized>(
-    spec: &EpisodeSpec,
-    arena: &Arena,
-    max_steps: u32,
-    robot: &mut R,
-    ctx: &mut RunContext<'_, R>,
-) -> Result<LoopResult, EpisodeError> {
-    let Some(Goal::Object { label: target }) = &arena.goal else {
-        return Err(EpisodeError::Spec(format!(
-            "arena {:?} has no object goal; objectnav needs {{\"goal\": {{\"object\": LABEL}}}}",
-            arena.name
-        )));
-    };
-    let planner: Box<dyn ObjectNavPlanner> = match spec.planner {
+/// What a caller brought besides the settings: the robot's body, a
+/// low-level policy, a detector worker, and lines for the step log's header.
+#[derive(Clone, Default)]
+pub(crate) struct Extras {
+    /// The robot's size and camera (`None`: the built-in simulator's).
+    pub(crate) body: Option<Body>,
+    /// The objectnav low-level policy's factory and its name.
+    pub(crate) policy: Option<(String, PolicyMaker)>,
+    /// The detector worker `PerceptionChoice::External` asks.
+    #[cfg(feature = "sim-bridge")]
+    pub(crate) detector: Option<crate::navigator::external::SharedWorker>,
+    /// Added to the step log's first record.
+    pub(crate) info: Vec<(String, serde_json::Value)>,
+}
+
+/// The built-in simulator's robot as a [`Body`].
+fn sim_body(spec: &EpisodeSpec) -> Body {
+    let cam = &spec.sim.camera;
+    Body {
+        radius_m: spec.sim.robot_radius_m,
+        clearance_m: 0.05,
+        camera_height_m: Some(cam.height_m),
+        hfov_deg: cam.hfov_deg,
+        image_size: [u32::try_from(cam.width).unwrap_or(u32::MAX), u32::try_from(cam.height).unwrap_or(u32::MAX)],
+        step: spec.sim.step,
+    }
+}
+
+/// The objectnav planner `spec` names, sized for `body` (the simulator's
+/// defaults without one).
+fn objectnav_planner(spec: &EpisodeSpec, body: Option<&Body>) -> Result<Box<dyn ObjectNavPlanner>, EpisodeError> {
+    let map = body.map(Body::map).unwrap_or_default();
+    Ok(match spec.planner {
         PlannerChoice::Offline => Box::new(OfflineObjectNavPlanner::new(OfflineObjectNavConfig {
-            camera_height_m: Some(spec.sim.camera.height_m),
+            camera_height_m: body.map_or(Some(spec.sim.camera.height_m), |b| b.camera_height_m),
             noise: spec.vlm_noise,
             episode_seed: spec.seed,
             ..OfflineObjectNavConfig::default()
@@ -121,15 +141,14 @@ pub(crate) async fn objectnav_episode<R: Robot + ?Sized>(
         PlannerChoice::Map => Box::new(
             MapObjectNavPlanner::new(MapObjectNavConfig {
                 memory: spec.memory,
+                map,
                 noise: spec.vlm_noise,
                 episode_seed: spec.seed,
                 ..MapObjectNavConfig::default()
             })
             .map_err(|e| EpisodeError::Spec(e.to_string()))?,
         ),
-        PlannerChoice::Frontier => {
-            Box::new(FrontierPlanner::new(Default::default()).map_err(|e| EpisodeError::Spec(e.to_string()))?)
-        }
+        PlannerChoice::Frontier => Box::new(FrontierPlanner::new(map).map_err(|e| EpisodeError::Spec(e.to_string()))?),
         PlannerChoice::Vlm => Box::new(VlmObjectNavPlanner::new(
             the_model(spec)?,
             ObjectNavPromptConfig {
@@ -140,7 +159,66 @@ pub(crate) async fn objectnav_episode<R: Robot + ?Sized>(
                 ..ObjectNavPromptConfig::default()
             },
         )),
+    })
+}
+
+/// The objectnav perception stage `spec` names.
+fn objectnav_perception(spec: &EpisodeSpec, extras: &Extras) -> Result<Box<dyn GoalPerception>, EpisodeError> {
+    Ok(match (spec.perception, spec.planner) {
+        (Some(PerceptionChoice::Vlm), _) | (None, PlannerChoice::Vlm) => {
+            Box::new(VlmGoalPerception::new(the_model(spec)?, VlmPerceptionConfig::default()))
+        }
+        (Some(PerceptionChoice::External), _) => {
+            #[cfg(feature = "sim-bridge")]
+            if let Some(worker) = &extras.detector {
+                return Ok(Box::new(crate::navigator::external::ExternalGoalPerception::new(worker.clone(), 0.0)));
+            }
+            let _ = extras;
+            return Err(EpisodeError::Spec(
+                "--perception external needs a detector worker; it runs with `nav habitat --detector CMD`".into(),
+            ));
+        }
+        _ => Box::new(LabelBufferPerception::default()),
+    })
+}
+
+/// The objectnav low-level policy: the caller's, else the pixel-goal
+/// policy for the body (the simulator's defaults without one).
+fn objectnav_policy(spec: &EpisodeSpec, arena: &Arena, extras: &Extras) -> Box<dyn LowLevelPolicy> {
+    let success_distance_m = arena.success_distance_m();
+    match (&extras.policy, &extras.body) {
+        (Some((_, make)), body) => {
+            let body = body.unwrap_or_else(|| sim_body(spec));
+            make(&body.policy_setup(&arena.name, success_distance_m))
+        }
+        (None, Some(body)) => {
+            pixel_goal_for(&body.policy_setup(&arena.name, success_distance_m), spec.objectnav.policy_map)
+        }
+        (None, None) => Box::new(PixelGoalPolicy::new(PixelGoalConfig {
+            stop_distance_m: (success_distance_m - 0.2).max(0.3),
+            blocked_stop_distance_m: (success_distance_m - 0.05).max(0.3),
+            use_map: spec.objectnav.policy_map,
+            ..PixelGoalConfig::default()
+        })),
+    }
+}
+
+/// Runs the objectnav loop for `spec` on `robot`.
+pub(crate) async fn objectnav_episode<R: Robot + ?Sized>(
+    spec: &EpisodeSpec,
+    arena: &Arena,
+    max_steps: u32,
+    extras: &Extras,
+    robot: &mut R,
+    ctx: &mut RunContext<'_, R>,
+) -> Result<LoopResult, EpisodeError> {
+    let Some(Goal::Object { label: target }) = &arena.goal else {
+        return Err(EpisodeError::Spec(format!(
+            "arena {:?} has no object goal; objectnav needs {{\"goal\": {{\"object\": LABEL}}}}",
+            arena.name
+        )));
     };
+    let planner = objectnav_planner(spec, extras.body.as_ref())?;
     let scene: Box<dyn SceneAnalyzer> = match (&spec.planner, &spec.vlm, spec.text_only) {
         (PlannerChoice::Vlm, Some(v), false) => Box::new(VlmSceneAnalyzer::new(
             spec.scene_vlm.clone().unwrap_or_else(|| v.clone()),
@@ -148,23 +226,8 @@ pub(crate) async fn objectnav_episode<R: Robot + ?Sized>(
         )),
         _ => Box::new(OfflineSceneAnalyzer::new()),
     };
-    let policy = Box::new(PixelGoalPolicy::new(PixelGoalConfig {
-        stop_distance_m: (arena.success_distance_m() - 0.2).max(0.3),
-        blocked_stop_distance_m: (arena.success_distance_m() - 0.05).max(0.3),
-        use_map: spec.objectnav.policy_map,
-        ..PixelGoalConfig::default()
-    }));
-    let perception: Box<dyn GoalPerception> = match (spec.perception, spec.planner) {
-        (Some(PerceptionChoice::Vlm), _) | (None, PlannerChoice::Vlm) => {
-            Box::new(VlmGoalPerception::new(the_model(spec)?, VlmPerceptionConfig::default()))
-        }
-        (Some(PerceptionChoice::External), _) => {
-            return Err(EpisodeError::Spec(
-                "--perception external needs a detector worker; it runs with `nav habitat --detector CMD`".into(),
-            ));
-        }
-        _ => Box::new(LabelBufferPerception::default()),
-    };
+    let policy = objectnav_policy(spec, arena, extras);
+    let perception = objectnav_perception(spec, extras)?;
     let cfg = ObjectNavLoopConfig { max_steps, memory: spec.memory, ..spec.objectnav.clone() };
     let mut lp = ObjectNavLoop::new(cfg, target.clone(), ObjectNavParts { planner, policy, perception, scene })?;
     let out = lp.run(robot, ctx).await?;
