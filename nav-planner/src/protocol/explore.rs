@@ -120,6 +120,10 @@ pub struct ExploreSnapshot {
     /// The LiDAR is blind (a sensor fault: too few valid beams), and why;
     /// `scan` is then empty and `frontiers` too, and the prompt says so.
     pub sensor_fault: Option<String>,
+    /// What the operator said (a voice command that is no control word),
+    /// shown once as an `OPERATOR SAYS:` line; already cleaned and bounded
+    /// ([`UserInstruction`](super::instruction::UserInstruction)).
+    pub instruction: Option<String>,
 }
 
 impl ExploreSnapshot {
@@ -193,6 +197,13 @@ impl ExploreSnapshot {
         }
         if let Some(a) = &self.in_progress {
             let _ = writeln!(s, "IN PROGRESS: {a}");
+        }
+        if let Some(said) = &self.instruction {
+            // bounded again: a snapshot may be built by hand
+            let said = super::instruction::UserInstruction::new(said);
+            if let Some(said) = said {
+                let _ = writeln!(s, "OPERATOR SAYS (follow it if it is safe): {said}");
+            }
         }
         s.push_str(&self.memory_text);
         s
@@ -633,6 +644,7 @@ mod tests {
             detections: Vec::new(),
             text_only: false,
             sensor_fault: None,
+            instruction: None,
         };
         let jpeg = snap.annotated_jpeg().unwrap();
         let img = image::load_from_memory(&jpeg).unwrap();

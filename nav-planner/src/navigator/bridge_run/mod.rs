@@ -574,7 +574,7 @@ impl<'a> BridgeRunner<'a> {
                 match out.end {
                     ObjectNavEnd::Stopped => "stopped",
                     ObjectNavEnd::Halted => crate::navigator::episode::COST_LIMIT_END,
-                    _ => "step_limit",
+                    other => other.as_str(),
                 },
             ),
             // the simulator ended the episode on its own step limit before the loop's budget ran out
