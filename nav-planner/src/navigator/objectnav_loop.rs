@@ -279,6 +279,16 @@ impl ObjectNavLoop {
             }
             if let Some(end) = self.operator(robot, ctx, &mut st).await {
                 robot.stop().await.ok();
+                // the command that ended the run (and what came with it) is the log's last line
+                let record = StepRecord {
+                    step: st.step,
+                    t_s: ctx.clock.now_s() - st.t0,
+                    action: "voice".into(),
+                    pose: st.pose.into(),
+                    events: std::mem::take(&mut st.pending_events),
+                    ..StepRecord::default()
+                };
+                ctx.log.write(&record)?;
                 break end;
             }
             let cycle_start = Instant::now();

@@ -79,15 +79,24 @@ impl Progress {
     }
 
     /// A step-log tap that only collects the announcements (for loops
-    /// without progress lines: objectnav).
+    /// without progress lines: objectnav), except those of voice commands
+    /// and pauses: a paused objectnav loop writes no step, so its relay
+    /// acknowledges each command when it arrives instead.
     pub fn announce_tap(&self) -> impl FnMut(&StepRecord) + Send + 'static {
         let me = self.clone();
         move |record| {
             let mut st = me.state();
             for e in &record.events {
-                st.announcements.extend(announcement(e));
+                if !matches!(e.get("event").and_then(Value::as_str), Some("voice" | "paused" | "resumed")) {
+                    st.announcements.extend(announcement(e));
+                }
             }
         }
+    }
+
+    /// Queues `text` for the announcement topic.
+    pub fn announce(&self, text: &str) {
+        self.state().announcements.push(text.to_string());
     }
 
     /// The announcements made since the last call, oldest first.

@@ -27,6 +27,18 @@ pub(super) fn forward_voice(hal: &RosbridgeHal, inbox: &VoiceInbox, progress: &P
     }
 }
 
+/// What the objectnav relay says when a command arrives (the loop applies
+/// it between steps).
+fn acknowledgement(command: &VoiceCommand) -> &'static str {
+    match command {
+        VoiceCommand::Explore | VoiceCommand::Resume => "Resuming.",
+        VoiceCommand::Pause => "Pausing after this step.",
+        VoiceCommand::Stop => "Stopping.",
+        VoiceCommand::GoHome => "Going home.",
+        VoiceCommand::Instruction(_) => "Understood.",
+    }
+}
+
 /// A command for a progress line.
 fn describe(command: &VoiceCommand) -> String {
     match command {
@@ -153,12 +165,15 @@ pub(super) fn spawn_relay(
             for text in speech.take_voice_commands() {
                 if let Some(command) = inbox.push_text(&text) {
                     progress.say(&format!("voice on {voice}: {}", describe(&command)));
+                    progress.announce(acknowledgement(&command));
                 }
             }
             if speech.paused() != paused {
                 paused = !paused;
                 progress.say(&format!("{} by {pause}", if paused { "paused" } else { "resumed" }));
-                inbox.push(if paused { VoiceCommand::Pause } else { VoiceCommand::Resume });
+                let command = if paused { VoiceCommand::Pause } else { VoiceCommand::Resume };
+                progress.announce(acknowledgement(&command));
+                inbox.push(command);
             }
             for text in progress.take_announcements() {
                 if dry_run {
