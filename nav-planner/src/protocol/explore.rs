@@ -649,6 +649,15 @@ mod tests {
         let jpeg = snap.annotated_jpeg().unwrap();
         let img = image::load_from_memory(&jpeg).unwrap();
         assert_eq!((img.width(), img.height()), (640, 360));
+        let lidar = LidarConfig::default();
+        assert!(!snap.context_text(&lidar).contains("OPERATOR SAYS"), "no line without an instruction");
+        // a snapshot built by hand is cleaned and bounded all the same
+        let said = format!("look\u{7}left {}", "x".repeat(500));
+        let snap = ExploreSnapshot { instruction: Some(said), image: None, ..snap };
+        let text = snap.context_text(&lidar);
+        let line = text.lines().find(|l| l.starts_with("OPERATOR SAYS")).expect("the operator's line");
+        let said = line.split_once(": ").unwrap().1;
+        assert!(said.starts_with("look left x") && said.chars().count() == 200, "{line}");
     }
 
     #[test]

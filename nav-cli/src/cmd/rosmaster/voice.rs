@@ -16,6 +16,11 @@ const WAIT_POLL: Duration = Duration::from_millis(100);
 /// How long the last announcements may take before the command exits.
 const FINAL_SAY_TIMEOUT: Duration = Duration::from_secs(2);
 
+/// A publish returns once the message is queued on the WebSocket; the
+/// command waits this long after the last one so it leaves before the
+/// process exits.
+const FLUSH_GRACE: Duration = Duration::from_millis(300);
+
 /// Parses the commands received since the last call into `inbox`, with a
 /// progress line each.
 pub(super) fn forward_voice(hal: &RosbridgeHal, inbox: &VoiceInbox, progress: &Progress) {
@@ -101,6 +106,7 @@ pub(super) async fn final_announcements(
     if tokio::time::timeout(FINAL_SAY_TIMEOUT, publish).await.is_err() {
         progress.say(&format!("the last announcements on {topic} timed out"));
     }
+    tokio::time::sleep(FLUSH_GRACE).await;
 }
 
 /// `--wait-for-voice`: holds the robot until the operator says `explore`
