@@ -139,6 +139,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             panorama: Some(&panorama),
             scan: Some(&scan),
             context: None,
+            instruction: None,
         };
         println!(
             "robot at the start of house_a: {} panorama views, {} objects rendered around it, target: {}",

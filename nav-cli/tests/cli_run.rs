@@ -169,3 +169,71 @@ fn timeout_must_be_a_positive_number_of_seconds() {
     let o = nav(&["eval", "--arenas", "simple", "--configs", "candidates:offline", "--timeout", "2.5", "--json"]);
     assert!(o.status.code().is_some_and(|c| c <= 1), "{}", stderr(&o));
 }
+
+/// `nav run ARGS` with `lines` written to its standard input (`None` = a
+/// pause of 300 ms between lines), then stdin closed.
+fn nav_with_stdin(args: &[&str], lines: &[Option<&str>]) -> Output {
+    use std::io::Write;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_nav"))
+        .args(args)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("nav runs");
+    let mut stdin = child.stdin.take().unwrap();
+    for line in lines {
+        match line {
+            // the run may have ended already: a closed pipe is fine
+            Some(l) => drop(writeln!(stdin, "{l}")),
+            None => std::thread::sleep(std::time::Duration::from_millis(300)),
+        }
+    }
+    drop(stdin);
+    child.wait_with_output().unwrap()
+}
+
+#[test]
+fn voice_on_stdin_pauses_resumes_instructs_and_stops_an_explore_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("run.jsonl");
+    let log_arg = log.to_str().unwrap();
+    // the simulator's clock runs on during the pause: a long budget keeps the run going until "stop"
+    let config = dir.path().join("nav.toml");
+    std::fs::write(&config, "[explore]\nmax_time_s = 100000\n").unwrap();
+    let config_arg = config.to_str().unwrap();
+    let args = ["run", "--protocol", "explore", "--voice", "stdin", "--json", "--log", log_arg, "--config", config_arg];
+    let lines = [Some("pause"), None, Some("look for the kitchen"), Some("RESUME"), Some("stop")];
+    let o = nav_with_stdin(&args, &lines);
+    let err = stderr(&o);
+    // the exit status follows the criteria (no collisions...), as for any run
+    assert_eq!(o.status.code(), Some(0), "stderr: {err}");
+    let v: serde_json::Value = serde_json::from_str(stdout(&o).trim()).expect("one JSON object");
+    assert_eq!(v["end"], "operator_stop", "{v}");
+    assert_eq!(v["success"], false, "a stop is no success: {v}");
+    let events: Vec<serde_json::Value> = std::fs::read_to_string(&log)
+        .unwrap()
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .flat_map(|r| r["events"].as_array().cloned().unwrap_or_default())
+        .collect();
+    let voice: Vec<&str> =
+        events.iter().filter(|e| e["event"] == "voice").filter_map(|e| e["command"].as_str()).collect();
+    assert_eq!(voice, ["pause", "instruction", "resume", "stop"], "stderr: {err}");
+    assert!(events.iter().any(|e| e["event"] == "paused") && events.iter().any(|e| e["event"] == "resumed"));
+    for line in
+        ["voice: pause", "say: Paused. Say resume to continue.", "say: Resuming.", "say: Run ended: operator stop."]
+    {
+        assert!(err.contains(line), "{line:?} in stderr: {err}");
+    }
+}
+
+#[test]
+fn voice_needs_explore_or_objectnav_and_stdin_to_itself() {
+    let o = nav(&["run", "--protocol", "candidates", "--voice", "stdin"]);
+    assert_eq!(o.status.code(), Some(2), "stderr: {}", stderr(&o));
+    assert!(stderr(&o).contains("--voice works with --protocol explore or objectnav"), "{}", stderr(&o));
+    let o = nav(&["run", "--voice", "stdin", "--experiment", "x", "--feedback", "-"]);
+    assert_eq!(o.status.code(), Some(2), "stderr: {}", stderr(&o));
+    assert!(stderr(&o).contains("both read standard input"), "{}", stderr(&o));
+}

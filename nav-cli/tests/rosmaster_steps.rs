@@ -9,6 +9,9 @@
 //! figures docs/ROSMASTER.md quotes.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+#[path = "support/rosmaster_process.rs"]
+#[allow(dead_code)]
+mod rosmaster_process;
 #[path = "support/vlm_server.rs"]
 mod vlm_server;
 
@@ -247,4 +250,51 @@ async fn an_ackermann_turn_with_a_wall_ahead_turns_in_reverse() {
     assert!((yaw - 30.0).abs() <= 5.0, "turned {yaw:.2}°");
     assert_eq!(peer.with_world(|w| w.collisions()), 0);
     assert!(peer.twists().iter().any(|(_, t)| t.linear.x < -0.01), "reversed");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn objectnav_pauses_on_voice_and_go_home_without_nav2_stops_where_it_is() {
+    let world = SimWorld::builtin("exploration", SimConfig::default()).unwrap();
+    let peer = RosbridgePeer::start(world).await.unwrap();
+    let model = SilentVlm::start_text(usize::MAX, NEVER_SEEN).await;
+    let base_url = model.base_url();
+    let args = [
+        "--protocol",
+        "objectnav",
+        "--target",
+        "chair",
+        "--max-steps",
+        "200",
+        "--planner",
+        "vlm",
+        "--vlm",
+        "openai",
+        "--base-url",
+        &base_url,
+        "--model",
+        "test-model",
+    ];
+    let nav = rosmaster_process::Nav::start_logged(&peer.url(), "", &args);
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while !(peer.has_subscriber("/navkit/voice_command") && nav.stderr().contains("objectnav: looking for")) {
+        assert!(std::time::Instant::now() < deadline, "objectnav starts; stderr:\n{}", nav.stderr());
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    peer.publish_voice_command("pause");
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    peer.publish_voice_command("go home");
+    let (status, err, events) = nav.finish_logged(120.0).await;
+    assert_eq!(status.code(), Some(0), "stderr:\n{err}");
+    assert!(err.contains("voice on /navkit/voice_command: pause"), "stderr:\n{err}");
+    assert!(err.contains("no way back without Nav2"), "stderr:\n{err}");
+    let voice: Vec<&str> =
+        events.iter().filter(|e| e["event"] == "voice").filter_map(|e| e["command"].as_str()).collect();
+    assert!(voice.contains(&"go_home"), "{events:?}");
+    let said = peer.announcements();
+    for expected in
+        ["Pausing after this step.", "Going home.", "I cannot find the way home without a map. Stopped here."]
+    {
+        assert!(said.iter().any(|s| s == expected), "{expected:?} on /navkit/say: {said:?}");
+    }
+    assert!(peer.twists().last().is_some_and(|(_, t)| t.linear.x == 0.0 && t.angular.z == 0.0), "ends stopped");
 }

@@ -288,6 +288,33 @@ async fn pause_topic_and_speech() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn voice_commands_are_queued_in_order_and_announcements_reach_the_say_topic() {
+    let peer = peer().await;
+    let hal = connected(&peer.url(), fast_config(&peer.url())).await;
+    assert!(hal.take_voice_commands().is_empty());
+    let subscribed = eventually(2.0, async || peer.has_subscriber("/navkit/voice_command").then_some(()));
+    assert!(subscribed.await.is_some());
+    peer.publish_voice_command("pause");
+    peer.publish_voice_command(&"x".repeat(5000));
+    peer.publish_voice_command("Go home");
+    let mut got = Vec::new();
+    let all = eventually(2.0, async || {
+        got.extend(hal.take_voice_commands());
+        (got.len() >= 3).then(|| got.clone())
+    });
+    let all = all.await.expect("three commands arrive");
+    assert_eq!(all[0], "pause");
+    assert_eq!(all[1].chars().count(), 1000, "a flood of text is cut");
+    assert_eq!(all[2], "Go home");
+    assert!(hal.take_voice_commands().is_empty(), "each is taken once");
+    hal.announce("Paused.").await.unwrap();
+    hal.speech_handle().announce("Resuming.").await.unwrap();
+    sleep(0.1).await;
+    assert_eq!(peer.announcements(), vec!["Paused.".to_string(), "Resuming.".to_string()]);
+    assert!(peer.published("/speech_output").is_empty(), "announcements have a topic of their own");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn emergency_stop_cancels_goals_latches_and_stops() {
     let peer = peer().await;
     let mut hal = connected(&peer.url(), fast_config(&peer.url())).await;

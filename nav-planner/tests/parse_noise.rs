@@ -303,7 +303,14 @@ proptest! {
 // ------------------------------------------------ retry and fallback
 
 fn observation() -> ObjectNavObservation<'static> {
-    ObjectNavObservation { target: "chair", pose: Pose2::new(0.0, 0.0, 0.0), panorama: None, scan: None, context: None }
+    ObjectNavObservation {
+        target: "chair",
+        pose: Pose2::new(0.0, 0.0, 0.0),
+        panorama: None,
+        scan: None,
+        context: None,
+        instruction: None,
+    }
 }
 
 fn plan(vlm: &ScriptedVlm) -> nav_planner::protocol::PlannerReply<ObjectNavDecision> {

@@ -387,6 +387,19 @@ impl SafetyLayer {
         }
     }
 
+    /// The operator holds the run (a pause, a commanded way home): no
+    /// decision is asked for meanwhile, so the time is no model failure. A
+    /// decision awaited counts from `now_s` on, and the watchdog sees a
+    /// response at `now_s` (its tier goes back to CONTINUE), and the
+    /// network monitor no silence.
+    pub fn excuse_wait(&mut self, now_s: f64) {
+        if let Some(since) = self.waiting_since.as_mut() {
+            *since = now_s;
+        }
+        self.watchdog.record_response(now_s);
+        self.network.excuse_silence(now_s);
+    }
+
     /// A decision could not be acted on (e.g. the LiDAR is blind): no new
     /// decision for the refusal cooldown.
     pub fn hold_off(&mut self, now_s: f64) {

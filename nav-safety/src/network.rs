@@ -114,6 +114,18 @@ impl NetworkMonitor {
         now_s - self.last_success_s.unwrap_or(self.since_s)
     }
 
+    /// The time up to `now_s` was no silence of the model's: the operator
+    /// held the run (a pause), so no call was asked for. Silence counts
+    /// from `now_s` on.
+    pub fn excuse_silence(&mut self, now_s: f64) {
+        if now_s.is_finite() {
+            self.since_s = self.since_s.max(now_s);
+            if let Some(t) = self.last_success_s.as_mut() {
+                *t = t.max(now_s);
+            }
+        }
+    }
+
     /// The tier at `now_s`.
     pub fn tier(&self, now_s: f64) -> NetworkTier {
         let silence = self.silence_s(now_s);

@@ -16,6 +16,7 @@ pub mod run;
 pub mod signals;
 #[cfg(feature = "rosmaster")]
 pub mod sim_robot;
+pub mod voice_stdin;
 #[cfg(feature = "habitat")]
 pub mod workers;
 

@@ -14,10 +14,18 @@
 //! taken before the HAL went to the loop; the loop ends its tick, stops
 //! the robot again, and the command exits 0. A second signal exits at once
 //! (status 130) after one more stop burst.
+//!
+//! Voice: commands on the voice command topic (`explore`, `stop`, `pause`,
+//! `resume`, `go home`, free text for the planner) steer the run, and
+//! announcements go out on the announcement topic (docs/ROSMASTER.md,
+//! "Voice"); `--wait-for-voice` holds the robot until `explore`.
 
 mod link;
 mod objectnav;
 mod progress;
+mod voice;
+
+use voice::{final_announcements, forward_voice, speak_announcements};
 
 use super::signals::Signals;
 use crate::config::NavConfig;
@@ -114,6 +122,11 @@ pub struct RosmasterArgs {
     /// atomically at the end, also after Ctrl-C; YAML, or JSON for a .json name.
     #[arg(long, value_name = "PATH")]
     pub memory_file: Option<PathBuf>,
+    /// Connect, then hold the robot still until the operator says "explore"
+    /// on the voice command topic ([rosbridge.topics] voice_command, default
+    /// /navkit/voice_command, std_msgs/String); "stop" ends without a run.
+    #[arg(long)]
+    pub wait_for_voice: bool,
     #[command(flatten)]
     pub record: super::RecordArgs,
 }
@@ -313,13 +326,26 @@ async fn session(
         ))
     })?;
     announce(&mut hal, &setup, dry_run, task.is_none()).await;
+    let progress = Progress::new();
+    if args.wait_for_voice && !voice::wait_for_explore(&hal, &progress, &mut interrupted).await {
+        let stopped = hal.stop_handle().stop().await;
+        crate::exit::print(&format!(
+            "nav rosmaster: ended (operator_stop) before a run started{}",
+            if stopped.is_err() { " (the stop burst failed: use the hardware e-stop)" } else { "" }
+        ))?;
+        return Ok(0);
+    }
     if let Some(task) = &task {
         // objectnav records the step records and the model calls (its sensor reads are not tapped)
-        let log = match recording {
-            Some(r) => log.with_tap(r.step_tap()),
-            None => log,
-        };
-        let result = objectnav::run(hal, &setup, task, log, interrupted).await;
+        let mut record_tap = recording.map(Recording::step_tap);
+        let mut said = progress.announce_tap();
+        let log = log.with_tap(move |r| {
+            said(r);
+            if let Some(t) = record_tap.as_mut() {
+                t(r);
+            }
+        });
+        let result = objectnav::run(hal, &setup, task, log, interrupted, &progress).await;
         if let Some(r) = recording.map(super::finish_recording).transpose()? {
             crate::exit::diag!("  recording: {}", r.line());
         }
@@ -327,7 +353,7 @@ async fn session(
     }
 
     let clock = hal.clock();
-    let progress = Progress::new();
+    let speech = hal.speech_handle();
     let mut progress_tap = progress.tap();
     let mut record_tap = recording.map(Recording::step_tap);
     let mut log = log.with_tap(move |r| {
@@ -341,11 +367,15 @@ async fn session(
         e @ NavError::InvalidConfig(_) => usage(e.to_string()),
         other => internal(other),
     };
+    if args.wait_for_voice {
+        // the step log's first voice event: the "explore" that started the run
+        signals.voice.push(nav_planner::navigator::voice::VoiceCommand::Explore);
+    }
     let mut lp = ExploreLoop::new(setup.explore.clone(), setup.planner(), signals.clone()).map_err(nav_error)?;
     if let Some(memory) = memory {
         lp = lp.with_memory(memory);
     }
-    let link = RobotLink::new(hal, Arc::clone(&signals.pause), progress.clone());
+    let link = RobotLink::new(hal, Arc::clone(&signals.pause), signals.voice.clone(), progress.clone());
     let mut robot = Tapped::new(link, recording.map(Recording::sensor_tap));
     let observer = Observer::new()
         .with_info("robot", json!(url))
@@ -356,6 +386,9 @@ async fn session(
     // the recording is closed (and readable) whatever the loop's outcome
     let recorded = recording.map(super::finish_recording).transpose();
     let outcome = outcome.map_err(nav_error)?;
+    let said = nav_planner::navigator::voice::announcement(&json!({"event": "end", "end": outcome.end.as_str()}));
+    let topic = &setup.robot.topics.say;
+    final_announcements(&speech, &progress, dry_run, topic, &said.unwrap_or_default()).await;
     if let Some(failure) = setup.vlm.as_ref().and_then(|l| l.link_failure()) {
         // the loop ended at its next step and stopped the robot
         return Err(Exit::ModelLink(failure.to_string()));
@@ -435,10 +468,12 @@ async fn announce(hal: &mut RosbridgeHal, setup: &Setup, dry_run: bool, explore:
         }
     }
     crate::exit::diag!(
-        "nav rosmaster: exploring with the {planner} planner for up to {:.0} s; pause with {} (std_msgs/Bool); \
-         Ctrl-C stops the robot",
+        "nav rosmaster: exploring with the {planner} planner for up to {:.0} s; pause with {} (std_msgs/Bool) or \
+         say pause/resume/stop/go home on {} (std_msgs/String), announcements on {}; Ctrl-C stops the robot",
         setup.explore.max_time_s,
-        c.topics.pause
+        c.topics.pause,
+        c.topics.voice_command,
+        c.topics.say
     );
 }
 

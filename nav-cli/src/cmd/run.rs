@@ -14,6 +14,13 @@ use nav_planner::protocol::ProtocolKind;
 use std::io::IsTerminal;
 use std::path::PathBuf;
 
+/// Where `nav run` reads voice commands from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum VoiceSource {
+    /// Standard input, one command a line.
+    Stdin,
+}
+
 /// On or off.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum OnOff {
@@ -109,6 +116,12 @@ pub struct RunArgs {
     /// `feedback : spatial: kitchen is green` lines on standard input while the run goes.
     #[arg(long, value_name = "FILE|-")]
     pub feedback: Option<PathBuf>,
+    /// Explore and objectnav: read voice commands from standard input, one a line — explore, stop,
+    /// pause, resume, go home (or home, return home), anything else is said to the planner — and print
+    /// the announcements on stderr as `say:` lines. Off by default (--feedback - reads standard input
+    /// too, so the two cannot be combined). In explore the simulator's clock runs on during a pause.
+    #[arg(long, value_enum, value_name = "stdin")]
+    pub voice: Option<VoiceSource>,
 }
 
 /// The candidates protocol's world model.
@@ -158,6 +171,15 @@ pub fn build_spec(args: &RunArgs, config: &NavConfig) -> Result<EpisodeSpec, Exi
     if args.experiment.experiment.is_none() && (args.feedback.is_some() || args.episode.is_some()) {
         return Err(usage("--feedback and --episode need --experiment NAME"));
     }
+    if args.voice.is_some() {
+        if !matches!(args.protocol, ProtocolKind::Explore | ProtocolKind::Objectnav) {
+            return Err(usage("--voice works with --protocol explore or objectnav"));
+        }
+        if args.feedback.as_deref() == Some(std::path::Path::new("-")) {
+            return Err(usage("--voice stdin and --feedback - both read standard input: use --feedback FILE"));
+        }
+        spec.voice = Some(nav_planner::navigator::voice::VoiceInbox::new());
+    }
     spec.grounding = args.experiment.grounding_text(config)?;
     spec.verbalized_entropy = args.experiment.verbalized_entropy(config);
     spec.call_timeout_s = args.backend.timeout;
@@ -199,9 +221,23 @@ pub fn run(args: RunArgs) -> CmdResult {
         None if args.plot.is_some() => StepLog::memory(),
         None => StepLog::null(),
     };
-    if let Some(r) = &recording {
+    let mut record_tap = recording.as_ref().map(|r| {
         r.attach(&mut spec);
-        log = log.with_tap(r.step_tap());
+        r.step_tap()
+    });
+    let mut say_tap = spec.voice.is_some().then(super::voice_stdin::say_tap);
+    if record_tap.is_some() || say_tap.is_some() {
+        log = log.with_tap(move |r| {
+            if let Some(t) = record_tap.as_mut() {
+                t(r);
+            }
+            if let Some(t) = say_tap.as_mut() {
+                t(r);
+            }
+        });
+    }
+    if let Some(inbox) = &spec.voice {
+        super::voice_stdin::spawn_stdin(inbox.clone());
     }
     let rt = runtime()?;
     let store = args.experiment.store()?;
@@ -221,6 +257,9 @@ pub fn run(args: RunArgs) -> CmdResult {
     };
     let summary = rt.block_on(run_episode(&spec, &mut log, &mut progress)).map_err(episode_error)?;
     bar.finish_and_clear();
+    if spec.voice.is_some() {
+        crate::exit::diag!("say: Run ended: {}.", summary.end.replace('_', " "));
+    }
     let grounding_files = match store {
         Some(store) => {
             feedback.finish(last_step, &instruction, &mut record);

@@ -48,6 +48,17 @@ pub struct TopicsConfig {
     /// `std_msgs/String` published by [`say`](super::RosbridgeHal::say)
     /// (the robot's TTS node listens; default `/speech_output`).
     pub speech: String,
+    /// `std_msgs/String` voice commands from the operator (`explore`,
+    /// `stop`, `pause`, `resume`, `go home`, or free text for the
+    /// planner), read with
+    /// [`take_voice_commands`](super::RosbridgeHal::take_voice_commands);
+    /// default `/navkit/voice_command`.
+    pub voice_command: String,
+    /// `std_msgs/String` announcements published by
+    /// [`announce`](super::RosbridgeHal::announce): discoveries, watchdog
+    /// tiers, safety stops, pause and resume, the end of a run; default
+    /// `/navkit/say`.
+    pub say: String,
     /// `geometry_msgs/PoseStamped` Nav2 goal topic (bt_navigator subscribes
     /// to `/goal_pose` and starts a NavigateToPose goal itself).
     pub goal: String,
@@ -79,6 +90,8 @@ impl Default for TopicsConfig {
             cmd_vel: "/cmd_vel".into(),
             pause: "/navkit/pause".into(),
             speech: "/speech_output".into(),
+            voice_command: "/navkit/voice_command".into(),
+            say: "/navkit/say".into(),
             goal: "/goal_pose".into(),
             nav2_cancel_service: "/navigate_to_pose/_action/cancel_goal".into(),
             nav2_status: "/navigate_to_pose/_action/status".into(),
@@ -269,6 +282,8 @@ impl RosbridgeConfig {
             ("topics.cmd_vel", &t.cmd_vel),
             ("topics.pause", &t.pause),
             ("topics.speech", &t.speech),
+            ("topics.voice_command", &t.voice_command),
+            ("topics.say", &t.say),
             ("topics.goal", &t.goal),
         ];
         for (field, name) in topics {
@@ -390,6 +405,12 @@ mod tests {
         let mut c = RosbridgeConfig::new("ws://robot:9090");
         c.topics.cmd_vel = "cmd_vel".into();
         assert_eq!(field(c), "topics.cmd_vel");
+        let mut c = RosbridgeConfig::default();
+        c.topics.voice_command = String::new();
+        assert_eq!(field(c), "topics.voice_command");
+        let mut c = RosbridgeConfig::default();
+        c.topics.say = "/navkit//say".into();
+        assert_eq!(field(c), "topics.say");
         let c = RosbridgeConfig { scan_stale_s: 0.0, ..RosbridgeConfig::default() };
         assert_eq!(field(c), "scan_stale_s");
         let c = RosbridgeConfig { stop_repeats: 0, ..RosbridgeConfig::default() };

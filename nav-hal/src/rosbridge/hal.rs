@@ -130,6 +130,16 @@ impl Commands {
         self.request("say", |tx| Request::Say(text, tx)).await
     }
 
+    async fn announce(&self, text: &str) -> Result<(), HalError> {
+        if self.config.dry_run {
+            self.shared.ensure_connected()?;
+            info!(target: LOG, "dry run: would announce {text:?} on {}", self.config.topics.say);
+            return Ok(());
+        }
+        let text = text.to_string();
+        self.request("announce", |tx| Request::Announce(text, tx)).await
+    }
+
     async fn emergency_stop(&self) -> Result<(), HalError> {
         self.shared.latched.store(true, Ordering::SeqCst);
         warn!(target: LOG, "emergency stop (latched until release_emergency_stop)");
@@ -173,9 +183,10 @@ impl StopHandle {
     }
 }
 
-/// A cheap clone of the HAL's speech path (`std_msgs/String` on the speech
-/// topic), for announcing from another task without holding up the
-/// control loop.
+/// A cheap clone of the HAL's operator paths — speech and announcements
+/// out (`std_msgs/String`), voice commands and the pause flag in — for
+/// another task while the navigator holds the HAL itself, so the control
+/// loop never waits on them.
 #[derive(Debug, Clone)]
 pub struct SpeechHandle {
     commands: Commands,
@@ -185,6 +196,22 @@ impl SpeechHandle {
     /// Publishes `text` on the speech topic; only logged in a dry run.
     pub async fn say(&self, text: &str) -> Result<(), HalError> {
         self.commands.say(text).await
+    }
+
+    /// Publishes `text` on the announcement topic (`topics.say`); only
+    /// logged in a dry run.
+    pub async fn announce(&self, text: &str) -> Result<(), HalError> {
+        self.commands.announce(text).await
+    }
+
+    /// As [`RosbridgeHal::take_voice_commands`] (they share one queue).
+    pub fn take_voice_commands(&self) -> Vec<String> {
+        self.commands.shared.data().voice.drain(..).collect()
+    }
+
+    /// As [`RosbridgeHal::paused`].
+    pub fn paused(&self) -> bool {
+        self.commands.shared.data().paused
     }
 }
 
@@ -329,6 +356,19 @@ impl RosbridgeHal {
     /// run it is only logged (a dry run publishes nothing).
     pub async fn say(&self, text: &str) -> Result<(), HalError> {
         self.commands.say(text).await
+    }
+
+    /// Publishes `text` on the announcement topic (`topics.say`,
+    /// `std_msgs/String`); in a dry run it is only logged.
+    pub async fn announce(&self, text: &str) -> Result<(), HalError> {
+        self.commands.announce(text).await
+    }
+
+    /// The voice commands received on `topics.voice_command` since the
+    /// last call, oldest first, as sent (cut at 1000 characters; at most
+    /// the newest 32 are kept). Kept across reconnects until taken.
+    pub fn take_voice_commands(&self) -> Vec<String> {
+        self.commands.shared.data().voice.drain(..).collect()
     }
 
     /// A handle that publishes on the speech topic from another task.

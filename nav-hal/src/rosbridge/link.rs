@@ -147,6 +147,8 @@ pub(crate) enum Request {
     Stop(Reply),
     /// A `std_msgs/String` on the speech topic.
     Say(String, Reply),
+    /// A `std_msgs/String` on the announcement topic.
+    Announce(String, Reply),
     /// A Nav2 goal.
     Goal(PoseStamped, Reply),
     /// Cancel every Nav2 goal.
@@ -156,7 +158,8 @@ pub(crate) enum Request {
 impl Request {
     fn reply(self, result: Result<(), HalError>) {
         let tx = match self {
-            Request::Twist(_, tx) | Request::Stop(tx) | Request::Say(_, tx) | Request::Goal(_, tx) => tx,
+            Request::Twist(_, tx) | Request::Stop(tx) | Request::Say(_, tx) | Request::Announce(_, tx) => tx,
+            Request::Goal(_, tx) => tx,
             Request::CancelGoals(tx) => tx,
         };
         // The caller may have given up waiting; nothing to do then.
@@ -310,6 +313,7 @@ struct Session<C: Connect> {
     // Publishers first: they unadvertise (through the client) when dropped.
     cmd_vel: Option<<C::Link as TopicProvider>::Publisher<Twist>>,
     speech: <C::Link as TopicProvider>::Publisher<StringMsg>,
+    say: <C::Link as TopicProvider>::Publisher<StringMsg>,
     goal: Option<<C::Link as TopicProvider>::Publisher<PoseStamped>>,
     readers: JoinSet<String>,
     link: C::Link,
@@ -382,10 +386,24 @@ impl<C: Connect> Session<C> {
             Ok((f64::NAN, Box::new(move |d: &mut super::state::Data| d.paused = msg.data)))
         })
         .await?;
+        spawn_reader::<C::Link, StringMsg, _>(&link, &t.voice_command, shared, &mut readers, |msg, _now| {
+            let text: String = msg.data.chars().take(super::state::VOICE_MAX_CHARS).collect();
+            Ok((
+                f64::NAN,
+                Box::new(move |d: &mut super::state::Data| {
+                    if d.voice.len() >= super::state::VOICE_QUEUE {
+                        d.voice.pop_front();
+                    }
+                    d.voice.push_back(text);
+                }),
+            ))
+        })
+        .await?;
         if config.nav2 != Nav2Mode::Off {
             readers.spawn(nav2::nav2_task::<C>(link.clone(), nav2::Nav2Watch::new(config), Arc::clone(shared)));
         }
         let speech = link.advertise::<StringMsg>(t.speech.as_str()).await.map_err(|e| link_error(&t.speech, e))?;
+        let say = link.advertise::<StringMsg>(t.say.as_str()).await.map_err(|e| link_error(&t.say, e))?;
         let (cmd_vel, goal) = if config.dry_run {
             (None, None)
         } else {
@@ -393,7 +411,7 @@ impl<C: Connect> Session<C> {
             let goal = link.advertise::<PoseStamped>(t.goal.as_str()).await.map_err(|e| link_error(&t.goal, e))?;
             (Some(cmd), Some(goal))
         };
-        Ok(Self { cmd_vel, speech, goal, readers, link, moving: false })
+        Ok(Self { cmd_vel, speech, say, goal, readers, link, moving: false })
     }
 
     /// Publishes requests and probes the link until it fails or every
@@ -458,6 +476,9 @@ impl<C: Connect> Session<C> {
             Request::Stop(_) => self.stop_burst(config).await.map(Ok),
             Request::Say(text, _) => {
                 publish(&self.speech, &StringMsg { data: text.clone() }, timeout, &config.topics.speech).await.map(Ok)
+            }
+            Request::Announce(text, _) => {
+                publish(&self.say, &StringMsg { data: text.clone() }, timeout, &config.topics.say).await.map(Ok)
             }
             Request::Goal(goal, _) => match &self.goal {
                 Some(p) => publish(p, goal, timeout, &config.topics.goal).await.map(Ok),

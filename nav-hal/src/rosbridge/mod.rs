@@ -15,6 +15,8 @@
 //! | `/oak/rgb/image_raw[/compressed]` | `sensor_msgs/Image` (`rgb8`, `bgr8`) or `CompressedImage` (JPEG/PNG) | in ([`images`]) |
 //! | `/oak/stereo/image_raw[/compressedDepth]` | `sensor_msgs/Image` `16UC1` mm (or `32FC1`) or `compressedDepth` | in ([`images`]) |
 //! | `/navkit/pause` | `std_msgs/Bool` | in ([`RosbridgeHal::paused`]) |
+//! | `/navkit/voice_command` | `std_msgs/String` | in ([`RosbridgeHal::take_voice_commands`]) |
+//! | `/navkit/say` | `std_msgs/String` | out ([`RosbridgeHal::announce`]) |
 //! | `/cmd_vel` | `geometry_msgs/Twist` | out |
 //! | `/speech_output` | `std_msgs/String` | out ([`RosbridgeHal::say`]) |
 //! | `/goal_pose` | `geometry_msgs/PoseStamped` | out ([`RosbridgeHal::send_goal`], `start_goal`) |

@@ -12,6 +12,13 @@ use serde::Serialize;
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+
+/// Voice commands kept until taken; beyond it the oldest is dropped.
+pub(crate) const VOICE_QUEUE: usize = 32;
+
+/// A voice command longer than this many characters is cut (the
+/// command parser bounds free text much further).
+pub(crate) const VOICE_MAX_CHARS: usize = 1000;
 use tokio::sync::watch;
 
 /// A colour or depth image as it arrived (decoded on demand).
@@ -176,6 +183,9 @@ pub(crate) struct Data {
     pub rgb: Option<Sample<Arc<RawImage>>>,
     pub depth: Option<Sample<Arc<RawImage>>>,
     pub paused: bool,
+    /// Voice commands received and not yet taken (bounded: the oldest is
+    /// dropped beyond [`VOICE_QUEUE`]).
+    pub voice: std::collections::VecDeque<String>,
     pub last_command: Option<LastCommand>,
     pub goal_sent: bool,
     pub connected_at_s: Option<f64>,

@@ -15,6 +15,10 @@
 //! injected [`Clock`](nav_core::time::Clock), and write one flushed
 //! [`StepLog`] line per step.
 //!
+//! [`voice`] parses an operator's spoken commands (explore, stop, pause,
+//! resume, go home, free text for the planner) for the explore and
+//! ObjectNav loops and turns their step-log events into announcements.
+//!
 //! [`policy`] is the ObjectNav loop's low-level policy seam and
 //! [`pixel_policy::PixelGoalPolicy`] its default implementation; the
 //! perception stage it asks is [`crate::protocol::perception::GoalPerception`].
@@ -40,6 +44,7 @@ pub mod pixel_policy;
 pub mod place_score;
 pub mod policy;
 mod pursuit;
+pub mod voice;
 
 #[doc(inline)]
 pub use episode::runner;

@@ -16,10 +16,13 @@
 //! that decide.
 //!
 //! [`ObjectNavLoop::new`] validates the configuration;
-//! [`ObjectNavLoop::run`] drives one episode over a robot.
+//! [`ObjectNavLoop::run`] drives one episode over a robot;
+//! [`ObjectNavLoop::with_voice`] lets an operator pause, resume, stop or
+//! send the robot home between steps, and talk to the planner.
 
 use super::log::{PlannerRecord, StepRecord};
 use super::policy::{LowLevelPolicy, PolicyAction, PolicyGoal, PolicyObservation, PolicyStop};
+use super::voice::{GateStep, PAUSE_POLL, VoiceGate, VoiceInbox};
 use super::{EpisodeStats, NavError, RunContext};
 use crate::protocol::CallRecord;
 use crate::protocol::objectnav::{ObjectNavObservation, ObjectNavPlanner, StepObservation};
@@ -93,6 +96,12 @@ pub enum ObjectNavEnd {
     /// The caller asked the run to end ([`super::Observer::with_halt`]:
     /// a spending limit was reached).
     Halted,
+    /// The operator said `stop` ([`ObjectNavLoop::with_voice`]): not a
+    /// success.
+    OperatorStop,
+    /// The operator said `go home`: the search ended, the caller takes the
+    /// robot back if it can.
+    GoHome,
 }
 
 impl ObjectNavEnd {
@@ -102,6 +111,8 @@ impl ObjectNavEnd {
             ObjectNavEnd::Stopped => "stopped",
             ObjectNavEnd::StepLimit => "step_limit",
             ObjectNavEnd::Halted => "halted",
+            ObjectNavEnd::OperatorStop => "operator_stop",
+            ObjectNavEnd::GoHome => "go_home",
         }
     }
 }
@@ -192,6 +203,8 @@ pub struct ObjectNavLoop {
     config: ObjectNavLoopConfig,
     target: String,
     parts: ObjectNavParts,
+    /// The operator's voice commands, when enabled.
+    voice: Option<VoiceGate>,
 }
 
 /// The per-episode state the steps share.
@@ -228,7 +241,17 @@ impl ObjectNavLoop {
         parts: ObjectNavParts,
     ) -> Result<Self, NavError> {
         config.validate().map_err(|e| e.under("objectnav"))?;
-        Ok(Self { config, target: target.into(), parts })
+        Ok(Self { config, target: target.into(), parts, voice: None })
+    }
+
+    /// Reads voice commands from `inbox` before every step (each logged as
+    /// a `voice` event): `pause` stops the robot and holds the loop until
+    /// `resume` (or `explore`), `stop` ends [`ObjectNavEnd::OperatorStop`],
+    /// `go home` ends [`ObjectNavEnd::GoHome`], free text goes to the
+    /// planner's next call.
+    pub fn with_voice(mut self, inbox: VoiceInbox) -> Self {
+        self.voice = Some(VoiceGate::new(inbox));
+        self
     }
 
     /// The configuration the loop runs with.
@@ -254,6 +277,20 @@ impl ObjectNavLoop {
                 robot.stop().await.ok();
                 break ObjectNavEnd::Halted;
             }
+            if let Some(end) = self.operator(robot, ctx, &mut st).await {
+                robot.stop().await.ok();
+                // the command that ended the run (and what came with it) is the log's last line
+                let record = StepRecord {
+                    step: st.step,
+                    t_s: ctx.clock.now_s() - st.t0,
+                    action: "voice".into(),
+                    pose: st.pose.into(),
+                    events: std::mem::take(&mut st.pending_events),
+                    ..StepRecord::default()
+                };
+                ctx.log.write(&record)?;
+                break end;
+            }
             let cycle_start = Instant::now();
             st.vlm_time_ms = 0.0;
             if st.need_plan && st.forced.is_empty() {
@@ -268,6 +305,33 @@ impl ObjectNavLoop {
             }
         };
         Ok(ObjectNavOutcome { end, stats: st.stats, memory: st.memory, places: st.places })
+    }
+
+    /// The operator's commands before a step: `None` to take it (a pause
+    /// is waited out here, the robot stopped once), else how the run ends.
+    async fn operator<R: Robot + ?Sized>(
+        &mut self,
+        robot: &mut R,
+        ctx: &RunContext<'_, R>,
+        st: &mut RunState,
+    ) -> Option<ObjectNavEnd> {
+        let gate = self.voice.as_mut()?;
+        loop {
+            match gate.poll(&mut st.pending_events) {
+                GateStep::Go => return None,
+                GateStep::Stop => return Some(ObjectNavEnd::OperatorStop),
+                GateStep::GoHome => return Some(ObjectNavEnd::GoHome),
+                GateStep::Hold { began } => {
+                    if began {
+                        robot.stop().await.ok();
+                    }
+                    if ctx.observer.halted() {
+                        return Some(ObjectNavEnd::Halted);
+                    }
+                    tokio::time::sleep(PAUSE_POLL).await;
+                }
+            }
+        }
     }
 
     async fn begin<R: Robot + ?Sized>(&self, robot: &mut R, ctx: &mut RunContext<'_, R>) -> Result<RunState, NavError> {
@@ -320,12 +384,14 @@ impl ObjectNavLoop {
         let pano = panorama(robot, self.config.panorama_views).await?;
         let scan = if caps.lidar { robot.scan().await.ok().map(|s| s.scan) } else { None };
         let context = self.config.memory.then(|| st.memory.context(None));
+        let instruction = self.voice.as_mut().and_then(VoiceGate::take_instruction);
         let obs = ObjectNavObservation {
             target: &self.target,
             pose: st.pose,
             panorama: pano.as_ref(),
             scan: scan.as_ref(),
             context: context.as_ref(),
+            instruction: instruction.as_ref().map(|i| i.as_str()),
         };
         let reply = self.parts.planner.plan(&obs).await;
         st.stats.add_call(&reply.record);

@@ -160,6 +160,7 @@ mod tests {
             detections: Vec::new(),
             text_only: true,
             sensor_fault: None,
+            instruction: None,
         }
     }
 

@@ -120,6 +120,10 @@ pub struct ExploreSnapshot {
     /// The LiDAR is blind (a sensor fault: too few valid beams), and why;
     /// `scan` is then empty and `frontiers` too, and the prompt says so.
     pub sensor_fault: Option<String>,
+    /// What the operator said (a voice command that is no control word),
+    /// shown once as an `OPERATOR SAYS:` line; already cleaned and bounded
+    /// ([`UserInstruction`](super::instruction::UserInstruction)).
+    pub instruction: Option<String>,
 }
 
 impl ExploreSnapshot {
@@ -193,6 +197,13 @@ impl ExploreSnapshot {
         }
         if let Some(a) = &self.in_progress {
             let _ = writeln!(s, "IN PROGRESS: {a}");
+        }
+        if let Some(said) = &self.instruction {
+            // bounded again: a snapshot may be built by hand
+            let said = super::instruction::UserInstruction::new(said);
+            if let Some(said) = said {
+                let _ = writeln!(s, "OPERATOR SAYS (follow it if it is safe): {said}");
+            }
         }
         s.push_str(&self.memory_text);
         s
@@ -633,10 +644,20 @@ mod tests {
             detections: Vec::new(),
             text_only: false,
             sensor_fault: None,
+            instruction: None,
         };
         let jpeg = snap.annotated_jpeg().unwrap();
         let img = image::load_from_memory(&jpeg).unwrap();
         assert_eq!((img.width(), img.height()), (640, 360));
+        let lidar = LidarConfig::default();
+        assert!(!snap.context_text(&lidar).contains("OPERATOR SAYS"), "no line without an instruction");
+        // a snapshot built by hand is cleaned and bounded all the same
+        let said = format!("look\u{7}left {}", "x".repeat(500));
+        let snap = ExploreSnapshot { instruction: Some(said), image: None, ..snap };
+        let text = snap.context_text(&lidar);
+        let line = text.lines().find(|l| l.starts_with("OPERATOR SAYS")).expect("the operator's line");
+        let said = line.split_once(": ").unwrap().1;
+        assert!(said.starts_with("look left x") && said.chars().count() == 200, "{line}");
     }
 
     #[test]

@@ -9,6 +9,7 @@ pub mod annotate;
 pub mod candidates;
 pub mod explore;
 pub mod grounding;
+pub mod instruction;
 pub mod json;
 pub mod objectnav;
 pub mod perception;

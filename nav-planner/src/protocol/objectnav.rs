@@ -123,6 +123,9 @@ pub struct ObjectNavObservation<'a> {
     pub scan: Option<&'a LaserScan>,
     /// The Navigation Context (None with memory off).
     pub context: Option<&'a NavigationContext>,
+    /// What the operator said (a voice command that is no control word),
+    /// shown once as an `OPERATOR SAYS:` line.
+    pub instruction: Option<&'a str>,
 }
 
 /// What a planner may learn at every step between calls.
@@ -226,6 +229,9 @@ pub fn system_prompt(grounding: Option<&str>) -> String {
 pub fn user_text(obs: &ObjectNavObservation<'_>, text_only: bool) -> String {
     let mut s = String::with_capacity(1024);
     let _ = writeln!(s, "TARGET: {}", obs.target);
+    if let Some(said) = obs.instruction.and_then(super::instruction::UserInstruction::new) {
+        let _ = writeln!(s, "OPERATOR SAYS (follow it if it is safe): {said}");
+    }
     s.push('\n');
     match obs.context {
         Some(ctx) => s.push_str(&ctx.to_text()),

@@ -67,6 +67,7 @@ impl ObjectNavStart {
             panorama: Some(&self.panorama),
             scan: Some(&self.scan),
             context: self.memory.then_some(&self.context),
+            instruction: None,
         }
     }
 }

@@ -189,3 +189,17 @@ fn idle_calls_go_through_the_scheduler_and_are_counted() {
     assert!(layer.run_stats_line(60.0).starts_with("VLM stats for the run: 3 calls in 1.0 min"));
     assert_eq!(layer.scheduler().stats(60.0).calls_per_min, 3.0, "and in the per-minute line");
 }
+
+#[test]
+fn an_operator_hold_is_no_model_failure() {
+    let mut layer = SafetyLayer::new(SafetyConfig::default(), 0.0).unwrap();
+    layer.call_started(Pose2::default(), 0.0);
+    // a pause of a minute while the call is awaited: the watchdog does not count it
+    for t in 0..=60 {
+        layer.excuse_wait(f64::from(t));
+    }
+    assert_eq!(layer.tier(60.0).tier, WatchdogTier::Continue);
+    assert!(layer.is_waiting(), "the call is still awaited");
+    // counted again from the end of the hold
+    assert_eq!(layer.tier(65.0).tier, WatchdogTier::StopWait);
+}

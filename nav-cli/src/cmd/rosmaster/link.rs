@@ -1,8 +1,10 @@
 //! [`RobotLink`]: the rosbridge HAL as the explore loop's robot. Every
-//! tick (on the odometry read that opens it) it mirrors the robot's pause
-//! topic into the loop's pause signal, reports pause and link changes and
-//! speaks the discoveries on the speech topic; in a dry run it prints the
-//! Twists (and sentences) that would have been published.
+//! tick (on the odometry read that opens it) it hands a change of the
+//! robot's pause topic to the loop's pause signal, passes the voice
+//! commands received to the loop's inbox, reports pause and link changes,
+//! speaks the discoveries on the speech topic and the announcements on the
+//! announcement topic; in a dry run it prints the Twists (and sentences)
+//! that would have been published.
 
 use super::progress::Progress;
 use async_trait::async_trait;
@@ -13,6 +15,7 @@ use nav_hal::hal::{
     VelocityCommand,
 };
 use nav_hal::rosbridge::RosbridgeHal;
+use nav_planner::navigator::voice::VoiceInbox;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -24,7 +27,10 @@ const ECHO_PERIOD_S: f64 = 1.0;
 pub struct RobotLink {
     hal: RosbridgeHal,
     pause: Arc<AtomicBool>,
+    voice: VoiceInbox,
     progress: Progress,
+    /// The pause topic as last seen (only its changes set the pause signal:
+    /// a voice `resume` may have cleared it since).
     paused: bool,
     connected: bool,
     /// The last dry-run command printed: (time, linear, angular).
@@ -32,10 +38,11 @@ pub struct RobotLink {
 }
 
 impl RobotLink {
-    /// Wraps a connected HAL; `pause` is the loop's pause signal.
-    pub fn new(hal: RosbridgeHal, pause: Arc<AtomicBool>, progress: Progress) -> Self {
+    /// Wraps a connected HAL; `pause` is the loop's pause signal, `voice`
+    /// its voice command inbox.
+    pub fn new(hal: RosbridgeHal, pause: Arc<AtomicBool>, voice: VoiceInbox, progress: Progress) -> Self {
         let connected = hal.is_connected();
-        Self { hal, pause, progress, paused: false, connected, echoed: None }
+        Self { hal, pause, voice, progress, paused: false, connected, echoed: None }
     }
 
     /// The HAL (status, configuration).
@@ -47,6 +54,7 @@ impl RobotLink {
     /// topic (`speak_discoveries`; in a dry run they are printed instead),
     /// from a task of their own so the control tick does not wait.
     fn speak(&mut self) {
+        super::speak_announcements(&self.hal, &self.progress);
         let texts = self.progress.take_discoveries();
         if texts.is_empty() || !self.hal.config().speak_discoveries {
             return;
@@ -69,14 +77,16 @@ impl RobotLink {
         });
     }
 
-    /// Mirrors the pause topic and reports changes of pause and link.
+    /// Passes on the voice commands and a change of the pause topic, and
+    /// reports changes of pause and link.
     fn observe(&mut self) {
         self.speak();
+        super::forward_voice(&self.hal, &self.voice, &self.progress);
         let paused = self.hal.paused();
-        self.pause.store(paused, Ordering::SeqCst);
         let topic = &self.hal.config().topics.pause;
         if paused != self.paused {
             self.paused = paused;
+            self.pause.store(paused, Ordering::SeqCst);
             if paused {
                 self.progress
                     .say(&format!("paused by {topic}: one stop burst, then nothing on cmd_vel and no decisions"));

@@ -9,16 +9,30 @@
 //! requires `--planner vlm` (checked before connecting).
 //!
 //! The episode ends with the agent's own STOP (the target confirmed within
-//! the stop distance), the step budget, the time budget or a signal; the
-//! robot is stopped in every case. Success is not judged: there is no
-//! ground truth on a robot.
+//! the stop distance), the step budget, the time budget, a signal, or the
+//! operator's voice (`stop`, `go home`); the robot is stopped in every
+//! case. Success is not judged: there is no ground truth on a robot.
+//!
+//! Voice commands (and the pause topic) are read between steps: `pause`
+//! holds the robot after the step in progress until `resume`. On `go home`
+//! the robot is sent back to its start pose through Nav2 when Nav2 is in
+//! use (`[rosbridge] nav2`), for at most [`HOME_TIMEOUT`]; without Nav2
+//! there is no map to plan the way back on, so the robot stops where it
+//! is and says so.
 
 use super::Setup;
+use super::progress::Progress;
+use super::voice::{final_announcements, spawn_relay};
 use crate::exit::{CmdResult, Exit, internal, usage};
+use nav_core::geometry::Pose2;
+use nav_hal::hal::{Actuators, NavGoalState, Sensors};
 use nav_hal::rosbridge::RosbridgeHal;
 use nav_planner::navigator::motion_guard::SafetyMotionGuard;
-use nav_planner::navigator::objectnav_loop::{ObjectNavLoop, ObjectNavLoopConfig, ObjectNavOutcome, ObjectNavParts};
+use nav_planner::navigator::objectnav_loop::{
+    ObjectNavEnd, ObjectNavLoop, ObjectNavLoopConfig, ObjectNavOutcome, ObjectNavParts,
+};
 use nav_planner::navigator::pixel_policy::{PixelGoalConfig, PixelGoalPolicy};
+use nav_planner::navigator::voice::{VoiceCommand, VoiceInbox};
 use nav_planner::navigator::{NavError, Observer, RunContext, StepLog};
 use nav_planner::protocol::objectnav::{ObjectNavPromptConfig, VlmObjectNavPlanner};
 use nav_planner::protocol::perception::{VlmGoalPerception, VlmPerceptionConfig};
@@ -31,6 +45,9 @@ use tokio::sync::watch;
 /// Where the robot stops in front of the target, metres: the usual 1 m
 /// ObjectNav success distance minus a margin, as `nav run` uses.
 const STOP_DISTANCE_M: f64 = 0.8;
+
+/// The longest way home through Nav2 after `go home`.
+const HOME_TIMEOUT: Duration = Duration::from_secs(180);
 
 /// What objectnav needs beyond the explore setup.
 #[derive(Debug, Clone)]
@@ -73,6 +90,7 @@ pub(super) async fn run(
     task: &ObjectNavTask,
     mut log: StepLog,
     mut interrupted: watch::Receiver<bool>,
+    progress: &Progress,
 ) -> CmdResult {
     let Some(vlm) = setup.vlm.clone() else {
         return Err(internal("objectnav without a model (checked before connecting)"));
@@ -95,7 +113,13 @@ pub(super) async fn run(
         scene: Box::new(VlmSceneAnalyzer::new(Arc::clone(&vlm), timeout_s)),
     };
     let config = ObjectNavLoopConfig { max_steps: task.max_steps, ..ObjectNavLoopConfig::default() };
-    let mut lp = ObjectNavLoop::new(config, task.target.clone(), parts).map_err(|e| usage(e.to_string()))?;
+    let inbox = VoiceInbox::new();
+    let mut lp = ObjectNavLoop::new(config, task.target.clone(), parts)
+        .map_err(|e| usage(e.to_string()))?
+        .with_voice(inbox.clone());
+    let speech = hal.speech_handle();
+    let relay = spawn_relay(speech.clone(), inbox.clone(), progress.clone(), &setup.robot.topics, false);
+    let start = hal.odometry().await.map(|o| o.pose).ok();
     let stop = hal.stop_handle();
     let clock = hal.clock();
     let url = setup.robot.url.trim().to_string();
@@ -123,14 +147,29 @@ pub(super) async fn run(
         _ = interrupted.wait_for(|i| *i) => Ended::Cut("interrupted"),
     };
     // whatever ended it, the robot stands still (a step cut mid-motion may have published last)
-    let stopped = stop.stop().await;
+    let mut stopped = stop.stop().await;
+    let home = matches!(&result, Ended::Loop(r) if matches!(**r, Ok(ref o) if o.end == ObjectNavEnd::GoHome));
+    let home_note = if home {
+        let note = go_home(&mut hal, start, &inbox, &interrupted).await;
+        stopped = stop.stop().await;
+        Some(note)
+    } else {
+        None
+    };
+    relay.abort();
     let elapsed = started.elapsed().as_secs_f64();
     if let Some(failure) = vlm.link_failure() {
         return Err(crate::exit::Exit::ModelLink(failure.to_string()));
     }
+    let end = match &result {
+        Ended::Loop(r) => r.as_ref().as_ref().map_or("failed", |o| o.end.as_str()),
+        Ended::Cut(why) => *why,
+    };
+    let said = home_note.clone().unwrap_or_else(|| format!("Run ended: {}.", end.replace('_', " ")));
+    final_announcements(&speech, progress, false, &setup.robot.topics.say, &said).await;
     let text = match result {
         Ended::Loop(r) => match *r {
-            Ok(out) => summary(&out, elapsed, &hal),
+            Ok(out) => summary(&out, elapsed, &hal, home_note.as_deref()),
             Err(e) => {
                 return Err(match e {
                     NavError::Config(m) => usage(m),
@@ -155,12 +194,49 @@ enum Ended {
     Cut(&'static str),
 }
 
+/// After `go home`: back to `start` through Nav2 (at most
+/// [`HOME_TIMEOUT`]; a `stop` or a signal ends the way home), or, without
+/// Nav2, nowhere. The sentence to announce.
+async fn go_home(
+    hal: &mut RosbridgeHal,
+    start: Option<Pose2>,
+    inbox: &VoiceInbox,
+    interrupted: &watch::Receiver<bool>,
+) -> String {
+    let Some(start) = start else { return "I do not know where the start is. Stopped here.".into() };
+    if let Err(e) = hal.start_goal(start).await {
+        crate::exit::diag!("nav rosmaster: go home: no way back without Nav2 ({e}); the robot stays where it is");
+        return "I cannot find the way home without a map. Stopped here.".into();
+    }
+    crate::exit::diag!("nav rosmaster: go home: Nav2 drives back to ({:.2}, {:.2})", start.x, start.y);
+    let deadline = tokio::time::Instant::now() + HOME_TIMEOUT;
+    let note = loop {
+        if inbox.take().contains(&VoiceCommand::Stop) || *interrupted.borrow() {
+            break "Stopped on the way home.";
+        }
+        if tokio::time::Instant::now() >= deadline {
+            break "The way home took too long. Stopped.";
+        }
+        match hal.goal_state().await {
+            Ok(NavGoalState::Succeeded) => break "I am home.",
+            Ok(NavGoalState::Failed { .. }) | Err(_) => break "I could not get home. Stopped.",
+            Ok(_) => tokio::time::sleep(Duration::from_millis(100)).await,
+        }
+    };
+    hal.cancel_goal().await.ok();
+    note.into()
+}
+
 /// The final report (stdout).
-fn summary(out: &ObjectNavOutcome, elapsed_s: f64, hal: &RosbridgeHal) -> String {
+fn summary(out: &ObjectNavOutcome, elapsed_s: f64, hal: &RosbridgeHal, home: Option<&str>) -> String {
     let s = &out.stats;
     let link = hal.link_status();
+    let home = home.map(|h| format!("the operator's go home: {h}"));
     let stop_note = match out.end.as_str() {
         "stopped" => "the agent's STOP: target confirmed by the perception stage within the stop distance",
+        "operator_stop" => "the operator's stop",
+        "go_home" => home.as_deref().unwrap_or("the operator's go home"),
+        "halted" => "halted",
         _ => "step budget used up without a confirmed target",
     };
     format!(

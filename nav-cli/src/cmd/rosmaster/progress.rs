@@ -2,11 +2,15 @@
 //! step records the explore loop writes (through a [`StepLog`] tap):
 //! decisions, watchdog tier changes, safety overrides, discoveries, and
 //! sensor or publish failures (reported when they start and end, not every
-//! tick). It also sums the distance travelled from the logged poses.
+//! tick). It also sums the distance travelled from the logged poses and
+//! collects the sentences for the announcement topic
+//! ([`announcement`](nav_planner::navigator::voice::announcement); a
+//! repeated safety stop at most once per [`OVERRIDE_REPEAT_S`]).
 //!
 //! [`StepLog`]: nav_planner::navigator::StepLog
 
 use nav_planner::navigator::StepRecord;
+use nav_planner::navigator::voice::announcement;
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
@@ -34,6 +38,8 @@ struct State {
     overrides: BTreeMap<String, f64>,
     /// Discoveries not yet spoken: the text for the speech topic.
     discoveries: Vec<String>,
+    /// Sentences not yet published on the announcement topic.
+    announcements: Vec<String>,
 }
 
 impl Progress {
@@ -70,6 +76,32 @@ impl Progress {
     /// robot's speech topic.
     pub fn take_discoveries(&self) -> Vec<String> {
         std::mem::take(&mut self.state().discoveries)
+    }
+
+    /// A step-log tap that only collects the announcements (for loops
+    /// without progress lines: objectnav), except those of voice commands
+    /// and pauses: a paused objectnav loop writes no step, so its relay
+    /// acknowledges each command when it arrives instead.
+    pub fn announce_tap(&self) -> impl FnMut(&StepRecord) + Send + 'static {
+        let me = self.clone();
+        move |record| {
+            let mut st = me.state();
+            for e in &record.events {
+                if !matches!(e.get("event").and_then(Value::as_str), Some("voice" | "paused" | "resumed")) {
+                    st.announcements.extend(announcement(e));
+                }
+            }
+        }
+    }
+
+    /// Queues `text` for the announcement topic.
+    pub fn announce(&self, text: &str) {
+        self.state().announcements.push(text.to_string());
+    }
+
+    /// The announcements made since the last call, oldest first.
+    pub fn take_announcements(&self) -> Vec<String> {
+        std::mem::take(&mut self.state().announcements)
     }
 
     /// Distance travelled according to the logged (odometry) poses, m.
@@ -134,6 +166,7 @@ impl State {
                     out.push(format!("asking the planner{why}"));
                 }
                 "watchdog" => {
+                    self.announcements.extend(announcement(e));
                     let note = text(e, "announcement");
                     let note = if note.is_empty() { String::new() } else { format!(": {note}") };
                     out.push(format!("watchdog: {}{note}", text(e, "tier")));
@@ -145,6 +178,22 @@ impl State {
                         self.overrides.insert(code.to_string(), r.t_s);
                         let why = e.get("reason").or_else(|| e.get("message")).and_then(Value::as_str).unwrap_or("");
                         out.push(format!("safety override ({code}): {why}"));
+                        self.announcements.extend(announcement(e));
+                    }
+                }
+                "paused" => {
+                    out.push("paused: no motion, no decisions".into());
+                    self.announcements.extend(announcement(e));
+                }
+                "resumed" => {
+                    out.push("resumed".into());
+                    self.announcements.extend(announcement(e));
+                }
+                "voice" => {
+                    let note = e.get("note").and_then(Value::as_str).map(|n| format!(" ({n})")).unwrap_or_default();
+                    out.push(format!("voice command applied: {}{note}", text(e, "command")));
+                    if note.is_empty() {
+                        self.announcements.extend(announcement(e));
                     }
                 }
                 "discovery" => {
@@ -155,6 +204,7 @@ impl State {
                     } else {
                         format!("I found {}: {notes}", text(e, "label"))
                     };
+                    self.announcements.push(sentence.clone());
                     self.discoveries.push(sentence);
                 }
                 "stop" => out.push(format!("stopped: {}", text(e, "reason"))),

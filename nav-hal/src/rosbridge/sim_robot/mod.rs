@@ -35,7 +35,7 @@
 //! the camera images, drop or refuse
 //! connections, go silent (a half-open link), freeze the link both ways
 //! (messages queue in the socket and are replayed on the thaw), place an
-//! obstacle ahead and publish the pause flag. [`PeerConfig::nav2`] adds a
+//! obstacle ahead, publish the pause flag and voice commands. [`PeerConfig::nav2`] adds a
 //! Nav2 emulation (goals on `/goal_pose`, status, cancel, abort on request).
 //!
 //! ```
@@ -397,6 +397,28 @@ impl RosbridgePeer {
     /// the client. Its simulated base keeps executing the last Twist.
     pub fn set_frozen(&self, frozen: bool) {
         self.shared.frozen.send_replace(frozen);
+    }
+
+    /// Publishes `text` (`std_msgs/String`) on the voice command topic to
+    /// its subscribers, as an operator's speech-to-text node would.
+    pub fn publish_voice_command(&self, text: &str) {
+        let topic = self.shared.config.topics.voice_command.clone();
+        self.shared.conns.publish(&self.shared, &topic, &serde_json::json!({ "data": text }));
+    }
+
+    /// True once a client subscribed to `topic` (e.g. the voice command
+    /// topic: a command published before that reaches nobody).
+    pub fn has_subscriber(&self, topic: &str) -> bool {
+        self.shared.conns.has_subscriber(topic)
+    }
+
+    /// The texts clients published on the announcement topic
+    /// (`topics.say`), in arrival order.
+    pub fn announcements(&self) -> Vec<String> {
+        self.published(&self.shared.config.topics.say)
+            .into_iter()
+            .map(|(_, m)| m.get("data").and_then(serde_json::Value::as_str).unwrap_or_default().to_string())
+            .collect()
     }
 
     /// Publishes the pause flag (`std_msgs/Bool`) to its subscribers.

@@ -358,6 +358,7 @@ fn topic_list(shared: &PeerShared) -> Value {
         (t.rgb.clone(), "sensor_msgs/msg/Image"),
         (t.depth.clone(), "sensor_msgs/msg/Image"),
         (t.pause.clone(), "std_msgs/msg/Bool"),
+        (t.voice_command.clone(), "std_msgs/msg/String"),
         (t.cmd_vel.clone(), "geometry_msgs/msg/Twist"),
     ];
     if shared.config.serve_compressed {

@@ -138,6 +138,10 @@ pub struct EpisodeSpec {
     /// Sees every sensor reading the loop takes (`nav run --record`); output
     /// only, the loop runs the same with or without it.
     pub sensor_tap: Option<SharedTap>,
+    /// The operator's voice commands for the explore and objectnav loops
+    /// (`nav run --voice stdin`; [`crate::navigator::voice`]); `None`
+    /// reads none.
+    pub voice: Option<crate::navigator::voice::VoiceInbox>,
 }
 
 /// Which perception stage finds the target in the current view.
@@ -203,6 +207,7 @@ impl EpisodeSpec {
             vlm_noise: VlmNoise::default(),
             perception: None,
             sensor_tap: None,
+            voice: None,
         }
     }
 }
@@ -563,6 +568,7 @@ pub async fn initial_request(spec: &EpisodeSpec) -> Result<crate::vlm::VlmReques
                 panorama: Some(&pano),
                 scan: Some(&scan),
                 context: spec.memory.then_some(&ctx),
+                instruction: None,
             };
             let cfg = ObjectNavPromptConfig {
                 text_only: spec.text_only,
@@ -672,5 +678,6 @@ async fn explore_snapshot_of(
         detections: Vec::new(),
         text_only: spec.text_only,
         sensor_fault: None,
+        instruction: None,
     })
 }

@@ -59,18 +59,22 @@
 //!   stack (Nav2), with the guard and the stop arbiter on top;
 //! - `control`: the watchdog tiers' commands, the safety layer's tick, the
 //!   velocity published;
+//! - `operator`: the operator's voice commands (pause, resume, stop, go
+//!   home, explore, an instruction for the planner);
 //! - `state`: the loop state a decision changes.
 
 mod active;
 mod control;
 mod decision;
 mod handoff;
+mod operator;
 mod reply;
 mod run;
 mod schedule;
 mod sense;
 mod state;
 
+use super::voice::VoiceInbox;
 use super::{EpisodeStats, NavError, RunContext};
 use crate::protocol::explore::{ExploreFrontier, ExplorePlanner};
 use decision::Decider;
@@ -162,6 +166,14 @@ pub struct ExploreSignals {
     pub pause: Arc<AtomicBool>,
     /// Ends the loop; the robot is stopped (zero velocity) before returning.
     pub shutdown: Arc<AtomicBool>,
+    /// Voice commands, applied at the next tick and logged as `voice`
+    /// events ([`VoiceCommand`](super::voice::VoiceCommand)): `stop` ends
+    /// the run ([`ExploreEnd::OperatorStop`]), `pause` and `resume` set and
+    /// clear [`pause`](Self::pause), `go home` drives back to the start
+    /// (RETURN_HOME, no decisions) and ends [`ExploreEnd::ReturnedHome`],
+    /// `explore` resumes a pause or a way home, and free text goes to the
+    /// planner's next request.
+    pub voice: VoiceInbox,
 }
 
 /// How an explore run ended.
@@ -181,12 +193,16 @@ pub enum ExploreEnd {
     /// home ([`ExploreOutcome::at_home`]) or the time or decision budget ran
     /// out meanwhile. A failure, however much the fallbacks explored.
     ModelUnavailable,
+    /// The operator said `stop` (a voice command): not a success.
+    OperatorStop,
+    /// The operator said `go home` and the robot got back to its start.
+    ReturnedHome,
 }
 
 impl ExploreEnd {
     /// The name the run summary and the logs give it (as serialized):
     /// `"complete"`, `"time_limit"`, `"decision_limit"`, `"shutdown"`,
-    /// `"model_unavailable"`.
+    /// `"model_unavailable"`, `"operator_stop"`, `"returned_home"`.
     pub fn as_str(self) -> &'static str {
         match self {
             ExploreEnd::Complete => "complete",
@@ -194,6 +210,8 @@ impl ExploreEnd {
             ExploreEnd::DecisionLimit => "decision_limit",
             ExploreEnd::Shutdown => "shutdown",
             ExploreEnd::ModelUnavailable => "model_unavailable",
+            ExploreEnd::OperatorStop => "operator_stop",
+            ExploreEnd::ReturnedHome => "returned_home",
         }
     }
 }

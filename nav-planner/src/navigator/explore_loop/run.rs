@@ -4,6 +4,7 @@
 use super::control::{Control, ControlTick, velocity_command};
 use super::decision::Decider;
 use super::handoff::{Handoffs, TakeBack};
+use super::operator::Operator;
 use super::schedule::{CallTick, Calls};
 use super::sense::Odometer;
 use super::state::{LoopState, TickLog};
@@ -38,6 +39,8 @@ pub(super) struct Run {
     tick: u64,
     /// The pause signal as last seen (its edges are logged).
     paused: bool,
+    /// The operator's voice commands so far.
+    operator: Operator,
     /// The next tick's deadline (real-time pacing).
     deadline: tokio::time::Instant,
     /// The watchdog tier and the pose of the last tick.
@@ -92,6 +95,7 @@ impl Run {
             handoffs,
             tick: 0,
             paused: false,
+            operator: Operator::default(),
             deadline: tokio::time::Instant::now(),
             last: (WatchdogTier::Continue, start_pose),
         })
@@ -133,11 +137,12 @@ impl Run {
     ) -> Result<Option<ExploreEnd>, NavError> {
         let now = ctx.clock.now_s();
         let elapsed = now - self.t0;
+        let mut out = TickLog::default();
+        self.operator.apply(signals, &mut self.st, self.tick == 0, &mut out.events);
         if let Some(end) = self.ended_before(signals, elapsed) {
             return Ok(Some(end));
         }
         let started = Instant::now();
-        let mut out = TickLog::default();
         self.st.memory.update_time(elapsed);
         let sensed = self.odo.sense(robot, now, &mut self.st, &mut out).await;
         if let Some(s) = &sensed.scan {
@@ -146,6 +151,11 @@ impl Run {
             }
         }
         let paused = signals.pause.load(Ordering::SeqCst);
+        let going_home = self.operator.going_home;
+        if paused || going_home {
+            // the operator holds the run: no decision is asked for, so no model failure either
+            self.st.safety.excuse_wait(now);
+        }
         let calls = CallTick {
             cfg: &self.cfg,
             caps: &self.caps,
@@ -153,7 +163,7 @@ impl Run {
             elapsed,
             sensed: &sensed,
             distance_m: self.odo.distance,
-            paused,
+            paused: paused || going_home || self.operator.stop,
         };
         self.calls.collect(decider, &calls, &mut self.st, &mut out);
         self.calls.maybe_call(decider, robot, &calls, &mut self.st, &self.map, &mut out).await;
@@ -167,10 +177,12 @@ impl Run {
         // while the robot's stack drives, the command below is the motion odometry reports
         let handed_over = self.st.active.handed_over();
         let t = ControlTick { cfg: &self.cfg, now, sensed: &sensed, home: self.start_pose.position(), paused };
-        let tier = self.control.tier(&mut self.st, now, &mut out.events);
+        // the operator's way home is RETURN_HOME without a model outage
+        let tier =
+            if going_home { WatchdogTier::ReturnHome } else { self.control.tier(&mut self.st, now, &mut out.events) };
         let command = self.control.command(tier, &t, &mut self.st, &mut self.map, &mut out.events);
         let mut guarded = self.control.guard(&command, &t, &mut self.st, &mut out.events);
-        let stopping = paused || signals.shutdown.load(Ordering::SeqCst);
+        let stopping = paused || self.operator.stop || signals.shutdown.load(Ordering::SeqCst);
         let take_back =
             TakeBack { guarded: &guarded, stopping, tier: (tier != WatchdogTier::Continue).then(|| tier.as_str()) };
         let published =
@@ -244,11 +256,16 @@ impl Run {
         }
     }
 
-    /// The ends checked after a tick: home again in RETURN_HOME (the model
-    /// stopped answering), and the decision budget spent with nothing left
-    /// to do or wait for.
+    /// The ends checked after a tick: the operator's stop (its zero
+    /// velocity is out), home again on the operator's way home or in
+    /// RETURN_HOME (the model stopped answering), and the decision budget
+    /// spent with nothing left to do or wait for.
     fn ended_after(&self, end: &TickEnd) -> Option<ExploreEnd> {
-        if end.tier == WatchdogTier::ReturnHome && self.at_home(end.pose) {
+        if self.operator.stop {
+            Some(ExploreEnd::OperatorStop)
+        } else if self.operator.going_home && self.at_home(end.pose) {
+            Some(ExploreEnd::ReturnedHome)
+        } else if end.tier == WatchdogTier::ReturnHome && self.at_home(end.pose) {
             Some(ExploreEnd::ModelUnavailable)
         } else if self.st.stats.planner_calls >= self.cfg.max_decisions
             && self.calls.pending.is_none()

@@ -205,5 +205,6 @@ async fn snapshot<R: Robot + ?Sized>(
         detections,
         text_only,
         sensor_fault: view.fault,
+        instruction: st.instruction.take(),
     }
 }

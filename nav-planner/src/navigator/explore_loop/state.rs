@@ -32,6 +32,8 @@ pub(super) struct LoopState {
     pub(super) rejected: Vec<String>,
     /// The model called `stop_robot(exploration_complete)`.
     pub(super) complete: bool,
+    /// What the operator said, for the next request (then forgotten).
+    pub(super) instruction: Option<String>,
 }
 
 impl LoopState {
@@ -50,6 +52,7 @@ impl LoopState {
             prev_result: None,
             rejected: Vec::new(),
             complete: false,
+            instruction: None,
         }
     }
 

@@ -230,6 +230,9 @@ pub(crate) async fn objectnav_episode<R: Robot + ?Sized>(
     let perception = objectnav_perception(spec, extras)?;
     let cfg = ObjectNavLoopConfig { max_steps, memory: spec.memory, ..spec.objectnav.clone() };
     let mut lp = ObjectNavLoop::new(cfg, target.clone(), ObjectNavParts { planner, policy, perception, scene })?;
+    if let Some(inbox) = &spec.voice {
+        lp = lp.with_voice(inbox.clone());
+    }
     let out = lp.run(robot, ctx).await?;
     Ok(LoopResult {
         scene_calls: out.stats.scene_calls,
@@ -346,7 +349,8 @@ pub(crate) async fn explore_episode<R: Robot + ?Sized>(
     };
     let cfg = ExploreLoopConfig { max_decisions: max_steps, ..spec.explore.clone() };
     // a spending limit or a broken model link ends the loop the way a shutdown does
-    let signals = ExploreSignals { shutdown: halt, ..ExploreSignals::default() };
+    let voice = spec.voice.clone().unwrap_or_default();
+    let signals = ExploreSignals { shutdown: halt, voice, ..ExploreSignals::default() };
     let mut lp = ExploreLoop::new(cfg, planner, signals)?;
     if let Some(memory) = load_explore_memory(spec)? {
         lp = lp.with_memory(memory);
@@ -358,8 +362,13 @@ pub(crate) async fn explore_episode<R: Robot + ?Sized>(
     Ok(LoopResult {
         stats: out.stats,
         end: out.end.as_str().into(),
-        // a model outage is a failure, whatever the fallbacks explored; otherwise coverage decides
-        success: if out.end == ExploreEnd::ModelUnavailable { SuccessRule::Fails } else { SuccessRule::Coverage },
+        // a model outage or an operator's stop is a failure, whatever the fallbacks explored; otherwise
+        // coverage decides
+        success: if matches!(out.end, ExploreEnd::ModelUnavailable | ExploreEnd::OperatorStop) {
+            SuccessRule::Fails
+        } else {
+            SuccessRule::Coverage
+        },
         coverage: None,
         stuck_recovery: None,
         places: Vec::new(),
