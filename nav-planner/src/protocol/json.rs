@@ -1,7 +1,8 @@
 //! Robust extraction of one JSON object from a model's reply: strip `<think>`
 //! blocks, prefer a fenced code block, find the first balanced `{…}` that
-//! parses (braces inside strings are not structure), and remove trailing
-//! commas. Never panics.
+//! parses (braces inside strings are not structure), remove trailing
+//! commas and escape raw control characters inside strings (a line break a
+//! grammar-constrained small model wrote into a string). Never panics.
 
 use serde_json::{Map, Value};
 
@@ -119,6 +120,38 @@ pub fn remove_trailing_commas(json: &str) -> String {
     out
 }
 
+/// Escapes raw control characters (below U+0020) inside string literals —
+/// `\n`, `\r`, `\t`, others as `\u00XX` — which JSON forbids there but
+/// llama.cpp's grammar for a JSON string lets a model write.
+pub fn escape_string_controls(json: &str) -> String {
+    let mut out = String::with_capacity(json.len());
+    let mut in_str = false;
+    let mut escaped = false;
+    for c in json.chars() {
+        if in_str {
+            if escaped {
+                escaped = false;
+            } else if c == '\\' {
+                escaped = true;
+            } else if c == '"' {
+                in_str = false;
+            } else if u32::from(c) < 0x20 {
+                match c {
+                    '\n' => out.push_str("\\n"),
+                    '\r' => out.push_str("\\r"),
+                    '\t' => out.push_str("\\t"),
+                    _ => out.push_str(&format!("\\u{:04x}", u32::from(c))),
+                }
+                continue;
+            }
+        } else if c == '"' {
+            in_str = true;
+        }
+        out.push(c);
+    }
+    out
+}
+
 /// The balanced `{…}` starting at byte `start` (which must be `{`),
 /// honouring string literals and escapes. `None` if it never closes.
 pub fn balanced_object_at(text: &str, start: usize) -> Option<&str> {
@@ -159,7 +192,7 @@ pub fn balanced_object_at(text: &str, start: usize) -> Option<&str> {
 const MAX_ATTEMPTS: usize = 64;
 
 /// Finds the first JSON object in `text` that parses after trailing-comma
-/// removal, trying each `{` in order.
+/// removal and control-character escaping, trying each `{` in order.
 fn first_object(text: &str) -> Result<Map<String, Value>, ExtractError> {
     let mut last_err = None;
     let mut found_brace = false;
@@ -173,7 +206,7 @@ fn first_object(text: &str) -> Result<Map<String, Value>, ExtractError> {
             last_err.get_or_insert_with(|| "unbalanced braces (truncated reply?)".to_string());
             continue;
         };
-        let cleaned = remove_trailing_commas(candidate);
+        let cleaned = escape_string_controls(&remove_trailing_commas(candidate));
         match serde_json::from_str::<Value>(&cleaned) {
             Ok(Value::Object(map)) => return Ok(map),
             Ok(_) => {}
@@ -242,6 +275,14 @@ mod tests {
     #[test]
     fn trailing_commas_outside_strings_only() {
         assert_eq!(remove_trailing_commas(r#"{"a": [1, 2,], "b": ",}",}"#), r#"{"a": [1, 2], "b": ",}"}"#);
+    }
+
+    #[test]
+    fn raw_line_breaks_inside_strings_are_escaped() {
+        let reply = "{\"action\": {\"type\": \"STOP\"}, \"explanation\": \"first line\nsecond\tthird\u{1}\"}";
+        let obj = extract_json_object(reply).unwrap();
+        assert_eq!(obj["explanation"], "first line\nsecond\tthird\u{1}");
+        assert_eq!(escape_string_controls("{\n\"a\": \"b\\\"\n\"}"), "{\n\"a\": \"b\\\"\\n\"}");
     }
 
     #[test]

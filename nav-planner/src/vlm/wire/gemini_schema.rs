@@ -11,7 +11,8 @@
 //!   `maxLength`, `pattern`, `minProperties`, `maxProperties`,
 //!   `propertyOrdering`, `anyOf` (from `anyOf` or `oneOf`), `default`,
 //!   `example`;
-//! - `"type": [T, "null"]` → `type: T, nullable: true`;
+//! - `"type": [T, "null"]` → `type: T, nullable: true`, and so is an
+//!   `anyOf` of one schema and `{"type": "null"}`;
 //! - `const: "x"` → `enum: ["x"]`; a non-string `enum` (e.g. the `rotate`
 //!   tool's degrees) is dropped and its values are appended to the
 //!   description ("Allowed values: -180, -135, …"), so the model still sees
@@ -82,6 +83,16 @@ fn convert(schema: &Value, root: &Value, depth: usize) -> Value {
             }
             _ => json!({"type": "object"}),
         };
+    }
+    if let Some(nullable) = nullable_any_of(obj) {
+        let mut out = convert(nullable, root, depth);
+        if let Some(map) = out.as_object_mut() {
+            map.insert("nullable".into(), json!(true));
+            if let Some(d) = obj.get("description") {
+                map.insert("description".into(), d.clone());
+            }
+        }
+        return out;
     }
     let mut out = Map::new();
     let mut description = obj.get("description").and_then(Value::as_str).map(str::to_string);
@@ -173,6 +184,18 @@ fn convert(schema: &Value, root: &Value, depth: usize) -> Value {
     Value::Object(out)
 }
 
+/// The one non-null alternative of an `anyOf` (or `oneOf`) whose others
+/// are all `{"type": "null"}`: a nullable schema, which Gemini spells
+/// `nullable: true`.
+fn nullable_any_of(obj: &Map<String, Value>) -> Option<&Value> {
+    let alternatives = obj.get("anyOf").or_else(|| obj.get("oneOf"))?.as_array()?;
+    let is_null = |a: &Value| a.get("type").and_then(Value::as_str) == Some("null");
+    match alternatives.iter().filter(|a| !is_null(a)).collect::<Vec<_>>().as_slice() {
+        [single] if alternatives.len() > 1 => Some(single),
+        _ => None,
+    }
+}
+
 /// True when a converted parameters schema declares no properties (Gemini
 /// rejects an `OBJECT` with empty `properties`; such functions are declared
 /// without `parameters`).
@@ -186,6 +209,19 @@ pub fn is_empty_object(schema: &Value) -> bool {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    #[test]
+    fn an_any_of_with_null_is_nullable() {
+        let schema = json!({"anyOf": [
+            {"type": "array", "items": {"type": "number"}, "minItems": 2, "maxItems": 2}, {"type": "null"}
+        ]});
+        assert_eq!(
+            to_gemini(&schema),
+            json!({"type": "array", "items": {"type": "number"}, "minItems": 2, "maxItems": 2, "nullable": true})
+        );
+        let two = json!({"anyOf": [{"type": "string"}, {"type": "number"}]});
+        assert_eq!(to_gemini(&two), json!({"anyOf": [{"type": "string"}, {"type": "number"}]}));
+    }
 
     #[test]
     fn seed_003_move_toward_converts_to_the_seed_gemini_form() {

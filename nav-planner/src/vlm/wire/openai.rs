@@ -133,6 +133,25 @@ fn part_json(part: &Part) -> Value {
     }
 }
 
+/// A user message's content: text alone goes as one plain string (its parts
+/// joined by a blank line), which every compatible server accepts — chat
+/// templates such as SmolLM2's under llama-cpp-python fail on list-form
+/// content (HTTP 500 "can only concatenate str (not "list") to str") —
+/// and a message with an image as content parts.
+fn user_content(parts: &[Part]) -> Value {
+    let texts: Option<Vec<&str>> = parts
+        .iter()
+        .map(|p| match p {
+            Part::Text(t) => Some(t.as_str()),
+            Part::Image { .. } => None,
+        })
+        .collect();
+    match texts {
+        Some(texts) => Value::String(texts.join("\n\n")),
+        None => Value::Array(parts.iter().map(part_json).collect()),
+    }
+}
+
 /// The request body.
 pub fn encode(req: &VlmRequest, opts: &OpenAiOptions) -> Value {
     let mut messages = Vec::new();
@@ -155,13 +174,7 @@ pub fn encode(req: &VlmRequest, opts: &OpenAiOptions) -> Value {
     if !system.is_empty() {
         messages.push(json!({"role": "system", "content": system}));
     }
-    // A single text part goes as a plain string, which every compatible
-    // server accepts; anything else as content parts.
-    let content = match req.user.as_slice() {
-        [Part::Text(t)] => Value::String(t.clone()),
-        parts => Value::Array(parts.iter().map(part_json).collect()),
-    };
-    messages.push(json!({"role": "user", "content": content}));
+    messages.push(json!({"role": "user", "content": user_content(&req.user)}));
     if opts.tools_in_prompt {
         messages.extend(req.turns.iter().map(text_turn));
     }
@@ -241,7 +254,7 @@ pub fn encode(req: &VlmRequest, opts: &OpenAiOptions) -> Value {
 }
 
 /// A tool turn as plain text, for servers without native tools: the
-/// assistant's call as the JSON it was asked to write, a result as a user
+/// assistant's call as the JSON it was asked to write (`{"name", "parameters"}`), a result as a user
 /// message naming the tool.
 fn text_turn(turn: &Turn) -> Value {
     match turn {
@@ -251,7 +264,7 @@ fn text_turn(turn: &Turn) -> Value {
                 if !content.is_empty() {
                     content.push('\n');
                 }
-                content.push_str(&json!({"name": c.name, "arguments": c.arguments}).to_string());
+                content.push_str(&json!({"name": c.name, "parameters": c.arguments}).to_string());
             }
             json!({"role": "assistant", "content": content})
         }
@@ -353,6 +366,15 @@ mod tests {
         assert_eq!(body["tools"][0]["function"]["name"], "b");
         assert_eq!(body["tool_choice"], "required");
         assert_eq!(body["messages"][1]["content"], "u");
+    }
+
+    #[test]
+    fn text_only_content_is_one_string() {
+        let req = VlmRequest::new("s").text("first").text("second");
+        assert_eq!(encode(&req, &OpenAiOptions::new("m"))["messages"][1]["content"], "first\n\nsecond");
+        let req = VlmRequest::new("").text("t").image(Part::png(vec![1], ImageDetail::Low));
+        let content = &encode(&req, &OpenAiOptions::new("m"))["messages"][0]["content"];
+        assert_eq!(content.as_array().map(Vec::len), Some(2));
     }
 
     #[test]

@@ -13,11 +13,11 @@ const MAX_SEARCH_BYTES: usize = 64 * 1024;
 
 /// The system-prompt instruction that replaces native tools: each callable
 /// tool's name, description and JSON-Schema parameters, and the reply
-/// format `{"name": …, "arguments": {…}}`.
+/// format `{"name": …, "parameters": {…}}`.
 pub fn tools_instruction(tools: &[&ToolSpec]) -> String {
     let mut s = String::from(
         "You can act only by calling exactly one of these tools. Reply with one JSON object \
-         {\"name\": TOOL_NAME, \"arguments\": {…}} whose arguments match the tool's parameters \
+         {\"name\": TOOL_NAME, \"parameters\": {…}} whose parameters match the tool's \
          (you may reason in a few sentences before it).\nTools:",
     );
     for t in tools {
@@ -27,12 +27,15 @@ pub fn tools_instruction(tools: &[&ToolSpec]) -> String {
 }
 
 /// The JSON schema of one call of `tools`: one branch per tool (`anyOf`),
-/// whose `name` is that tool's and whose `arguments` follow that tool's
-/// parameter schema, so a server that constrains its output to the schema
+/// whose `name` is that tool's (a one-value enum) and whose `parameters`
+/// follow that tool's parameter schema, so a server that constrains its output to the schema
 /// (llama.cpp's grammar, vLLM's guided decoding) can only produce a call of
 /// a listed tool with arguments in shape — `rotate` by an allowed angle,
 /// `move_toward` in a listed direction. A tool without an object schema
-/// takes any object.
+/// takes any object. The key is `parameters`, not `arguments`, because a
+/// grammar server writes the keys in the order the body lists them, which
+/// is alphabetical: `name` before `parameters` lets a small model choose
+/// the tool before its arguments.
 pub fn call_schema(tools: &[&ToolSpec]) -> Value {
     let branches: Vec<Value> = tools
         .iter()
@@ -44,8 +47,8 @@ pub fn call_schema(tools: &[&ToolSpec]) -> Value {
             };
             json!({
                 "type": "object",
-                "properties": {"name": {"type": "string", "enum": [t.name]}, "arguments": arguments},
-                "required": ["name", "arguments"],
+                "properties": {"name": {"type": "string", "enum": [t.name]}, "parameters": arguments},
+                "required": ["name", "parameters"],
                 "additionalProperties": false,
             })
         })
@@ -108,10 +111,16 @@ mod tests {
         let branches = schema["anyOf"].as_array().expect("one branch per tool");
         assert_eq!(branches.len(), 2);
         assert_eq!(branches[0]["properties"]["name"]["enum"], json!(["rotate"]));
-        assert_eq!(branches[0]["properties"]["arguments"]["properties"]["degrees"]["enum"], json!([-90, 90]));
+        assert_eq!(branches[0]["properties"]["parameters"]["properties"]["degrees"]["enum"], json!([-90, 90]));
         assert_eq!(branches[1]["properties"]["name"]["enum"], json!(["stop_robot"]));
-        assert_eq!(branches[1]["properties"]["arguments"], json!({"type": "object"}));
-        assert!(branches.iter().all(|b| b["required"] == json!(["name", "arguments"])));
+        assert_eq!(branches[1]["properties"]["parameters"], json!({"type": "object"}));
+        assert!(branches.iter().all(|b| b["required"] == json!(["name", "parameters"])));
+        // the order a grammar server writes the keys in: the tool first
+        let keys: Vec<&String> = branches[0]["properties"].as_object().unwrap().keys().collect();
+        assert_eq!(keys, ["name", "parameters"]);
+        // a reply in the schema's shape is read back
+        let call = tool_call_from_text(r#"{"name": "rotate", "parameters": {"degrees": 90}}"#, &["rotate"]).unwrap();
+        assert_eq!((call.name.as_str(), call.arguments["degrees"].as_i64()), ("rotate", Some(90)));
     }
 
     #[test]
