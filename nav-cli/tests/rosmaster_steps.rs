@@ -33,10 +33,16 @@ const WAIT: Duration = Duration::from_secs(5);
 /// A peer serving the `exploration` arena (open space ahead of the start)
 /// and a connected HAL with the safety layer's guard, both with `drive`.
 async fn robot(drive: DriveKind) -> (RosbridgePeer, RosbridgeHal) {
+    robot_with(drive, |_| {}).await
+}
+
+/// As [`robot`], with the HAL's configuration changed by `tune` first.
+async fn robot_with(drive: DriveKind, tune: impl FnOnce(&mut RosbridgeConfig)) -> (RosbridgePeer, RosbridgeHal) {
     let sim = SimConfig { drive, ..SimConfig::default() };
     let world = SimWorld::builtin("exploration", sim).unwrap();
     let peer = RosbridgePeer::start(world).await.unwrap();
-    let config = RosbridgeConfig { drive, ..RosbridgeConfig::new(peer.url()) };
+    let mut config = RosbridgeConfig { drive, ..RosbridgeConfig::new(peer.url()) };
+    tune(&mut config);
     let mut hal = RosbridgeHal::connect(config).await.unwrap();
     hal.wait_for_sensors(WAIT).await.unwrap();
     hal.set_motion_guard(Arc::new(SafetyMotionGuard::new(Default::default()).unwrap()));
@@ -137,7 +143,9 @@ async fn the_guard_stops_a_forward_into_a_wall_before_contact() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn without_a_guard_or_with_stale_odometry_no_step_runs_unchecked() {
-    let (peer, mut hal) = robot(DriveKind::Differential).await;
+    // odometry staleness is what is under test: the whole link's 0.1 s quiet limit (which stops the
+    // robot too, as a disconnection) could fire first between two scans on a loaded machine
+    let (peer, mut hal) = robot_with(DriveKind::Differential, |c| c.link_quiet_s = 1.0).await;
     let config = RosbridgeConfig { drive: DriveKind::Differential, ..RosbridgeConfig::new(peer.url()) };
     let mut bare = RosbridgeHal::connect(config).await.unwrap();
     bare.wait_for_sensors(WAIT).await.unwrap();
