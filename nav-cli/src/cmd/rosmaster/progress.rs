@@ -4,7 +4,7 @@
 //! sensor or publish failures (reported when they start and end, not every
 //! tick). It also sums the distance travelled from the logged poses and
 //! collects the sentences for the announcement topic
-//! ([`announcement`](nav_planner::navigator::voice::announcement); a
+//! ([`announcement`]; a
 //! repeated safety stop at most once per [`OVERRIDE_REPEAT_S`]).
 //!
 //! [`StepLog`]: nav_planner::navigator::StepLog

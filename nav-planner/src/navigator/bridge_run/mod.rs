@@ -5,9 +5,9 @@
 //! ([`EpisodeSpec::index`], or a seed) and hands it to the episode
 //! [`Runner`] with the [`BridgeJudge`]: the objectnav loop runs with the chosen planner (the offline planner by
 //! default, a VLM when given one), a perception stage (the bridge's detector
-//! boxes as a label buffer, [`LabelBufferPerception`], by default; the
+//! boxes as a label buffer, [`LabelBufferPerception`](crate::offline::LabelBufferPerception), by default; the
 //! model's with a VLM planner) and a low-level policy (the
-//! [`PixelGoalPolicy`] by default, or whatever
+//! [`PixelGoalPolicy`](crate::navigator::pixel_policy::PixelGoalPolicy) by default, or whatever
 //! [`BridgeRunner::with_policy`] builds — PixelNav through the bridge
 //! plugs in there), checked before step 1 like any robot, and summarizes
 //! the episode with the simulator's own metrics (`success`, `spl`, `distance_to_goal` from
@@ -270,14 +270,15 @@ impl BridgeRunner {
     }
 
     /// Uses the policies `factory` builds (one per episode), named `name`
-    /// in reports, instead of the default [`PixelGoalPolicy`].
+    /// in reports, instead of the default
+    /// [`PixelGoalPolicy`](crate::navigator::pixel_policy::PixelGoalPolicy).
     pub fn with_policy(mut self, name: impl Into<String>, factory: PolicyMaker) -> Self {
         self.policy = Some((name.into(), factory));
         self
     }
 
     /// The detector worker `PerceptionChoice::External` asks (op `detect`,
-    /// see [`ExternalGoalPerception`]).
+    /// see [`ExternalGoalPerception`](crate::navigator::external::ExternalGoalPerception)).
     pub fn with_detector(mut self, detector: SharedWorker) -> Self {
         self.detector = Some(detector);
         self
