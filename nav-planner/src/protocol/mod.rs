@@ -259,11 +259,12 @@ pub(crate) fn get_f64(obj: &Map<String, Value>, key: &str, path: &str) -> Result
     }
 }
 
-/// Calls `vlm` at most twice — the retry carries the first reply's error —
-/// and returns the first reply `parse` accepts, or the last error (a parse
-/// error or a failed call). Every answer and failure goes into `record`.
-/// The one-retry rule of the JSON protocols (objectnav, the perception
-/// stage).
+/// Calls `vlm` at most twice and returns the first reply `parse` accepts,
+/// or the last error (a parse error or a failed call). A retry after an
+/// invalid reply tells the model what was wrong with it; a retry after a
+/// failed call (no reply at all) resends the request as it was. Every
+/// answer and failure goes into `record`. The one-retry rule of the JSON
+/// protocols (objectnav, the perception stage).
 pub(crate) async fn ask_with_retry<T, M: crate::vlm::VisionLanguageModel + ?Sized>(
     vlm: &M,
     request: crate::vlm::VlmRequest,
@@ -271,13 +272,14 @@ pub(crate) async fn ask_with_retry<T, M: crate::vlm::VisionLanguageModel + ?Size
     parse: impl Fn(&str) -> Result<T, DecisionError>,
 ) -> Result<T, String> {
     let mut last_error = String::new();
+    let mut invalid_reply = false;
     for attempt in 0..2 {
-        let req = if attempt == 0 {
-            request.clone()
-        } else {
+        let req = if attempt == 1 && invalid_reply {
             request
                 .clone()
                 .text(format!("Your previous reply was invalid ({last_error}). Reply with the JSON object only."))
+        } else {
+            request.clone()
         };
         match vlm.complete(req).await {
             Ok(resp) => {
@@ -286,12 +288,14 @@ pub(crate) async fn ask_with_retry<T, M: crate::vlm::VisionLanguageModel + ?Size
                     Ok(v) => return Ok(v),
                     Err(e) => {
                         last_error = e.to_string();
+                        invalid_reply = true;
                         record.errors.push(last_error.clone());
                     }
                 }
             }
             Err(e) => {
                 last_error = e.to_string();
+                invalid_reply = false;
                 record.add_failure(&last_error);
             }
         }
@@ -302,6 +306,32 @@ pub(crate) async fn ask_with_retry<T, M: crate::vlm::VisionLanguageModel + ?Size
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A retry tells the model its reply was invalid only when there was a
+    /// reply: after a failed call the request goes again as it was.
+    #[tokio::test]
+    async fn the_retry_names_an_invalid_reply_but_not_a_failed_call() {
+        use crate::vlm::{FnVlm, VlmError, VlmRequest, VlmResponse};
+        use std::sync::Mutex;
+        let parse = |t: &str| if t == "ok" { Ok(()) } else { Err(DecisionError::invalid("reply", "not ok")) };
+        for (first, corrected) in [("bad", true), ("fail", false)] {
+            let sent: Mutex<Vec<String>> = Mutex::default();
+            let vlm = FnVlm::new(|req: &VlmRequest| {
+                let mut sent = sent.lock().unwrap();
+                sent.push(req.user_text());
+                match (sent.len(), first) {
+                    (1, "fail") => Err(VlmError::Connection { message: "connection reset".into() }),
+                    (1, _) => Ok(VlmResponse::from_text("bad")),
+                    _ => Ok(VlmResponse::from_text("ok")),
+                }
+            });
+            let mut record = CallRecord::default();
+            ask_with_retry(&vlm, VlmRequest::new("s").text("decide"), &mut record, parse).await.unwrap();
+            let sent = sent.into_inner().unwrap();
+            assert_eq!(sent.len(), 2);
+            assert_eq!(sent[1].contains("previous reply was invalid"), corrected, "{first}: {sent:?}");
+        }
+    }
 
     #[test]
     fn failed_calls_are_counted_apart_from_answered_ones() {

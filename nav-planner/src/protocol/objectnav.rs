@@ -379,7 +379,7 @@ impl<M: VisionLanguageModel> ObjectNavPlanner for VlmObjectNavPlanner<M> {
             Ok(d) => return PlannerReply { decision: d, distance_hint_m: None, record },
             Err(e) => e,
         };
-        tracing::warn!(reason = %last_error, "objectnav: invalid reply after one retry, using the fallback");
+        tracing::warn!(reason = %last_error, "objectnav: no usable reply after one retry (an invalid reply or a failed call), using the fallback");
         record.fallback = Some(last_error);
         PlannerReply { decision: ObjectNavDecision::fallback(), distance_hint_m: None, record }
     }

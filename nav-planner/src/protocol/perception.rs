@@ -379,7 +379,7 @@ impl<M: VisionLanguageModel> GoalPerception for VlmGoalPerception<M> {
             }
             Ok(_) => PerceptionReply { sighting: None, record },
             Err(reason) => {
-                tracing::warn!(%reason, "perception: invalid reply after one retry, treating the target as not seen");
+                tracing::warn!(%reason, "perception: no usable reply after one retry (an invalid reply or a failed call), treating the target as not seen");
                 record.fallback = Some(reason);
                 PerceptionReply { sighting: None, record }
             }
