@@ -121,23 +121,30 @@ impl Commands {
     }
 
     async fn say(&self, text: &str) -> Result<(), HalError> {
-        if self.config.dry_run {
-            self.shared.ensure_connected()?;
-            info!(target: LOG, "dry run: would say {text:?} on {}", self.config.topics.speech);
-            return Ok(());
-        }
-        let text = text.to_string();
-        self.request("say", |tx| Request::Say(text, tx)).await
+        self.publish_text("say", &self.config.topics.speech, text, Request::Say).await
     }
 
     async fn announce(&self, text: &str) -> Result<(), HalError> {
+        self.publish_text("announce", &self.config.topics.say, text, Request::Announce).await
+    }
+
+    /// Publishes `text` as a `std_msgs/String` on `topic` through the
+    /// request `make` builds (`what` names it in a timeout); in a dry run
+    /// it is only logged.
+    async fn publish_text(
+        &self,
+        what: &str,
+        topic: &str,
+        text: &str,
+        make: fn(String, link::Reply) -> Request,
+    ) -> Result<(), HalError> {
         if self.config.dry_run {
             self.shared.ensure_connected()?;
-            info!(target: LOG, "dry run: would announce {text:?} on {}", self.config.topics.say);
+            info!(target: LOG, "dry run: would {what} {text:?} on {topic}");
             return Ok(());
         }
         let text = text.to_string();
-        self.request("announce", |tx| Request::Announce(text, tx)).await
+        self.request(what, |tx| make(text, tx)).await
     }
 
     async fn emergency_stop(&self) -> Result<(), HalError> {

@@ -83,28 +83,46 @@ pub fn fenced_blocks(text: &str) -> Vec<&str> {
     out
 }
 
+/// Where a JSON text's characters fall, fed one at a time: inside a
+/// string literal (its quotes and escapes included) or in the structure
+/// around it. Bytes fed as `char::from(b)` work too: only `"` and `\`
+/// matter, and both are ASCII.
+#[derive(Debug, Default)]
+struct Literals {
+    in_str: bool,
+    escaped: bool,
+}
+
+impl Literals {
+    /// Feeds `c`; true when it belongs to a string literal.
+    fn inside(&mut self, c: char) -> bool {
+        if self.in_str {
+            if self.escaped {
+                self.escaped = false;
+            } else if c == '\\' {
+                self.escaped = true;
+            } else if c == '"' {
+                self.in_str = false;
+            }
+            true
+        } else {
+            self.in_str = c == '"';
+            self.in_str
+        }
+    }
+}
+
 /// Removes commas that directly precede `}` or `]` (ignoring whitespace),
 /// outside string literals.
 pub fn remove_trailing_commas(json: &str) -> String {
     let bytes = json.as_bytes();
     let mut out = String::with_capacity(json.len());
-    let mut in_str = false;
-    let mut escaped = false;
+    let mut literals = Literals::default();
     let mut last = 0usize;
     let mut i = 0usize;
     while i < bytes.len() {
         let b = bytes[i];
-        if in_str {
-            if escaped {
-                escaped = false;
-            } else if b == b'\\' {
-                escaped = true;
-            } else if b == b'"' {
-                in_str = false;
-            }
-        } else if b == b'"' {
-            in_str = true;
-        } else if b == b',' {
+        if !literals.inside(char::from(b)) && b == b',' {
             let mut j = i + 1;
             while j < bytes.len() && bytes[j].is_ascii_whitespace() {
                 j += 1;
@@ -125,27 +143,19 @@ pub fn remove_trailing_commas(json: &str) -> String {
 /// llama.cpp's grammar for a JSON string lets a model write.
 pub fn escape_string_controls(json: &str) -> String {
     let mut out = String::with_capacity(json.len());
-    let mut in_str = false;
-    let mut escaped = false;
+    let mut literals = Literals::default();
     for c in json.chars() {
-        if in_str {
-            if escaped {
-                escaped = false;
-            } else if c == '\\' {
-                escaped = true;
-            } else if c == '"' {
-                in_str = false;
-            } else if u32::from(c) < 0x20 {
-                match c {
-                    '\n' => out.push_str("\\n"),
-                    '\r' => out.push_str("\\r"),
-                    '\t' => out.push_str("\\t"),
-                    _ => out.push_str(&format!("\\u{:04x}", u32::from(c))),
-                }
-                continue;
+        // a character of a string's text, not an escape's second half
+        let text = literals.in_str && !literals.escaped;
+        literals.inside(c);
+        if text && u32::from(c) < 0x20 {
+            match c {
+                '\n' => out.push_str("\\n"),
+                '\r' => out.push_str("\\r"),
+                '\t' => out.push_str("\\t"),
+                _ => out.push_str(&format!("\\u{:04x}", u32::from(c))),
             }
-        } else if c == '"' {
-            in_str = true;
+            continue;
         }
         out.push(c);
     }
@@ -160,21 +170,12 @@ pub fn balanced_object_at(text: &str, start: usize) -> Option<&str> {
         return None;
     }
     let mut depth = 0usize;
-    let mut in_str = false;
-    let mut escaped = false;
+    let mut literals = Literals::default();
     for (i, &b) in bytes.iter().enumerate().skip(start) {
-        if in_str {
-            if escaped {
-                escaped = false;
-            } else if b == b'\\' {
-                escaped = true;
-            } else if b == b'"' {
-                in_str = false;
-            }
+        if literals.inside(char::from(b)) {
             continue;
         }
         match b {
-            b'"' => in_str = true,
             b'{' | b'[' => depth += 1,
             b'}' | b']' => {
                 depth = depth.saturating_sub(1);

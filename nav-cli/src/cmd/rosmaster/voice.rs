@@ -78,6 +78,22 @@ pub(super) fn speak_announcements(hal: &RosbridgeHal, progress: &Progress) {
     });
 }
 
+/// Publishes `text` on the announcement topic `say` (printed instead in a
+/// dry run); a failure is printed. False when the publish failed.
+async fn announce_one(speech: &SpeechHandle, progress: &Progress, dry_run: bool, say: &str, text: &str) -> bool {
+    if dry_run {
+        progress.say(&format!("dry run: would say {text:?} on {say}"));
+        return true;
+    }
+    match speech.announce(text).await {
+        Ok(()) => true,
+        Err(e) => {
+            progress.say(&format!("could not announce on {say}: {e}"));
+            false
+        }
+    }
+}
+
 /// Publishes what is left to announce and `last` (the end of the run),
 /// waiting for them at most [`FINAL_SAY_TIMEOUT`].
 pub(super) async fn final_announcements(
@@ -89,16 +105,9 @@ pub(super) async fn final_announcements(
 ) {
     let mut texts = progress.take_announcements();
     texts.push(last.to_string());
-    if dry_run {
-        for text in texts {
-            progress.say(&format!("dry run: would say {text:?} on {topic}"));
-        }
-        return;
-    }
     let publish = async {
         for text in &texts {
-            if let Err(e) = speech.announce(text).await {
-                progress.say(&format!("could not announce on {topic}: {e}"));
+            if !announce_one(speech, progress, dry_run, topic, text).await {
                 return;
             }
         }
@@ -106,7 +115,10 @@ pub(super) async fn final_announcements(
     if tokio::time::timeout(FINAL_SAY_TIMEOUT, publish).await.is_err() {
         progress.say(&format!("the last announcements on {topic} timed out"));
     }
-    tokio::time::sleep(FLUSH_GRACE).await;
+    if !dry_run {
+        // the publishes have been handed to the link; let them leave before the process exits
+        tokio::time::sleep(FLUSH_GRACE).await;
+    }
 }
 
 /// `--wait-for-voice`: holds the robot until the operator says `explore`
@@ -122,11 +134,7 @@ pub(super) async fn wait_for_explore(
     let speech = hal.speech_handle();
     progress.say(&format!("waiting for \"explore\" on {topic} (std_msgs/String); \"stop\" or Ctrl-C ends"));
     let announce = async |text: &str| {
-        if dry_run {
-            progress.say(&format!("dry run: would say {text:?} on {say}"));
-        } else if let Err(e) = speech.announce(text).await {
-            progress.say(&format!("could not announce on {say}: {e}"));
-        }
+        announce_one(&speech, progress, dry_run, &say, text).await;
     };
     announce("Ready. Say explore to start.").await;
     loop {
@@ -182,11 +190,7 @@ pub(super) fn spawn_relay(
                 inbox.push(command);
             }
             for text in progress.take_announcements() {
-                if dry_run {
-                    progress.say(&format!("dry run: would say {text:?} on {say}"));
-                } else if let Err(e) = speech.announce(&text).await {
-                    progress.say(&format!("could not announce on {say}: {e}"));
-                }
+                announce_one(&speech, &progress, dry_run, &say, &text).await;
             }
             tokio::time::sleep(WAIT_POLL).await;
         }
