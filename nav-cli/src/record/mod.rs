@@ -18,6 +18,7 @@
 
 mod foxglove;
 pub mod read;
+pub mod replay;
 mod vlm;
 
 pub use vlm::RecordingVlm;
@@ -41,6 +42,8 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 /// The step log channel `nav replay` reads back.
 pub const STEP_TOPIC: &str = "/navkit/step";
+/// The model-call channel (`nav --vlm replay` reads it back).
+pub const PLANNER_TOPIC: &str = "/navkit/planner";
 /// The step log channel's schema name.
 pub const STEP_SCHEMA: &str = "navkit.StepRecord";
 /// Most points the `/scene` path keeps (thinned by half past it).
@@ -227,7 +230,7 @@ impl SensorTap for RobotTap {
 /// One model call as recorded.
 struct PlannerCall<'a> {
     request: &'a nav_planner::vlm::VlmRequest,
-    reply: Result<&'a nav_planner::vlm::VlmResponse, String>,
+    reply: Result<&'a nav_planner::vlm::VlmResponse, &'a nav_planner::vlm::VlmError>,
     backend: nav_planner::vlm::BackendInfo,
 }
 
@@ -426,39 +429,35 @@ impl Recorder {
     /// from the request by sequence number.
     fn planner_call(&mut self, call: PlannerCall<'_>) {
         use nav_planner::vlm::Part;
+        use nav_planner::vlm::replay::{RecordedReply, canonical_request, hash_of};
         self.planner_calls += 1;
         let ns = self.now_ns;
-        let mut user = Vec::new();
-        for part in &call.request.user {
-            match part {
-                Part::Text(t) => user.push(json!({"type": "text", "text": t})),
-                Part::Image { mime, data, detail } => {
-                    let format = if mime.contains("png") { "png" } else { "jpeg" };
-                    let msg = foxglove::compressed_image(ns, "planner", format, data);
-                    self.foxglove("/navkit/planner/image", Kind::CompressedImage, ns, &msg);
-                    let seq = self.stats.messages.get("/navkit/planner/image").copied().unwrap_or(0);
-                    user.push(json!({"type": "image", "mime": mime, "bytes": data.len(), "detail": detail.as_str(),
-                                     "topic": "/navkit/planner/image", "sequence": seq}));
+        let req = call.request;
+        // the canonical request (what replays match on), with where each image went
+        let mut request = canonical_request(req);
+        let kind = req.kind.as_str();
+        let request_hash = hash_of(&call.backend.model, kind, &request);
+        for (i, part) in req.user.iter().enumerate() {
+            if let Part::Image { mime, data, .. } = part {
+                let format = if mime.contains("png") { "png" } else { "jpeg" };
+                let msg = foxglove::compressed_image(ns, "planner", format, data);
+                self.foxglove("/navkit/planner/image", Kind::CompressedImage, ns, &msg);
+                let seq = self.stats.messages.get("/navkit/planner/image").copied().unwrap_or(0);
+                if let Some(p) = request.get_mut("user").and_then(|u| u.get_mut(i)).and_then(Value::as_object_mut) {
+                    p.insert("topic".into(), json!("/navkit/planner/image"));
+                    p.insert("sequence".into(), json!(seq));
                 }
             }
         }
-        let req = call.request;
-        let reply = match call.reply {
-            Ok(r) => json!({"ok": true, "response": r}),
-            Err(e) => json!({"ok": false, "error": e}),
-        };
         let msg = json!({
             "call": self.planner_calls,
             "backend": {"provider": call.backend.provider, "model": call.backend.model},
-            "request": {
-                "system": req.system, "user": user, "turns": req.turns,
-                "tools": req.tools.iter().map(|t| t.name.as_str()).collect::<Vec<_>>(),
-                "tool_choice": req.tool_choice, "json_schema": req.json_schema,
-                "temperature": req.temperature, "max_tokens": req.max_tokens,
-            },
-            "reply": reply,
+            "kind": kind,
+            "request_hash": request_hash,
+            "request": request,
+            "reply": RecordedReply::of(call.reply),
         });
-        self.write("/navkit/planner", "navkit.PlannerCall", planner_schema, ns, &msg);
+        self.write(PLANNER_TOPIC, "navkit.PlannerCall", planner_schema, ns, &msg);
     }
 }
 

@@ -12,7 +12,7 @@
 //! itself capped at [`MAX_CHUNK_BYTES`]. So a damaged or hostile file is an
 //! error naming it, in time and memory bounded by its size.
 
-use super::STEP_TOPIC;
+use super::{PLANNER_TOPIC, STEP_TOPIC};
 use nav_planner::navigator::StepRecord;
 use std::collections::HashMap;
 use std::io::Read;
@@ -56,6 +56,28 @@ pub fn is_mcap(path: &Path) -> bool {
 /// length past what holds it, a chunk over [`MAX_CHUNK_BYTES`]), a file over
 /// [`MAX_RECORDING_BYTES`] or a bad step record is an error naming the file.
 pub fn read_steps(path: &Path) -> Result<Vec<StepRecord>, String> {
+    let bytes = read_whole(path)?;
+    steps_from_bytes(&bytes).map_err(|e| format!("{}: {e}", path.display()))
+}
+
+/// The model calls of the recording at `path` (its `/navkit/planner`
+/// channel), one JSON document each, in the order written; errors as
+/// [`read_steps`].
+pub fn read_model_calls(path: &Path) -> Result<Vec<serde_json::Value>, String> {
+    let name = path.display();
+    let bytes = read_whole(path)?;
+    let messages = messages_from_bytes(&bytes, PLANNER_TOPIC).map_err(|e| format!("{name}: {e}"))?;
+    messages
+        .into_iter()
+        .map(|(sequence, m)| {
+            serde_json::from_slice(&m)
+                .map_err(|e| format!("{name}: {PLANNER_TOPIC} message {sequence} is not a model call: {e}"))
+        })
+        .collect()
+}
+
+/// The whole file at `path`, at most [`MAX_RECORDING_BYTES`].
+fn read_whole(path: &Path) -> Result<Vec<u8>, String> {
     let name = path.display();
     let file = nav_core::bounded::open_regular(path).map_err(|e| format!("{name}: {e}"))?;
     let mut bytes = Vec::new();
@@ -66,11 +88,23 @@ pub fn read_steps(path: &Path) -> Result<Vec<StepRecord>, String> {
             nav_core::bounded::human_bytes(MAX_RECORDING_BYTES)
         ));
     }
-    steps_from_bytes(&bytes).map_err(|e| format!("{name}: {e}"))
+    Ok(bytes)
 }
 
 /// The step records of an MCAP file's bytes; an error says what is wrong.
 pub fn steps_from_bytes(bytes: &[u8]) -> Result<Vec<StepRecord>, String> {
+    messages_from_bytes(bytes, STEP_TOPIC)?
+        .into_iter()
+        .map(|(sequence, m)| {
+            serde_json::from_slice(&m).map_err(|e| format!("{STEP_TOPIC} message {sequence} is not a step record: {e}"))
+        })
+        .collect()
+}
+
+/// The messages on `topic` of an MCAP file's bytes (sequence number and
+/// payload), at most [`nav_planner::navigator::MAX_LOG_STEPS`] of them;
+/// an error says what is wrong with the file.
+fn messages_from_bytes(bytes: &[u8], topic: &str) -> Result<Vec<(u32, Vec<u8>)>, String> {
     if !bytes.starts_with(MCAP_MAGIC) {
         return Err("not an MCAP file (it does not start with the MCAP magic bytes)".into());
     }
@@ -80,7 +114,7 @@ pub fn steps_from_bytes(bytes: &[u8]) -> Result<Vec<StepRecord>, String> {
     let footer_at = bytes.len() - MCAP_MAGIC.len() - FOOTER_LEN;
     let data_end = check_data_section(bytes, footer_at)?;
     check_summary(bytes, data_end, footer_at)?;
-    let mut reader = StepReader::default();
+    let mut reader = TopicReader { topic, channels: HashMap::new(), messages: Vec::new(), decompressed: 0 };
     let mut at = MCAP_MAGIC.len();
     while let Some((op, body, next)) = record_at(bytes, at, footer_at)? {
         if op == OP_DATA_END {
@@ -93,7 +127,7 @@ pub fn steps_from_bytes(bytes: &[u8]) -> Result<Vec<StepRecord>, String> {
         }
         at = next;
     }
-    Ok(reader.steps)
+    Ok(reader.messages)
 }
 
 /// One record: opcode, body, and where the next record starts.
@@ -164,16 +198,16 @@ fn check_summary(bytes: &[u8], data_end: usize, footer_at: usize) -> Result<(), 
     Ok(())
 }
 
-/// Collects the step records from Channel and Message records.
-#[derive(Default)]
-struct StepReader {
-    /// Channel id → whether it is the step channel.
+/// Collects the messages of one topic from Channel and Message records.
+struct TopicReader<'t> {
+    topic: &'t str,
+    /// Channel id → whether it is the topic's channel.
     channels: HashMap<u16, bool>,
-    steps: Vec<StepRecord>,
+    messages: Vec<(u32, Vec<u8>)>,
     decompressed: u64,
 }
 
-impl StepReader {
+impl TopicReader<'_> {
     /// One record of the data section or of a chunk.
     fn record(&mut self, op: u8, body: &[u8]) -> Result<(), String> {
         match op {
@@ -182,7 +216,7 @@ impl StepReader {
                 let id = f.u16()?;
                 let _schema = f.u16()?;
                 let topic = f.string()?;
-                self.channels.insert(id, topic == STEP_TOPIC);
+                self.channels.insert(id, topic == self.topic);
             }
             OP_MESSAGE => {
                 let mut f = Fields::new(body, "Message");
@@ -194,15 +228,14 @@ impl StepReader {
                     None => return Err(format!("corrupt MCAP recording: a message on unknown channel {channel}")),
                     Some(false) => {}
                     Some(true) => {
-                        let r: StepRecord = serde_json::from_slice(f.rest())
-                            .map_err(|e| format!("{STEP_TOPIC} message {sequence} is not a step record: {e}"))?;
-                        if self.steps.len() >= nav_planner::navigator::MAX_LOG_STEPS {
+                        if self.messages.len() >= nav_planner::navigator::MAX_LOG_STEPS {
                             return Err(format!(
-                                "the recording holds more than {} step records, the most nav replay reads",
-                                nav_planner::navigator::MAX_LOG_STEPS
+                                "the recording holds more than {} {} messages, the most nav replay reads",
+                                nav_planner::navigator::MAX_LOG_STEPS,
+                                self.topic
                             ));
                         }
-                        self.steps.push(r);
+                        self.messages.push((sequence, f.rest().to_vec()));
                     }
                 }
             }

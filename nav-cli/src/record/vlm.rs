@@ -26,9 +26,15 @@ impl VisionLanguageModel for RecordingVlm {
     async fn complete(&self, req: VlmRequest) -> Result<VlmResponse, VlmError> {
         let kept = req.clone();
         let result = self.inner.complete(req).await;
-        // error texts are the backends' own, already redacted
-        let reply = result.as_ref().map_err(ToString::to_string);
-        self.recording.planner_call(PlannerCall { request: &kept, reply, backend: self.inner.describe() });
+        // error texts are the backends' own, already redacted; a replay's miss is no model call
+        if matches!(result, Err(VlmError::ReplayMiss { .. })) {
+            return result;
+        }
+        self.recording.planner_call(PlannerCall {
+            request: &kept,
+            reply: result.as_ref(),
+            backend: self.inner.describe(),
+        });
         result
     }
 
