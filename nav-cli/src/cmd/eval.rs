@@ -361,7 +361,7 @@ fn run_one(
     record: Option<&(PathBuf, u32)>,
 ) -> Result<RunSummary, Exit> {
     let recording = match record {
-        Some((dir, every)) => Some(crate::record::Recording::create(&dir.join(recording_name(spec)), *every)?),
+        Some((dir, every)) => Some(super::create_recording(&dir.join(recording_name(spec)), *every)?),
         None => None,
     };
     let mut log = StepLog::null();
