@@ -27,7 +27,6 @@ mod cmd;
 mod config;
 mod exit;
 mod plot;
-mod record;
 
 use clap::{Parser, Subcommand};
 use std::io::Write;

@@ -67,6 +67,13 @@
 //! Behind the backend features: `reqwest` with rustls (HTTPS without system
 //! OpenSSL) and `rand` (retry jitter).
 //!
+//! Feature `record` adds [`record`]: a run as an MCAP file (camera, LiDAR,
+//! poses, map, scene, step records, model calls) for Foxglove and other
+//! viewers, from any robot the runner drives, and a bounded reader of such
+//! files. It uses `mcap` (the MCAP writer), and `zstd` and `crc32fast` (the
+//! reader decompresses chunks and checks CRCs itself, bounded, rather than
+//! trusting the lengths a damaged file declares).
+//!
 //! Feature `sim-bridge` adds `navigator::bridge_run`: ObjectNav episodes in
 //! Habitat, MiniWorld or another simulator behind nav-hal's `BridgeHal`,
 //! judged by the simulator's own SR / SPL (what `nav habitat` runs).
@@ -75,6 +82,8 @@
 pub mod navigator;
 pub mod offline;
 pub mod protocol;
+#[cfg(feature = "record")]
+pub mod record;
 pub mod vlm;
 
 pub use vlm::{

@@ -392,7 +392,7 @@ fn run_one(
         run_spec.vlm = Some(Arc::clone(m) as Arc<dyn nav_planner::vlm::VisionLanguageModel>);
     }
     let recording = match record {
-        Some((dir, every)) => Some(crate::record::Recording::create(&dir.join(recording_name(spec)), *every)?),
+        Some((dir, every)) => Some(super::create_recording(&dir.join(recording_name(spec)), *every)?),
         None => None,
     };
     let mut log = StepLog::null();

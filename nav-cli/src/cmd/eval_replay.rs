@@ -34,7 +34,7 @@ impl ReplaySetup {
             ReplayMiss::Stop => None,
             ReplayMiss::Live => {
                 // the live backend is named by [vlm] or, failing that, by the first recording's provider
-                let any = super::super::record::replay::recording_files(dir)
+                let any = nav_planner::vlm::replay::recording_files(dir)
                     .map_err(|e| usage(format!("--replay {e}")))?
                     .into_iter()
                     .next()
@@ -62,7 +62,7 @@ impl ReplaySetup {
 }
 
 fn load(path: &Path) -> Result<ReplayBook, Exit> {
-    crate::record::replay::load_file(path).map_err(|e| usage(format!("--replay {e}")))
+    ReplayBook::load_file(path).map_err(|e| usage(format!("--replay {e}")))
 }
 
 /// How one episode's replay went.

@@ -26,7 +26,8 @@ use crate::exit::{Exit, usage};
 use clap::Args;
 use nav_hal::arena::Arena;
 use nav_planner::protocol::ProtocolKind;
-use nav_planner::vlm::replay::ReplayVlm;
+use nav_planner::record::{RecordError, RecordStats, Recording};
+use nav_planner::vlm::replay::{ReplayBook, ReplayVlm};
 use nav_planner::vlm::{BackendConfig, CostBudget, VisionLanguageModel, build_backend};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -148,7 +149,7 @@ impl VlmArgs {
     /// cannot be replayed.
     pub fn replay_model(&self, config: &NavConfig) -> Result<Option<Arc<ReplayVlm>>, Exit> {
         let Some(path) = self.replay_path()? else { return Ok(None) };
-        let book = crate::record::replay::load_book(path).map_err(|e| usage(format!("--replay {e}")))?;
+        let book = ReplayBook::load(path).map_err(|e| usage(format!("--replay {e}")))?;
         let mut replay = ReplayVlm::new(book);
         if self.replay_miss == ReplayMiss::Live {
             let live = self.live_model(config, &replay)?;
@@ -256,14 +257,23 @@ pub struct RecordArgs {
 impl RecordArgs {
     /// Opens the recording when `--record` is given (exit 2 naming the file
     /// when it cannot be created or does not end in `.mcap`).
-    pub fn open(&self) -> Result<Option<crate::record::Recording>, Exit> {
-        self.record.as_deref().map(|p| crate::record::Recording::create(p, self.record_every)).transpose()
+    pub fn open(&self) -> Result<Option<Recording>, Exit> {
+        self.record.as_deref().map(|p| create_recording(p, self.record_every)).transpose()
     }
 }
 
+/// Creates the recording `path`: a bad name or a file that cannot be made
+/// is exit 2 naming it.
+pub fn create_recording(path: &Path, every: u32) -> Result<Recording, Exit> {
+    Recording::create(path, every).map_err(|e| match e {
+        RecordError::Every => usage("--record-every must be at least 1"),
+        e => usage(format!("--record {e}")),
+    })
+}
+
 /// Closes a recording; a write failure (a full disk) is exit 3 naming the file.
-pub fn finish_recording(r: &crate::record::Recording) -> Result<crate::record::RecordStats, Exit> {
-    r.finish().map_err(Exit::Output)
+pub fn finish_recording(r: &Recording) -> Result<RecordStats, Exit> {
+    r.finish().map_err(|e| Exit::Output(e.to_string()))
 }
 
 /// Opens `path` for reading unless it is a FIFO or a socket (an

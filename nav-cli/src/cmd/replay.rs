@@ -33,8 +33,8 @@ pub fn run(args: ReplayArgs) -> CmdResult {
     if let Some(plot) = &args.plot {
         crate::plot::check_extension(plot)?;
     }
-    let (records, truncated) = if crate::record::read::is_mcap(&args.log) {
-        (crate::record::read::read_steps(&args.log).map_err(usage)?, false)
+    let (records, truncated) = if nav_planner::record::read::is_mcap(&args.log) {
+        (nav_planner::record::read::read_steps(&args.log).map_err(|e| usage(e.to_string()))?, false)
     } else {
         read_log(&args.log).map_err(|e| usage(e.to_string()))?
     };

@@ -30,7 +30,6 @@ use voice::{final_announcements, forward_voice, speak_announcements};
 use super::signals::Signals;
 use crate::config::NavConfig;
 use crate::exit::{CmdResult, Exit, internal, usage};
-use crate::record::Recording;
 use clap::{Args, ValueEnum};
 use link::RobotLink;
 use nav_core::drive::DriveKind;
@@ -45,6 +44,7 @@ use nav_planner::navigator::explore_loop::{
 use nav_planner::navigator::{NavError, Observer, RunContext, StepLog};
 use nav_planner::offline::OfflineExplorePlanner;
 use nav_planner::protocol::explore::{ExplorePlanner, ExplorePromptConfig, VlmExplorePlanner};
+use nav_planner::record::Recording;
 use nav_planner::vlm::{CostBudget, LedgerVlm, VisionLanguageModel};
 use progress::Progress;
 use serde_json::json;

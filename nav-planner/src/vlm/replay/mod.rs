@@ -19,8 +19,9 @@
 //!   [`ReplayVlm::with_live`] that request and every later one go to a live
 //!   model instead.
 //!
-//! The calls come from a [`ReplayBook`]: an MCAP recording's model-call
-//! channel ([`ReplayBook::from_call_messages`]) or a step log, whose
+//! The calls come from a [`ReplayBook`] ([`ReplayBook::load`]): an MCAP
+//! recording's model-call channel ([`ReplayBook::from_mcap`], with the
+//! `record` feature) or a step log, whose
 //! records carry each call's hash, section digests and reply
 //! ([`ReplayBook::from_step_log`]; [`JournalVlm`] writes them).
 //!
@@ -54,11 +55,13 @@ mod book;
 mod canonical;
 mod diverge;
 mod journal;
+mod load;
 
 pub use book::{RecordedCall, RecordedRequest, ReplayBook, ReplayError};
 pub use canonical::{SECTIONS, canonical_request, hash_of, request_hash, request_lines, section_digests, sha256_hex};
 pub use diverge::Divergence;
 pub use journal::{CallJournal, JournalVlm, ModelCall, RecordedReply};
+pub use load::recording_files;
 
 use crate::vlm::{BackendInfo, RequestKind, VisionLanguageModel, VlmError, VlmRequest, VlmResponse};
 use async_trait::async_trait;

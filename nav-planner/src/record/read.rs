@@ -1,5 +1,8 @@
-//! Reading a recording back: the step records of its `/navkit/step`
-//! channel, for `nav replay`.
+//! Reading a recording back: the messages of chosen channels
+//! ([`read_messages`]), the step records of `/navkit/step`
+//! ([`read_steps`], what `nav replay` draws) and the model calls of
+//! `/navkit/planner` ([`read_planner_calls`]). Both JSON-encoded channels
+//! read the same in every recording navkit has written.
 //!
 //! The file is parsed here, record by record, rather than with the `mcap`
 //! crate's `MessageStream`: that reader (0.26) trusts declared lengths and
@@ -12,8 +15,8 @@
 //! itself capped at [`MAX_CHUNK_BYTES`]. So a damaged or hostile file is an
 //! error naming it, in time and memory bounded by its size.
 
-use super::{PLANNER_TOPIC, STEP_TOPIC};
-use nav_planner::navigator::StepRecord;
+use super::{PLANNER_TOPIC, RecordError, STEP_TOPIC};
+use crate::navigator::StepRecord;
 use std::collections::HashMap;
 use std::io::Read;
 use std::path::Path;
@@ -51,60 +54,107 @@ pub fn is_mcap(path: &Path) -> bool {
     magic || path.extension().is_some_and(|e| e.eq_ignore_ascii_case("mcap"))
 }
 
+/// The most messages [`read_messages`] returns from one recording (as many
+/// as the longest step log `nav replay` reads).
+pub const MAX_MESSAGES: usize = crate::navigator::MAX_LOG_STEPS;
+
+/// One message of a recording, as written.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RecordedMessage {
+    /// Its channel's topic.
+    pub topic: String,
+    /// Its sequence number on the channel.
+    pub sequence: u32,
+    /// Log time, ns.
+    pub log_time: u64,
+    /// The encoded message (JSON on navkit's own channels).
+    pub data: Vec<u8>,
+}
+
 /// The step records of the recording at `path`, in the order written. An
 /// unreadable, truncated or corrupt file (a CRC that does not match, a
 /// length past what holds it, a chunk over [`MAX_CHUNK_BYTES`]), a file over
 /// [`MAX_RECORDING_BYTES`] or a bad step record is an error naming the file.
-pub fn read_steps(path: &Path) -> Result<Vec<StepRecord>, String> {
-    let bytes = read_whole(path)?;
-    steps_from_bytes(&bytes).map_err(|e| format!("{}: {e}", path.display()))
+pub fn read_steps(path: &Path) -> Result<Vec<StepRecord>, RecordError> {
+    let bytes = read_file(path)?;
+    steps_from_bytes(&bytes).map_err(|e| named(path, e))
 }
 
-/// The model calls of the recording at `path` (its `/navkit/planner`
-/// channel), one JSON document each, in the order written; errors as
-/// [`read_steps`].
-pub fn read_model_calls(path: &Path) -> Result<Vec<serde_json::Value>, String> {
-    let name = path.display();
-    let bytes = read_whole(path)?;
-    let messages = messages_from_bytes(&bytes, PLANNER_TOPIC).map_err(|e| format!("{name}: {e}"))?;
-    messages
-        .into_iter()
-        .map(|(sequence, m)| {
-            serde_json::from_slice(&m)
-                .map_err(|e| format!("{name}: {PLANNER_TOPIC} message {sequence} is not a model call: {e}"))
-        })
-        .collect()
+/// The model calls of the recording at `path` (the `/navkit/planner`
+/// messages, `navkit.PlannerCall`, docs/RECORDING.md), in the order made.
+/// Errors as [`read_steps`]; a message that is not a JSON object is one.
+pub fn read_planner_calls(path: &Path) -> Result<Vec<serde_json::Value>, RecordError> {
+    let bytes = read_file(path)?;
+    let calls = messages_from_bytes(&bytes, &[PLANNER_TOPIC])
+        .and_then(|messages| messages.iter().map(|m| json_object(m, "a planner call")).collect::<Result<Vec<_>, _>>());
+    calls.map_err(|e| named(path, e))
 }
 
-/// The whole file at `path`, at most [`MAX_RECORDING_BYTES`].
-fn read_whole(path: &Path) -> Result<Vec<u8>, String> {
-    let name = path.display();
-    let file = nav_core::bounded::open_regular(path).map_err(|e| format!("{name}: {e}"))?;
+/// The messages on `topics` of the recording at `path`, in file order (at
+/// most [`MAX_MESSAGES`]). Errors as [`read_steps`].
+pub fn read_messages(path: &Path, topics: &[&str]) -> Result<Vec<RecordedMessage>, RecordError> {
+    let bytes = read_file(path)?;
+    messages_from_bytes(&bytes, topics).map_err(|e| named(path, e))
+}
+
+/// The whole file, at most [`MAX_RECORDING_BYTES`].
+fn read_file(path: &Path) -> Result<Vec<u8>, RecordError> {
+    let file = nav_core::bounded::open_regular(path).map_err(|e| named(path, RecordError::Corrupt(e.to_string())))?;
     let mut bytes = Vec::new();
-    file.take(MAX_RECORDING_BYTES + 1).read_to_end(&mut bytes).map_err(|e| format!("{name}: {e}"))?;
+    file.take(MAX_RECORDING_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| named(path, RecordError::Corrupt(e.to_string())))?;
     if bytes.len() as u64 > MAX_RECORDING_BYTES {
-        return Err(format!(
-            "{name}: recording is larger than the {} limit of nav replay",
-            nav_core::bounded::human_bytes(MAX_RECORDING_BYTES)
+        return Err(named(
+            path,
+            RecordError::Corrupt(format!(
+                "recording is larger than the {} limit of nav replay",
+                nav_core::bounded::human_bytes(MAX_RECORDING_BYTES)
+            )),
         ));
     }
     Ok(bytes)
 }
 
+/// `e` naming the file `path`.
+fn named(path: &Path, e: RecordError) -> RecordError {
+    match e {
+        RecordError::Corrupt(message) => RecordError::Read { path: path.to_path_buf(), message },
+        other => other,
+    }
+}
+
+/// The JSON object of message `m`, or an error calling it `what`.
+fn json_object(m: &RecordedMessage, what: &str) -> Result<serde_json::Value, RecordError> {
+    match serde_json::from_slice::<serde_json::Value>(&m.data) {
+        Ok(v) if v.is_object() => Ok(v),
+        Ok(_) => {
+            Err(RecordError::Corrupt(format!("{} message {} is not {what}: not a JSON object", m.topic, m.sequence)))
+        }
+        Err(e) => Err(RecordError::Corrupt(format!("{} message {} is not {what}: {e}", m.topic, m.sequence))),
+    }
+}
+
 /// The step records of an MCAP file's bytes; an error says what is wrong.
-pub fn steps_from_bytes(bytes: &[u8]) -> Result<Vec<StepRecord>, String> {
-    messages_from_bytes(bytes, STEP_TOPIC)?
-        .into_iter()
-        .map(|(sequence, m)| {
-            serde_json::from_slice(&m).map_err(|e| format!("{STEP_TOPIC} message {sequence} is not a step record: {e}"))
+pub fn steps_from_bytes(bytes: &[u8]) -> Result<Vec<StepRecord>, RecordError> {
+    let messages = messages_from_bytes(bytes, &[STEP_TOPIC])?;
+    messages
+        .iter()
+        .map(|m| {
+            serde_json::from_slice(&m.data).map_err(|e| {
+                RecordError::Corrupt(format!("{STEP_TOPIC} message {} is not a step record: {e}", m.sequence))
+            })
         })
         .collect()
 }
 
-/// The messages on `topic` of an MCAP file's bytes (sequence number and
-/// payload), at most [`nav_planner::navigator::MAX_LOG_STEPS`] of them;
-/// an error says what is wrong with the file.
-fn messages_from_bytes(bytes: &[u8], topic: &str) -> Result<Vec<(u32, Vec<u8>)>, String> {
+/// The messages on `topics` of an MCAP file's bytes; an error says what is
+/// wrong.
+pub fn messages_from_bytes(bytes: &[u8], topics: &[&str]) -> Result<Vec<RecordedMessage>, RecordError> {
+    messages_of(bytes, topics).map_err(RecordError::Corrupt)
+}
+
+fn messages_of(bytes: &[u8], topics: &[&str]) -> Result<Vec<RecordedMessage>, String> {
     if !bytes.starts_with(MCAP_MAGIC) {
         return Err("not an MCAP file (it does not start with the MCAP magic bytes)".into());
     }
@@ -114,7 +164,7 @@ fn messages_from_bytes(bytes: &[u8], topic: &str) -> Result<Vec<(u32, Vec<u8>)>,
     let footer_at = bytes.len() - MCAP_MAGIC.len() - FOOTER_LEN;
     let data_end = check_data_section(bytes, footer_at)?;
     check_summary(bytes, data_end, footer_at)?;
-    let mut reader = TopicReader { topic, channels: HashMap::new(), messages: Vec::new(), decompressed: 0 };
+    let mut reader = TopicReader { topics, ..TopicReader::default() };
     let mut at = MCAP_MAGIC.len();
     while let Some((op, body, next)) = record_at(bytes, at, footer_at)? {
         if op == OP_DATA_END {
@@ -198,12 +248,14 @@ fn check_summary(bytes: &[u8], data_end: usize, footer_at: usize) -> Result<(), 
     Ok(())
 }
 
-/// Collects the messages of one topic from Channel and Message records.
+/// Collects the messages of chosen topics from Channel and Message records.
+#[derive(Default)]
 struct TopicReader<'t> {
-    topic: &'t str,
-    /// Channel id → whether it is the topic's channel.
-    channels: HashMap<u16, bool>,
-    messages: Vec<(u32, Vec<u8>)>,
+    /// The topics wanted.
+    topics: &'t [&'t str],
+    /// Channel id → its topic, when wanted.
+    channels: HashMap<u16, Option<String>>,
+    messages: Vec<RecordedMessage>,
     decompressed: u64,
 }
 
@@ -216,26 +268,31 @@ impl TopicReader<'_> {
                 let id = f.u16()?;
                 let _schema = f.u16()?;
                 let topic = f.string()?;
-                self.channels.insert(id, topic == self.topic);
+                let wanted = self.topics.contains(&topic.as_str());
+                self.channels.insert(id, wanted.then_some(topic));
             }
             OP_MESSAGE => {
                 let mut f = Fields::new(body, "Message");
                 let channel = f.u16()?;
                 let sequence = f.u32()?;
-                let _log_time = f.u64()?;
+                let log_time = f.u64()?;
                 let _publish_time = f.u64()?;
                 match self.channels.get(&channel) {
                     None => return Err(format!("corrupt MCAP recording: a message on unknown channel {channel}")),
-                    Some(false) => {}
-                    Some(true) => {
-                        if self.messages.len() >= nav_planner::navigator::MAX_LOG_STEPS {
+                    Some(None) => {}
+                    Some(Some(topic)) => {
+                        if self.messages.len() >= MAX_MESSAGES {
+                            let what = if topic == STEP_TOPIC {
+                                "step records".to_string()
+                            } else {
+                                format!("{topic} messages")
+                            };
                             return Err(format!(
-                                "the recording holds more than {} {} messages, the most nav replay reads",
-                                nav_planner::navigator::MAX_LOG_STEPS,
-                                self.topic
+                                "the recording holds more than {MAX_MESSAGES} {what}, the most nav replay reads"
                             ));
                         }
-                        self.messages.push((sequence, f.rest().to_vec()));
+                        let data = f.rest().to_vec();
+                        self.messages.push(RecordedMessage { topic: topic.clone(), sequence, log_time, data });
                     }
                 }
             }
@@ -449,25 +506,26 @@ mod tests {
         v.extend_from_slice(&u64::MAX.to_le_bytes());
         v.extend(rec(OP_FOOTER, &[0u8; 20]));
         v.extend_from_slice(MCAP_MAGIC);
-        assert!(steps_from_bytes(&v).unwrap_err().contains("claims"));
+        assert!(steps_from_bytes(&v).unwrap_err().to_string().contains("claims"));
         // a chunk declaring 2^64 - 1 bytes uncompressed
-        let e = steps_from_bytes(&file(&[chunk(u64::MAX, "zstd", b"abc")])).unwrap_err();
+        let e = steps_from_bytes(&file(&[chunk(u64::MAX, "zstd", b"abc")])).unwrap_err().to_string();
         assert!(e.contains("limit"), "{e}");
         // a record inside a chunk claiming 2^64 - 1 bytes
         let mut inner = vec![OP_MESSAGE];
         inner.extend_from_slice(&u64::MAX.to_le_bytes());
-        let e = steps_from_bytes(&file(&[chunk(inner.len() as u64, "", &inner)])).unwrap_err();
+        let e = steps_from_bytes(&file(&[chunk(inner.len() as u64, "", &inner)])).unwrap_err().to_string();
         assert!(e.contains("claims"), "{e}");
         // a zstd chunk that holds more than it declares
         let big = vec![0u8; 1 << 20];
         let packed = zstd::encode_all(&big[..], 3).unwrap();
-        let e = steps_from_bytes(&file(&[chunk(10, "zstd", &packed)])).unwrap_err();
+        let e = steps_from_bytes(&file(&[chunk(10, "zstd", &packed)])).unwrap_err().to_string();
         assert!(e.contains("declares 10"), "{e}");
         // a string longer than its record, a message before its channel, lz4
-        let e = steps_from_bytes(&file(&[rec(OP_CHANNEL, &[0, 0, 0, 0, 0xff, 0xff, 0xff, 0xff])])).unwrap_err();
+        let e =
+            steps_from_bytes(&file(&[rec(OP_CHANNEL, &[0, 0, 0, 0, 0xff, 0xff, 0xff, 0xff])])).unwrap_err().to_string();
         assert!(e.contains("Channel"), "{e}");
-        assert!(steps_from_bytes(&file(&[message(3, &step())])).unwrap_err().contains("unknown channel"));
-        assert!(steps_from_bytes(&file(&[chunk(1, "lz4", b"x")])).unwrap_err().contains("lz4"));
+        assert!(steps_from_bytes(&file(&[message(3, &step())])).unwrap_err().to_string().contains("unknown channel"));
+        assert!(steps_from_bytes(&file(&[chunk(1, "lz4", b"x")])).unwrap_err().to_string().contains("lz4"));
     }
 
     proptest::proptest! {

@@ -1,29 +1,70 @@
-//! `--record PATH.mcap`: a run as an MCAP file that Foxglove (and other
-//! MCAP viewers) open without plugins. docs/RECORDING.md lists the channels.
+//! Recording a run (feature `record`): an MCAP file that Foxglove (and
+//! other MCAP viewers) open without plugins, and that [`read`] reads back.
+//! docs/RECORDING.md lists the channels.
 //!
 //! Three hooks feed one [`Recording`], none of which changes the run:
-//! - the step log's tap ([`StepLog::with_tap`](nav_planner::navigator::StepLog::with_tap))
-//!   gives every step record — the clock (`t_s`, simulated time in the
-//!   simulator), the pose estimate, ground truth on its own channel, anchors,
-//!   candidates;
-//! - a [`Tapped`](nav_hal::tap::Tapped) robot gives the sensor readings the
-//!   loop took (camera, panorama, LiDAR), kept until the step they belong to
-//!   is logged and then written stamped with that step's time (every
-//!   `--record-every` steps);
-//! - [`RecordingVlm`] wraps the model and writes each request and reply.
+//! - the step log's tap ([`StepLog::with_tap`](crate::navigator::StepLog::with_tap),
+//!   given [`Recording::step_tap`]) gives every step record — the clock
+//!   (`t_s`, simulated time in the simulator), the pose estimate, ground
+//!   truth on its own channel, anchors, candidates;
+//! - a [`Tapped`](nav_hal::tap::Tapped) robot (given
+//!   [`Recording::sensor_tap`]) gives the sensor readings the loop took
+//!   (camera, panorama, LiDAR), kept until the step they belong to is
+//!   logged and then written stamped with that step's time (every
+//!   `every` steps);
+//! - [`RecordingVlm`] ([`Recording::wrap_vlm`], or [`Recording::runner`]
+//!   for a [`Runner`]'s models) wraps the model and writes each request
+//!   and reply.
 //!
 //! The recorder keeps its own LiDAR map (nav-core's [`LocalMap`], from the
 //! recorded scans at the logged pose estimates) for the `/map` grid and the
 //! frontiers; it is output only and never reaches the loop.
+//!
+//! Recording an episode of the [`Runner`] on any robot:
+//!
+//! ```
+//! use nav_hal::arena::Arena;
+//! use nav_hal::sim::{SimConfig, SimHal, SimWorld};
+//! use nav_hal::tap::Tapped;
+//! use nav_planner::navigator::StepLog;
+//! use nav_planner::navigator::runner::{Runner, SimJudge, Task};
+//! use nav_planner::record::{Recording, read};
+//!
+//! # tokio::runtime::Builder::new_current_thread().enable_all().build()?.block_on(async {
+//! let dir = tempfile::tempdir()?;
+//! let path = dir.path().join("run.mcap");
+//! let recording = Recording::create(&path, 1)?;
+//! let arena = Arena::builtin("house_a")?;
+//! // the robot hands every reading the loop takes to the recording
+//! let sim = SimHal::new(SimWorld::new(arena.clone(), SimConfig::default())?);
+//! let mut robot = Tapped::new(sim, Some(recording.sensor_tap()));
+//! // the runner's models (none here: the offline planner) are wrapped
+//! let runner = recording.runner(Runner::new(Task::of_arena(&arena)).max_steps(20));
+//! // the step log hands over every step record
+//! let mut log = StepLog::null().with_tap(recording.step_tap());
+//! let summary = runner.run(&mut robot, Some(&SimJudge), &mut log).await?;
+//! drop(log);
+//! let stats = recording.finish()?;
+//! assert!(stats.messages["/camera/panorama"] > 0 && stats.messages["/scene"] > 0);
+//! let steps = read::read_steps(&path)?;
+//! assert_eq!(steps.len() as u64, stats.steps);
+//! assert!(steps.len() >= summary.steps as usize);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! # })?;
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
 
+mod error;
 mod foxglove;
 pub mod read;
-pub mod replay;
 mod vlm;
 
+pub use error::RecordError;
 pub use vlm::RecordingVlm;
 
-use crate::exit::{Exit, usage};
+use crate::navigator::StepRecord;
+use crate::navigator::runner::Runner;
+use crate::vlm::VisionLanguageModel;
 use foxglove::{Entity, Kind};
 use nav_core::geometry::{Point2, Pose2};
 use nav_core::lidar::StampedScan;
@@ -31,8 +72,6 @@ use nav_core::local_map::{LocalMap, LocalMapConfig};
 use nav_core::raster::RgbFrame;
 use nav_hal::hal::{CameraFrame, DepthFrame, Panorama};
 use nav_hal::tap::{SensorTap, SharedTap};
-use nav_planner::navigator::StepRecord;
-use nav_planner::vlm::VisionLanguageModel;
 use serde_json::{Value, json};
 use std::collections::{BTreeMap, HashMap};
 use std::fs::File;
@@ -42,10 +81,12 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 /// The step log channel `nav replay` reads back.
 pub const STEP_TOPIC: &str = "/navkit/step";
-/// The model-call channel (`nav --vlm replay` reads it back).
-pub const PLANNER_TOPIC: &str = "/navkit/planner";
 /// The step log channel's schema name.
 pub const STEP_SCHEMA: &str = "navkit.StepRecord";
+/// The model calls' channel ([`read::read_planner_calls`] reads it back).
+pub const PLANNER_TOPIC: &str = "/navkit/planner";
+/// The model calls' schema name.
+pub const PLANNER_SCHEMA: &str = "navkit.PlannerCall";
 /// Most points the `/scene` path keeps (thinned by half past it).
 const MAX_PATH_POINTS: usize = 4096;
 
@@ -119,23 +160,24 @@ impl Recording {
     /// Creates `path` (a `.mcap` file; its folder is made when missing).
     /// Sensor frames, maps and scenes go out every `every` steps (≥ 1);
     /// step records, poses and planner calls always.
-    pub fn create(path: &Path, every: u32) -> Result<Self, Exit> {
+    pub fn create(path: &Path, every: u32) -> Result<Self, RecordError> {
         if path.extension().and_then(|e| e.to_str()) != Some("mcap") {
-            return Err(usage(format!("--record {}: recordings must end in .mcap", path.display())));
+            return Err(RecordError::NotMcap { path: path.to_path_buf() });
         }
         if every == 0 {
-            return Err(usage("--record-every must be at least 1"));
+            return Err(RecordError::Every);
         }
+        let io = |source| RecordError::Create { path: path.to_path_buf(), source };
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir).map_err(|e| usage(format!("--record {}: {e}", path.display())))?;
+            std::fs::create_dir_all(dir).map_err(io)?;
         }
-        let file = File::create(path).map_err(|e| usage(format!("--record {}: {e}", path.display())))?;
+        let file = File::create(path).map_err(io)?;
         let writer = mcap::WriteOptions::new()
             .compression(Some(mcap::Compression::Zstd))
             .profile("")
             .library(concat!("navkit ", env!("CARGO_PKG_VERSION")))
             .create(BufWriter::new(file))
-            .map_err(|e| usage(format!("--record {}: {e}", path.display())))?;
+            .map_err(|e| RecordError::Create { path: path.to_path_buf(), source: std::io::Error::other(e) })?;
         let rec = Recorder {
             writer: Some(writer),
             path: path.to_path_buf(),
@@ -171,9 +213,20 @@ impl Recording {
         Arc::new(RecordingVlm::new(model, self.clone()))
     }
 
+    /// `runner` with its models (planner and scene analyzer) wrapped so
+    /// that their calls are recorded. The robot's readings and the step
+    /// records come through [`Recording::sensor_tap`] and
+    /// [`Recording::step_tap`] (see the module example).
+    pub fn runner(&self, mut runner: Runner) -> Runner {
+        let spec = runner.spec_mut();
+        spec.vlm = spec.vlm.take().map(|v| self.wrap_vlm(v));
+        spec.scene_vlm = spec.scene_vlm.take().map(|v| self.wrap_vlm(v));
+        runner
+    }
+
     /// Routes a simulator episode's sensor readings and model calls into
     /// this recording.
-    pub fn attach(&self, spec: &mut nav_planner::navigator::episode::EpisodeSpec) {
+    pub fn attach(&self, spec: &mut crate::navigator::episode::EpisodeSpec) {
         spec.sensor_tap = Some(self.sensor_tap());
         spec.vlm = spec.vlm.take().map(|v| self.wrap_vlm(v));
         spec.scene_vlm = spec.scene_vlm.take().map(|v| self.wrap_vlm(v));
@@ -192,7 +245,7 @@ impl Recording {
 
     /// Writes what is still pending, closes the file and returns what it
     /// holds; an error names the file and what failed (a full disk).
-    pub fn finish(&self) -> Result<RecordStats, String> {
+    pub fn finish(&self) -> Result<RecordStats, RecordError> {
         let mut rec = self.lock();
         let now = rec.now_ns;
         rec.emit_pending(now);
@@ -202,7 +255,7 @@ impl Recording {
             }
         }
         if let Some(e) = &rec.error {
-            return Err(format!("recording {}: {e}", rec.path.display()));
+            return Err(RecordError::Write { path: rec.path.clone(), message: e.clone() });
         }
         rec.stats.bytes = std::fs::metadata(&rec.path).map(|m| m.len()).unwrap_or(0);
         Ok(rec.stats.clone())
@@ -229,9 +282,9 @@ impl SensorTap for RobotTap {
 
 /// One model call as recorded.
 struct PlannerCall<'a> {
-    request: &'a nav_planner::vlm::VlmRequest,
-    reply: Result<&'a nav_planner::vlm::VlmResponse, &'a nav_planner::vlm::VlmError>,
-    backend: nav_planner::vlm::BackendInfo,
+    request: &'a crate::vlm::VlmRequest,
+    reply: Result<&'a crate::vlm::VlmResponse, &'a crate::vlm::VlmError>,
+    backend: crate::vlm::BackendInfo,
 }
 
 impl Recorder {
@@ -428,8 +481,8 @@ impl Recorder {
     /// request's images once each on `/navkit/planner/image`, referenced
     /// from the request by sequence number.
     fn planner_call(&mut self, call: PlannerCall<'_>) {
-        use nav_planner::vlm::Part;
-        use nav_planner::vlm::replay::{RecordedReply, canonical_request, hash_of};
+        use crate::vlm::Part;
+        use crate::vlm::replay::{RecordedReply, canonical_request, hash_of};
         self.planner_calls += 1;
         let ns = self.now_ns;
         let req = call.request;
@@ -457,7 +510,7 @@ impl Recorder {
             "request": request,
             "reply": RecordedReply::of(call.reply),
         });
-        self.write(PLANNER_TOPIC, "navkit.PlannerCall", planner_schema, ns, &msg);
+        self.write(PLANNER_TOPIC, PLANNER_SCHEMA, planner_schema, ns, &msg);
     }
 }
 
@@ -515,7 +568,7 @@ fn step_schema() -> Value {
 }
 
 fn planner_schema() -> Value {
-    json!({"title": "navkit.PlannerCall", "type": "object",
+    json!({"title": PLANNER_SCHEMA, "type": "object",
            "description": "One model call: the request the model got and its reply",
            "properties": {"call": {"type": "integer"}, "backend": {"type": "object"},
                           "request": {"type": "object"}, "reply": {"type": "object"}}})

@@ -2,8 +2,8 @@
 //! into a recording.
 
 use super::{PlannerCall, Recording};
+use crate::vlm::{BackendInfo, VisionLanguageModel, VlmError, VlmRequest, VlmResponse};
 use async_trait::async_trait;
-use nav_planner::vlm::{BackendInfo, VisionLanguageModel, VlmError, VlmRequest, VlmResponse};
 use std::sync::Arc;
 
 /// Forwards every call to the model it wraps and records the request (the
@@ -42,7 +42,7 @@ impl VisionLanguageModel for RecordingVlm {
         self.inner.describe()
     }
 
-    fn answers(&self, kind: nav_planner::vlm::RequestKind) -> bool {
+    fn answers(&self, kind: crate::vlm::RequestKind) -> bool {
         self.inner.answers(kind)
     }
 }
