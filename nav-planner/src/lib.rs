@@ -24,6 +24,11 @@
 //!    low-level policy, the step log, episodes in the built-in simulator,
 //!    evaluation suites and (feature `sim-bridge`) episodes through the
 //!    simulator bridge.
+//! 4. [`replay`] — re-running a recorded run for free and exactly:
+//!    [`replay::ReplayVlm`] answers each request with the reply a recording
+//!    (an MCAP file or a step log) holds for the same request, and names
+//!    the first request that is not there. The request hashes, the recorded
+//!    replies and the journal a step log writes live in [`vlm::calls`].
 //!
 //! ```
 //! use std::time::Duration;
@@ -63,7 +68,8 @@
 //! `dyn VisionLanguageModel`, which native async trait methods do not yet
 //! allow), `tokio` (timers for deadlines, retries and the scripted double;
 //! processes for the Vertex token command), `tracing` (one event per HTTP
-//! attempt, never with credentials), `base64` (images in request bodies).
+//! attempt, never with credentials), `base64` (images in request bodies),
+//! `sha2` (the request hashes a replay matches on, and image digests).
 //! Behind the backend features: `reqwest` with rustls (HTTPS without system
 //! OpenSSL) and `rand` (retry jitter).
 //!
@@ -84,6 +90,7 @@ pub mod offline;
 pub mod protocol;
 #[cfg(feature = "record")]
 pub mod record;
+pub mod replay;
 pub mod vlm;
 
 pub use vlm::{

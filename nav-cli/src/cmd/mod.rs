@@ -27,7 +27,7 @@ use clap::Args;
 use nav_hal::arena::Arena;
 use nav_planner::protocol::ProtocolKind;
 use nav_planner::record::{RecordError, RecordStats, Recording};
-use nav_planner::vlm::replay::{ReplayBook, ReplayVlm};
+use nav_planner::replay::{ReplayBook, ReplayVlm};
 use nav_planner::vlm::{BackendConfig, CostBudget, VisionLanguageModel, build_backend};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

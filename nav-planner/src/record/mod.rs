@@ -482,7 +482,7 @@ impl Recorder {
     /// from the request by sequence number.
     fn planner_call(&mut self, call: PlannerCall<'_>) {
         use crate::vlm::Part;
-        use crate::vlm::replay::{RecordedReply, canonical_request, hash_of};
+        use crate::vlm::calls::{RecordedReply, canonical_request, hash_of};
         self.planner_calls += 1;
         let ns = self.now_ns;
         let req = call.request;
