@@ -243,3 +243,49 @@ fn replay_flags_are_checked() {
     let out = run(&["run", "--planner", "vlm", "--replay", &junk, "--max-cost-usd", "1"]);
     assert_eq!(out.status.code(), Some(2), "{}", text(&out));
 }
+
+/// Drops the fields a wall clock decides, at any depth.
+fn without_wall_clock(v: &mut Value) {
+    match v {
+        Value::Object(o) => {
+            o.retain(|k, _| !(k.contains("wall") || k.starts_with("median_step") || k == "t_s"));
+            o.values_mut().for_each(without_wall_clock);
+        }
+        Value::Array(a) => a.iter_mut().for_each(without_wall_clock),
+        _ => {}
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_bridge_run_replays_exactly() {
+    let server = SilentVlm::start_text(usize::MAX, OBJECTNAV).await;
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let (rec, log_a, log_b) = (d.join("h.mcap"), d.join("a.jsonl"), d.join("b.jsonl"));
+    let base = server.base_url();
+    let bridge = s(&["habitat", "--bridge", "python3 -m navkit_bridge --backend openroom", "--episodes", "2"]);
+    let mut live = bridge.clone();
+    live.extend(s(&["--planner", "vlm", "--vlm", "openai", "--model", "test-model", "--base-url", &base, "--json"]));
+    live.extend(s(&["--record", rec.to_str().unwrap(), "--log", log_a.to_str().unwrap()]));
+    let a = nav(live).await;
+    assert_eq!(a.status.code(), Some(0), "{}", text(&a));
+    let sent = server.arrivals().len();
+    let mut replay = bridge.clone();
+    replay.extend(s(&["--planner", "vlm", "--replay", rec.to_str().unwrap(), "--json"]));
+    replay.extend(s(&["--log", log_b.to_str().unwrap()]));
+    let b = nav(replay).await;
+    assert_eq!(b.status.code(), Some(0), "{}", text(&b));
+    let parse = |o: &Output| -> Value {
+        let mut v: Value = serde_json::from_slice(&o.stdout).unwrap();
+        without_wall_clock(&mut v);
+        v
+    };
+    assert_eq!(parse(&b), parse(&a));
+    let steps = |p: &Path| -> Vec<Value> {
+        let mut v = log(p);
+        v.iter_mut().for_each(without_wall_clock);
+        v
+    };
+    assert_eq!(steps(&log_b), steps(&log_a), "the trajectory and every decision");
+    assert_eq!(server.arrivals().len(), sent, "a replay sends nothing");
+}
