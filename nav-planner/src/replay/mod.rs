@@ -2,7 +2,7 @@
 //! with the reply recorded for the same request, so a run or a whole
 //! evaluation can be re-run offline, for free and exactly.
 //!
-//! - Requests are matched on [`request_hash`](crate::vlm::calls::request_hash): SHA-256 of the canonical
+//! - Requests are matched on [`request_hash`]: SHA-256 of the canonical
 //!   JSON of the model, the request kind and what the model reads (system
 //!   prompt, user text, image digests, turns, tools, output constraints;
 //!   not deadlines). Every kind is replayed: planner, scene, perception,
@@ -14,7 +14,7 @@
 //! - The first request that is not in the recording is a divergence:
 //!   which request kind, which call, and the first lines where it differs
 //!   from the nearest recorded request of that kind
-//!   ([`Divergence`](crate::vlm::calls::Divergence)). By default the call
+//!   ([`Divergence`]). By default the call
 //!   fails with [`VlmError::ReplayMiss`], which ends the run (the episode
 //!   runner returns [`EpisodeError::ReplayDiverged`]); with
 //!   [`ReplayVlm::with_live`] that request and every later one go to a live
