@@ -72,6 +72,8 @@
 //! judged by the simulator's own SR / SPL (what `nav habitat` runs).
 #![deny(missing_docs)]
 
+#[cfg(feature = "mcp")]
+pub mod mcp;
 pub mod navigator;
 pub mod offline;
 pub mod protocol;

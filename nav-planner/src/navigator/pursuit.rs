@@ -45,20 +45,20 @@ pub(super) struct Pursuit {
 impl Pursuit {
     /// A follower for a robot with this steering; `guard` supplies the
     /// clearance limits.
-    pub(super) fn new(drive: DriveKind, guard: &ContinuousGuard) -> Self {
+    pub(crate) fn new(drive: DriveKind, guard: &ContinuousGuard) -> Self {
         let cl = &guard.config().clearance;
         Self { drive, enter_m: cl.reject_m.max(cl.stop_m), keep_m: cl.stop_m + 0.05, gear: 1.0, boxed_in: false }
     }
 
     /// True when the last [`Self::follow`] stopped because an Ackermann arc
     /// turn had no room forward or in reverse.
-    pub(super) fn boxed_in(&self) -> bool {
+    pub(crate) fn boxed_in(&self) -> bool {
         self.boxed_in
     }
 
     /// The velocity that follows `path` from `pose` at `speed`; `scan` (the
     /// newest, if any) decides the gear of an Ackermann arc turn.
-    pub(super) fn follow(
+    pub(crate) fn follow(
         &mut self,
         path: &[Point2],
         pose: Pose2,
