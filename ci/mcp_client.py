@@ -55,19 +55,19 @@ async def open_session(stack, args, name="navkit-test"):
 
 async def state(session):
     r = await session.call_tool("get_state", {})
-    return r.structuredContent, texts(r)
+    return r.structured_content, texts(r)
 
 
 async def basic(args):
     out = {}
     async with AsyncExitStack() as stack:
         s, init = await open_session(stack, args)
-        out["server"] = init.serverInfo.name
-        out["protocol"] = init.protocolVersion
+        out["server"] = init.server_info.name
+        out["protocol"] = init.protocol_version
         tools = (await s.list_tools()).tools
         out["tools"] = sorted(t.name for t in tools)
         mt = next(t for t in tools if t.name == "move_toward")
-        out["move_toward_schema"] = mt.inputSchema
+        out["move_toward_schema"] = mt.input_schema
         before, _ = await state(s)
         # find a clear direction first, as an agent would
         r = await s.call_tool("check_path_clear", {"direction": "forward", "distance_m": 1.0})
@@ -80,7 +80,7 @@ async def basic(args):
             turns += 1
         start, _ = await state(s)
         r = await s.call_tool("move_toward", {"direction": "forward", "speed": "medium", "duration_s": 3})
-        out["move_is_error"] = bool(r.isError)
+        out["move_is_error"] = bool(r.is_error)
         out["move_text"] = texts(r)
         await asyncio.sleep(1.5)
         after, after_text = await state(s)
@@ -90,21 +90,21 @@ async def basic(args):
         out["t_after"] = after["t_s"]
         r = await s.call_tool("observe_scene", {"focus": "general"})
         imgs = images(r)
-        out["observe_images"] = [i.mimeType for i in imgs]
+        out["observe_images"] = [i.mime_type for i in imgs]
         out["observe_jpeg"] = bool(imgs) and base64.b64decode(imgs[0].data)[:2] == b"\xff\xd8"
         out["observe_text"] = texts(r)
         r = await s.call_tool("get_map", {})
         imgs = images(r)
         out["map_png"] = bool(imgs) and base64.b64decode(imgs[0].data)[:8] == b"\x89PNG\r\n\x1a\n"
         r = await s.call_tool("move_toward", {"direction": "sideways", "speed": "fast", "duration_s": 3})
-        out["invalid_is_error"] = bool(r.isError)
+        out["invalid_is_error"] = bool(r.is_error)
         out["invalid_text"] = texts(r)
         res = (await s.list_resources()).resources
         out["resources"] = sorted(str(x.uri) for x in res)
         out["memory"] = (await s.read_resource("navkit://memory/exploration")).contents[0].text
         out["context"] = (await s.read_resource("navkit://memory/navigation-context")).contents[0].text
         r = await s.call_tool("stop_robot", {"reason": "user_requested"})
-        out["stop_is_error"] = bool(r.isError)
+        out["stop_is_error"] = bool(r.is_error)
     return out
 
 
@@ -115,7 +115,7 @@ async def wall(args):
         t_end = time.monotonic() + args.seconds
         while time.monotonic() < t_end:
             r = await s.call_tool("move_toward", {"direction": "forward", "speed": "fast", "duration_s": 8})
-            out["calls"].append({"error": bool(r.isError), "text": texts(r), "json": r.structuredContent})
+            out["calls"].append({"error": bool(r.is_error), "text": texts(r), "json": r.structured_content})
             await asyncio.sleep(0.4)
         final, text = await state(s)
         out["final"] = final
@@ -129,7 +129,7 @@ async def silent(args):
     async with AsyncExitStack() as stack:
         s, _ = await open_session(stack, args)
         r = await s.call_tool("move_toward", {"direction": "forward", "speed": "slow", "duration_s": 8})
-        out["move_is_error"] = bool(r.isError)
+        out["move_is_error"] = bool(r.is_error)
         out["move_text"] = texts(r)
         called, _ = await state(s)
         out["t_call"] = called["t_s"] - called["since_last_motion_call_s"]
@@ -152,27 +152,27 @@ async def lease(args):
         async with AsyncExitStack() as stack_b:
             b, _ = await open_session(stack_b, args, "driver-b")
             r = await a.call_tool("rotate", {"degrees": 45})
-            out["a_is_error"] = bool(r.isError)
+            out["a_is_error"] = bool(r.is_error)
             r = await b.call_tool("move_toward", {"direction": "forward", "speed": "slow", "duration_s": 2})
-            out["b_is_error"] = bool(r.isError)
+            out["b_is_error"] = bool(r.is_error)
             out["b_text"] = texts(r)
             st, text = await state(b)
             out["b_state_ok"] = st is not None and "pose" in st
             out["b_state_text"] = text
             r = await a.call_tool("rotate", {"degrees": -45})
-            out["a_again_is_error"] = bool(r.isError)
+            out["a_again_is_error"] = bool(r.is_error)
             r = await b.call_tool("stop_robot", {"reason": "user_requested"})
-            out["b_stop_is_error"] = bool(r.isError)
+            out["b_stop_is_error"] = bool(r.is_error)
             out["b_stop_text"] = texts(r)
         # b has left; a still drives
         r = await a.call_tool("rotate", {"degrees": 45})
-        out["a_after_b_left_is_error"] = bool(r.isError)
+        out["a_after_b_left_is_error"] = bool(r.is_error)
     # a has left: a new client may drive
     async with AsyncExitStack() as stack:
         c, _ = await open_session(stack, args, "driver-c")
         await asyncio.sleep(0.5)
         r = await c.call_tool("rotate", {"degrees": 45})
-        out["c_after_a_left_is_error"] = bool(r.isError)
+        out["c_after_a_left_is_error"] = bool(r.is_error)
         out["c_text"] = texts(r)
     return out
 
@@ -207,8 +207,10 @@ def main():
     p.add_argument("--token")
     p.add_argument("--seconds", type=float, default=20.0)
     p.add_argument("--n", type=int, default=100)
-    p.add_argument("extra", nargs="*")
-    args = p.parse_args()
+    argv = sys.argv[1:]
+    extra = argv[argv.index("--") + 1:] if "--" in argv else []
+    args = p.parse_args(argv[: argv.index("--")] if "--" in argv else argv)
+    args.extra = extra
     result = asyncio.run(globals()[args.scenario](args))
     json.dump(result, sys.stdout)
     sys.stdout.write("\n")

@@ -24,7 +24,7 @@ fn a_remote_bind_without_a_token_refuses_to_start() {
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("bearer token") && err.contains("not a loopback address"), "{err}");
+    assert!(err.contains("access token") && err.contains("not a loopback address"), "{err}");
     assert!(out.stdout.is_empty());
 }
 
@@ -69,8 +69,9 @@ impl Server {
             req.push_str(&format!("{k}: {v}\r\n"));
         }
         req.push_str("\r\n");
-        s.write_all(req.as_bytes()).unwrap();
-        s.write_all(body.as_bytes()).unwrap();
+        req.push_str(body);
+        // the server may answer (401, 413) and close before the body is all sent
+        let _ = s.write_all(req.as_bytes());
         let mut resp = Vec::new();
         let _ = s.read_to_end(&mut resp);
         let resp = String::from_utf8_lossy(&resp).into_owned();
@@ -111,7 +112,7 @@ fn with_a_token_requests_need_it_and_it_is_never_shown() {
     let (code, _) = server.request(&[("Authorization", &bearer)], &big);
     assert_eq!(code, 413);
     let stderr = server.stop();
-    assert!(stderr.contains("bearer token required"), "{stderr}");
+    assert!(stderr.contains("access token required"), "{stderr}");
     assert!(!stderr.contains(TOKEN), "the token leaked into the log: {stderr}");
 }
 

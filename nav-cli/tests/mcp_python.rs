@@ -112,7 +112,7 @@ fn check_basic(v: &Value) {
     assert!(v["invalid_text"].as_str().unwrap().contains("direction"), "{}", v["invalid_text"]);
     let resources = v["resources"].as_array().unwrap();
     assert_eq!(resources.len(), 2, "{resources:?}");
-    assert!(v["memory"].as_str().unwrap().contains("EXPLORATION MEMORY"), "{}", v["memory"]);
+    assert!(v["memory"].as_str().unwrap().contains("MEMORY:"), "{}", v["memory"]);
     assert!(v["context"].as_str().unwrap().contains("NAVIGATION CONTEXT"), "{}", v["context"]);
     assert_eq!(v["stop_is_error"], false);
 }
@@ -163,7 +163,7 @@ fn hammering_a_wall_never_collides_and_every_refusal_says_why() {
         "no suppression: {refused:?}"
     );
     assert_eq!(v["final"]["collisions"], 0, "{}", v["final_text"]);
-    assert!(v["memory"].as_str().unwrap().to_lowercase().contains("dead end"), "{}", v["memory"]);
+    assert!(v["memory"].as_str().unwrap().contains("blocked at"), "no dead end in the memory: {}", v["memory"]);
 }
 
 #[test]
@@ -175,12 +175,16 @@ fn a_silent_client_leaves_the_robot_at_zero_velocity_within_the_watchdog_time() 
     let watchdog = v["watchdog_s"].as_f64().unwrap();
     let samples = v["samples"].as_array().unwrap();
     assert!(samples.iter().any(|s| s["speed"].as_f64().unwrap() > 0.0), "never moved: {v}");
-    // every sample from the watchdog's time on (one tick of slack) is at zero velocity
-    let late: Vec<&Value> = samples.iter().filter(|s| s["t"].as_f64().unwrap() >= t_call + watchdog + 0.1).collect();
-    assert!(!late.is_empty(), "no samples after the watchdog time: {v}");
-    for s in late {
-        assert_eq!(s["speed"].as_f64().unwrap(), 0.0, "still moving at {s} (motion call at {t_call})");
-        assert_eq!(s["cmd"].as_f64().unwrap(), 0.0, "{s}");
+    // from the watchdog's time on (plus the 50 ms tick) the velocity commanded is zero, and the
+    // speed measured from odometry (the motion of the tick before) is zero a tick later
+    let t = |s: &Value| s["t"].as_f64().unwrap();
+    let late: Vec<&Value> = samples.iter().filter(|s| t(s) >= t_call + watchdog + 0.06).collect();
+    assert!(late.len() >= 10, "too few samples after the watchdog time: {v}");
+    for s in &late {
+        assert_eq!(s["cmd"].as_f64().unwrap(), 0.0, "a velocity commanded at {s} (motion call at {t_call})");
+        if t(s) >= t_call + watchdog + 0.11 {
+            assert_eq!(s["speed"].as_f64().unwrap(), 0.0, "still moving at {s} (motion call at {t_call})");
+        }
     }
 }
 

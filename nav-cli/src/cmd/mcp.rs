@@ -136,7 +136,7 @@ async fn serve(args: &McpArgs, http: Option<HttpOptions>, config: McpConfig) -> 
         }
         Some(options) => {
             let on_listening = |addr: SocketAddr| {
-                let auth = if options.token.is_some() { ", bearer token required" } else { "" };
+                let auth = if options.token.is_some() { ", access token required" } else { "" };
                 diag!("nav mcp: {what}, serving MCP at http://{addr}{MCP_PATH}{auth} (Ctrl-C stops)");
                 let _ = crate::exit::print(&format!("http://{addr}{MCP_PATH}"));
             };

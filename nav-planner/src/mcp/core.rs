@@ -50,7 +50,6 @@ pub(crate) struct RobotCore {
     /// The last finished action and its result, for the next tool result.
     pub(crate) previous: Option<String>,
     pub(crate) t0: f64,
-    pub(crate) start: Pose2,
     pub(crate) pose: Pose2,
     pub(crate) speed_mps: f64,
     pub(crate) angular_rps: f64,
@@ -65,6 +64,8 @@ pub(crate) struct RobotCore {
     pub(crate) last_motion_call_s: Option<f64>,
     /// Distance travelled since the start, m.
     pub(crate) distance_m: f64,
+    /// When odometry was last read, robot time.
+    last_sense_s: f64,
     /// The Navigation Context's memory (none if it could not be set up).
     context: Option<ContextMemory>,
 }
@@ -103,7 +104,6 @@ impl RobotCore {
             motion: MotionReport::default(),
             previous: None,
             t0,
-            start,
             pose: start,
             speed_mps: 0.0,
             angular_rps: 0.0,
@@ -116,6 +116,7 @@ impl RobotCore {
             last_guarded: None,
             last_motion_call_s: None,
             distance_m: 0.0,
+            last_sense_s: t0,
             context: ContextMemory::new(start),
         })
     }
@@ -141,10 +142,19 @@ impl RobotCore {
         };
         if let Ok(o) = &odometry {
             let step = self.pose.distance(o.pose);
+            let dt = now - self.last_sense_s;
+            // a robot whose odometry carries no velocity (the simulator's) has it measured
+            let (measured_v, measured_w) = if dt > 1e-6 {
+                let ahead = (o.pose.x - self.pose.x) * self.pose.yaw.cos() + (o.pose.y - self.pose.y) * self.pose.yaw.sin();
+                (step.copysign(ahead) / dt, nav_core::geometry::normalize_angle(o.pose.yaw - self.pose.yaw) / dt)
+            } else {
+                (0.0, 0.0)
+            };
             self.distance_m += step;
             self.pose = o.pose;
-            self.speed_mps = o.linear;
-            self.angular_rps = o.angular;
+            self.speed_mps = if o.linear != 0.0 { o.linear } else { measured_v };
+            self.angular_rps = if o.angular != 0.0 { o.angular } else { measured_w };
+            self.last_sense_s = now;
             self.note_path();
             if let Some(c) = self.context.as_mut() {
                 c.follow(o.pose);

@@ -92,7 +92,7 @@ impl HttpOptions {
         }
         if !self.bind.ip().is_loopback() && self.token.is_none() {
             return Err(McpError::Config(format!(
-                "{} is not a loopback address: other machines could drive the robot. Set a bearer token \
+                "{} is not a loopback address: other machines could drive the robot. Set an access token \
                  (--token or {TOKEN_ENV}) to serve there",
                 self.bind.ip()
             )));
@@ -333,7 +333,7 @@ mod tests {
         assert!(o.check().is_ok());
         o.bind = "0.0.0.0:0".parse().unwrap_or(o.bind);
         let e = o.check().unwrap_err().to_string();
-        assert!(e.contains("bearer token"), "{e}");
+        assert!(e.contains("access token"), "{e}");
         o.token = Some("s3cret-value".into());
         assert!(o.check().is_ok());
         assert!(!format!("{o:?}").contains("s3cret"));

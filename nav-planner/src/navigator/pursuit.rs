@@ -30,7 +30,7 @@ const MAX_YAW_RATE: f64 = 0.8;
 
 /// A path follower for one robot. See the module docs.
 #[derive(Debug, Clone)]
-pub(super) struct Pursuit {
+pub(crate) struct Pursuit {
     drive: DriveKind,
     /// Room a gear needs to be chosen, m (the executor's `reject_m`).
     enter_m: f64,
