@@ -32,7 +32,7 @@ impl ContextMemory {
     pub(crate) fn follow(&mut self, pose: Pose2) {
         let local = self.start.inverse_transform_point(pose.position());
         let target = Pose2::new(local.x, local.y, normalize_angle(pose.yaw - self.start.yaw));
-        let step = self.memory.config().step.clone();
+        let step = self.memory.config().step;
         let turn = step.turn_deg.to_radians();
         for _ in 0..MAX_STEPS_PER_TICK {
             let at = self.memory.pose();

@@ -145,7 +145,8 @@ impl RobotCore {
             let dt = now - self.last_sense_s;
             // a robot whose odometry carries no velocity (the simulator's) has it measured
             let (measured_v, measured_w) = if dt > 1e-6 {
-                let ahead = (o.pose.x - self.pose.x) * self.pose.yaw.cos() + (o.pose.y - self.pose.y) * self.pose.yaw.sin();
+                let ahead =
+                    (o.pose.x - self.pose.x) * self.pose.yaw.cos() + (o.pose.y - self.pose.y) * self.pose.yaw.sin();
                 (step.copysign(ahead) / dt, nav_core::geometry::normalize_angle(o.pose.yaw - self.pose.yaw) / dt)
             } else {
                 (0.0, 0.0)
@@ -312,7 +313,10 @@ impl RobotCore {
             }
             return self.reply_text(format!("Refused: the robot cannot sense ({why}); it is held still."), moves);
         };
-        let listed = frontier_list(&self.map, self.pose);
+        // frontier ids mean the list the exploration memory shows now (computed for navigation only:
+        // it plans over the whole map)
+        let navigate = matches!(call, ToolCall::NavigateToGoal { .. });
+        let listed = if navigate { frontier_list(&self.map, self.pose) } else { Vec::new() };
         let frontiers: Vec<_> = listed.iter().map(|f| f.goal()).collect();
         // `retrace`: back to where the path was a metre or more from here
         let retrace = self.path.iter().rev().find(|p| p.distance(self.pose.position()) > 1.0).copied();
@@ -354,8 +358,18 @@ impl RobotCore {
             // from now on the robot waits for the client's next motion call: the watchdog counts
             self.safety.call_started(self.pose, now);
         }
-        self.memory.update_frontiers(memory_frontiers(&listed, self.pose));
+        if navigate {
+            self.memory.update_frontiers(memory_frontiers(&listed, self.pose));
+        }
         reply
+    }
+
+    /// The exploration memory as the explore model reads it, with the
+    /// frontiers of the map as it is now (the ids `navigate_to_goal` takes).
+    pub(crate) fn memory_text(&mut self) -> String {
+        let listed = frontier_list(&self.map, self.pose);
+        self.memory.update_frontiers(memory_frontiers(&listed, self.pose));
+        self.memory.prompt_text(nav_memory::PromptParts::default())
     }
 
     /// Makes an executed call the action in progress (closing it at once

@@ -217,19 +217,19 @@ impl Gate {
         service: &StreamableHttpService<super::NavMcpServer, LocalSessionManager>,
     ) -> HttpResponse {
         if let Err(r) = self.admit(&req) {
-            return r;
+            return *r;
         }
         service.handle(req).await
     }
 
     /// Every check but the streaming body limit (the service's own).
-    fn admit(&self, req: &Request<Incoming>) -> Result<(), HttpResponse> {
+    fn admit(&self, req: &Request<Incoming>) -> Result<(), Box<HttpResponse>> {
         let allowed = self.rate.lock().map(|mut r| r.allow(Instant::now())).unwrap_or(false);
         if !allowed {
-            return Err(plain(StatusCode::TOO_MANY_REQUESTS, "Too many requests: slow down."));
+            return Err(Box::new(plain(StatusCode::TOO_MANY_REQUESTS, "Too many requests: slow down.")));
         }
         if req.uri().path() != MCP_PATH {
-            return Err(plain(StatusCode::NOT_FOUND, "Not found: the MCP endpoint is /mcp."));
+            return Err(Box::new(plain(StatusCode::NOT_FOUND, "Not found: the MCP endpoint is /mcp.")));
         }
         if let Some(token) = &self.token {
             let given = req
@@ -242,13 +242,13 @@ impl Gate {
                 let mut r = plain(StatusCode::UNAUTHORIZED, "Unauthorized: a valid bearer token is required.");
                 r.headers_mut()
                     .insert(hyper::header::WWW_AUTHENTICATE, hyper::header::HeaderValue::from_static("Bearer"));
-                return Err(r);
+                return Err(Box::new(r));
             }
         }
         if let Some(origin) = req.headers().get(hyper::header::ORIGIN) {
             let origin = origin.to_str().unwrap_or("");
             if !origin_allowed(origin, &self.origins) {
-                return Err(plain(StatusCode::FORBIDDEN, "Forbidden: this Origin may not use the server."));
+                return Err(Box::new(plain(StatusCode::FORBIDDEN, "Forbidden: this Origin may not use the server.")));
             }
         }
         let length = req
@@ -257,7 +257,7 @@ impl Gate {
             .and_then(|v| v.to_str().ok())
             .and_then(|v| v.parse::<u64>().ok());
         if length.is_some_and(|n| n > self.max_body as u64) {
-            return Err(plain(StatusCode::PAYLOAD_TOO_LARGE, "Payload too large."));
+            return Err(Box::new(plain(StatusCode::PAYLOAD_TOO_LARGE, "Payload too large.")));
         }
         Ok(())
     }

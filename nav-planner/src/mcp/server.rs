@@ -156,9 +156,9 @@ impl NavMcpServer {
 
     /// The text of a resource, or `None` for an unknown URI.
     pub async fn resource(&self, uri: &str) -> Option<String> {
-        let core = self.shared.core.lock().await;
+        let mut core = self.shared.core.lock().await;
         match uri {
-            MEMORY_URI => Some(core.memory.prompt_text(nav_memory::PromptParts::default())),
+            MEMORY_URI => Some(core.memory_text()),
             CONTEXT_URI => Some(core.navigation_context()),
             _ => None,
         }
