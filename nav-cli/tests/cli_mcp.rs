@@ -129,10 +129,31 @@ fn loopback_rejects_foreign_origins_and_hosts() {
 }
 
 #[test]
+fn requests_over_the_rate_limit_get_429() {
+    let stderr = tempfile::NamedTempFile::new().unwrap();
+    let mut child = nav()
+        .args(["mcp", "--transport", "http", "--bind", "127.0.0.1:0", "--rate-limit", "2"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::from(stderr.reopen().unwrap()))
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
+    let port = line.trim().trim_end_matches("/mcp").rsplit(':').next().unwrap().to_owned();
+    let server = Server { child, addr: format!("127.0.0.1:{port}"), stderr };
+    // a burst of 4 (twice the rate) passes, the next is refused
+    let codes: Vec<u16> = (0..6).map(|_| server.request(&[], INIT).0).collect();
+    assert!(codes[..4].iter().all(|&c| c == 200), "{codes:?}");
+    assert!(codes[4..].contains(&429), "{codes:?}");
+    server.stop();
+}
+
+#[test]
 fn bad_flags_are_usage_errors() {
     for args in [
         vec!["mcp", "--transport", "http", "--bind", "nonsense"],
         vec!["mcp", "--watchdog", "0"],
+        vec!["mcp", "--transport", "http", "--bind", "127.0.0.1:0", "--rate-limit", "0"],
         vec!["mcp", "--arena", "no_such_arena"],
     ] {
         let out = nav().args(&args).stdin(Stdio::null()).output().unwrap();

@@ -64,6 +64,10 @@ pub struct McpArgs {
     /// e.g. https://app.example.com.
     #[arg(long, value_name = "ORIGIN")]
     pub allow_origin: Vec<String>,
+    /// HTTP: requests a second allowed on average across the server (bursts
+    /// of twice as many); more get 429.
+    #[arg(long, value_name = "N", default_value_t = 50.0)]
+    pub rate_limit: f64,
     /// Built-in arena for the simulator (default: house_a).
     #[arg(long)]
     pub arena: Option<String>,
@@ -110,6 +114,7 @@ fn http_options(args: &McpArgs) -> Result<Option<HttpOptions>, Exit> {
     o.bind = parse_bind(&args.bind)?;
     o.token = args.token.clone();
     o.allowed_origins = args.allow_origin.clone();
+    o.rate_per_s = args.rate_limit;
     o.check().map_err(|e| usage(format!("--bind {}: {e}", o.bind)))?;
     Ok(Some(o))
 }
