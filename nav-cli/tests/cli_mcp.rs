@@ -57,12 +57,17 @@ impl Server {
 
     /// One HTTP/1.1 request; the status code and the whole response.
     fn request(&self, headers: &[(&str, &str)], body: &str) -> (u16, String) {
+        self.request_to(&self.addr, headers, body)
+    }
+
+    /// [`Self::request`] with `host` as its `Host` header.
+    fn request_to(&self, host: &str, headers: &[(&str, &str)], body: &str) -> (u16, String) {
         let mut s = TcpStream::connect(&self.addr).unwrap();
         s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
         let mut req = format!(
             "POST /mcp HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\nAccept: application/json, \
              text/event-stream\r\nContent-Length: {}\r\nConnection: close\r\n",
-            self.addr,
+            host,
             body.len()
         );
         for (k, v) in headers {
@@ -124,6 +129,9 @@ fn loopback_rejects_foreign_origins_and_hosts() {
     assert_eq!(code, 403);
     let (code, resp) = server.request(&[("Authorization", &bearer), ("Origin", "http://127.0.0.1:5173")], INIT);
     assert_eq!(code, 200, "{resp}");
+    // DNS rebinding: a foreign name resolving to this machine
+    let (code, _) = server.request_to("evil.example", &[("Authorization", &bearer)], INIT);
+    assert_eq!(code, 403);
     let stderr = server.stop();
     assert!(!stderr.contains(TOKEN));
 }

@@ -68,6 +68,11 @@ impl MotionLease {
         false
     }
 
+    /// Nobody holds the lease.
+    pub(crate) fn is_free(&self) -> bool {
+        self.holder.is_none()
+    }
+
     /// The lease as a line for `get_state`, from `client`'s point of view.
     pub(crate) fn describe(&self, client: u64, now: Instant) -> String {
         match &self.holder {

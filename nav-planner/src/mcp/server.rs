@@ -43,7 +43,13 @@ impl Drop for ClientSlot {
         if held {
             // the driver left: stop now rather than at the watchdog's time
             if let Ok(rt) = tokio::runtime::Handle::try_current() {
-                rt.spawn(async move { shared.core.lock().await.halt("the driving client disconnected").await });
+                rt.spawn(async move {
+                    let mut core = shared.core.lock().await;
+                    // unless another client has taken the lease meanwhile
+                    if shared.lease.lock().is_ok_and(|l| l.is_free()) {
+                        core.halt("the driving client disconnected").await;
+                    }
+                });
             }
         }
     }
