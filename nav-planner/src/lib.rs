@@ -80,11 +80,20 @@
 //! reader decompresses chunks and checks CRCs itself, bounded, rather than
 //! trusting the lengths a damaged file declares).
 //!
+//! Feature `mcp` adds `mcp`: the robot as an MCP server behind the safety
+//! layer (`nav mcp`; docs/MCP.md), with `rmcp` (the official Rust MCP SDK:
+//! the protocol, stdio and the Streamable HTTP transport) and `hyper`,
+//! `hyper-util`, `http-body-util` and `bytes` (the HTTP server in front of
+//! rmcp's transport, where the access token, Origin, size and rate are
+//! checked).
+//!
 //! Feature `sim-bridge` adds `navigator::bridge_run`: ObjectNav episodes in
 //! Habitat, MiniWorld or another simulator behind nav-hal's `BridgeHal`,
 //! judged by the simulator's own SR / SPL (what `nav habitat` runs).
 #![deny(missing_docs)]
 
+#[cfg(feature = "mcp")]
+pub mod mcp;
 pub mod navigator;
 pub mod offline;
 pub mod protocol;

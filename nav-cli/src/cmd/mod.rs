@@ -6,6 +6,8 @@ pub mod experiment;
 pub mod grounding;
 #[cfg(feature = "habitat")]
 pub mod habitat;
+#[cfg(feature = "mcp")]
+pub mod mcp;
 pub mod parse;
 pub mod progress;
 pub mod prompt;
