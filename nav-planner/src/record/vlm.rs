@@ -1,7 +1,7 @@
 //! [`RecordingVlm`]: a model wrapper that writes every request and reply
 //! into a recording.
 
-use super::{PlannerCall, Recording};
+use super::{Call, Recording};
 use crate::vlm::{BackendInfo, VisionLanguageModel, VlmError, VlmRequest, VlmResponse};
 use async_trait::async_trait;
 use std::sync::Arc;
@@ -27,8 +27,8 @@ impl VisionLanguageModel for RecordingVlm {
         let kept = req.clone();
         let result = self.inner.complete(req).await;
         // error texts are the backends' own, already redacted
-        let reply = result.as_ref().map_err(ToString::to_string);
-        self.recording.planner_call(PlannerCall { request: &kept, reply, backend: self.inner.describe() });
+        let reply = result.as_ref().cloned().map_err(ToString::to_string);
+        self.recording.planner_call(Call { request: kept, reply, backend: self.inner.describe() });
         result
     }
 
