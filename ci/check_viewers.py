@@ -122,7 +122,7 @@ async def live(addr, seconds, stall):
         while time.monotonic() < end:
             try:
                 frame = await asyncio.wait_for(ws.recv(), timeout=max(0.05, end - time.monotonic()))
-            except (asyncio.TimeoutError, websockets.exceptions.ConnectionClosed):
+            except (asyncio.TimeoutError, websockets.exceptions.ConnectionClosed, OSError):
                 break  # the time is up, or the run ended and its server closed
             if isinstance(frame, str):
                 msg = json.loads(frame)
@@ -134,7 +134,10 @@ async def live(addr, seconds, stall):
                         subs[next_sub] = ch["id"]
                         new.append({"id": next_sub, "channelId": ch["id"]})
                         next_sub += 1
-                    await ws.send(json.dumps({"op": "subscribe", "subscriptions": new}))
+                    try:
+                        await ws.send(json.dumps({"op": "subscribe", "subscriptions": new}))
+                    except (websockets.exceptions.ConnectionClosed, OSError):
+                        break
                     if not stalled:
                         # a viewer that hangs: subscribed, reads nothing for `stall` seconds
                         stalled = True

@@ -1,7 +1,7 @@
 //! How commands fail: bad usage/input (exit 2), internal errors (exit 3),
 //! output that cannot be written (exit 3 with a message, or a quiet exit 0
 //! when the reader of standard output has gone away), a model that cannot
-//! be reached (exit 5).
+//! be reached (exit 5), a replay that left its recording (exit 6).
 
 /// A command's failure, mapped to an exit code by `main`.
 #[derive(Debug)]
@@ -17,6 +17,9 @@ pub enum Exit {
     /// HTTP 401/403/404): exit 5, with one line naming the URL and the
     /// cause. The robot was stopped first.
     ModelLink(String),
+    /// A replayed run asked something its recording does not hold: exit 6,
+    /// with the step, the request kind and the lines that differ.
+    ReplayDiverged(String),
     /// Standard output's reader has gone away (a closed pipe, `nav … | head`):
     /// exit 0 quietly, as other Unix tools do.
     StdoutClosed,
@@ -30,6 +33,7 @@ impl Exit {
             Exit::Internal(msg) => (3, Some(format!("nav: internal error: {msg}"))),
             Exit::Output(msg) => (3, Some(format!("nav: {msg}"))),
             Exit::ModelLink(msg) => (5, Some(format!("nav: {msg}"))),
+            Exit::ReplayDiverged(msg) => (6, Some(format!("nav: {msg}"))),
             Exit::StdoutClosed => (0, None),
         }
     }
@@ -161,6 +165,7 @@ pub fn episode_error(e: nav_planner::navigator::episode::EpisodeError) -> Exit {
     match e {
         EpisodeError::Spec(m) | EpisodeError::Capability(m) => usage(m),
         EpisodeError::ModelLink(f) => Exit::ModelLink(f.to_string()),
+        EpisodeError::ReplayDiverged(d) => Exit::ReplayDiverged(d.to_string()),
         EpisodeError::Config(c) => usage(format!("config {}", section_and_key(&c))),
         EpisodeError::Hal(h) => usage(h.to_string()),
         EpisodeError::Nav(NavError::Config(m)) => usage(m),

@@ -23,7 +23,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-const DEFAULTS: &str = "[rosbridge]\ndepth_enabled = false\n";
+/// No depth camera; exploring on after the arena is covered (the runs last their 45 s).
+const DEFAULTS: &str = "[rosbridge]\ndepth_enabled = false\n[explore]\nstop_when_complete = false\n";
 
 async fn peer() -> RosbridgePeer {
     let world = SimWorld::builtin("exploration", SimConfig::default().ackermann(0.3)).unwrap();
@@ -77,23 +78,23 @@ async fn recording_and_a_viewer_that_stops_reading_leave_the_20_hz_loop_alone() 
     let rec = dir.path().join("run.mcap");
     let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
     let addr = format!("127.0.0.1:{port}");
-    let plain = Nav::start(&plain_peer.url(), DEFAULTS, &["--max-time", "42"]);
+    let plain = Nav::start(&plain_peer.url(), DEFAULTS, &["--max-time", "45"]);
     let recorded = Nav::start(
         &rec_peer.url(),
         DEFAULTS,
-        &["--max-time", "42", "--record", rec.to_str().unwrap(), "--live", &addr],
+        &["--max-time", "45", "--record", rec.to_str().unwrap(), "--live", &addr],
     );
-    // the viewer: subscribes to every channel, reads nothing for 30 s, then reads for 3 s
+    // the viewer: subscribes to every channel, reads nothing for 30 s, then reads for 5 s
     let viewer = Command::new(&python)
         .arg(workspace_root().join("ci/check_viewers.py"))
-        .args(["live", &addr, "3", "30"])
+        .args(["live", &addr, "5", "30"])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
     let pid = recorded.pid().unwrap();
     let mut rss = Vec::new();
-    for _ in 0..40 {
+    for _ in 0..44 {
         tokio::time::sleep(Duration::from_secs(1)).await;
         rss.extend(rss_kib(pid));
     }

@@ -1,12 +1,15 @@
 //! `nav eval`: many episodes in parallel, a progress bar, and a table.
 
+use super::eval_replay::{EpisodeReplay, ReplaySetup, ReplayTally, Replayed};
 use super::progress::Progress;
 use crate::config::NavConfig;
 use crate::exit::{CmdResult, Exit, internal, print, usage};
 use clap::Args;
 use nav_hal::arena::Arena;
 use nav_planner::navigator::StepLog;
-use nav_planner::navigator::episode::{COST_LIMIT_END, EpisodeSpec, PlannerChoice, RunSummary, run_episode};
+use nav_planner::navigator::episode::{
+    COST_LIMIT_END, EpisodeError, EpisodeSpec, PlannerChoice, RunSummary, run_episode,
+};
 use nav_planner::navigator::estimate::{EpisodeEstimate, SuiteEstimate, TokenCounter, estimate_episode};
 use nav_planner::navigator::eval::{EpisodeKey, EvalConfig, EvalReport, default_suite, default_suite_len, shard};
 use nav_planner::offline::VlmNoise;
@@ -287,11 +290,22 @@ fn specs(args: &EvalArgs, config: &NavConfig) -> Result<Vec<EpisodeSpec>, Exit> 
         });
     }
     let uses_model = out.iter().any(|s| s.planner == PlannerChoice::Vlm);
-    if !uses_model && (args.estimate || args.backend.vlm.is_some() || args.backend.max_cost_usd.is_some()) {
-        return Err(usage("--estimate, --vlm and --max-cost-usd need --planner vlm (or PROTOCOL:vlm configurations)"));
+    let model_flags =
+        args.backend.vlm.is_some() || args.backend.max_cost_usd.is_some() || args.backend.replay.is_some();
+    if !uses_model && (args.estimate || model_flags) {
+        return Err(usage(
+            "--estimate, --vlm, --max-cost-usd and --replay need --planner vlm (or PROTOCOL:vlm configurations)",
+        ));
     }
-    // --estimate calls nothing, so it needs no credentials
-    let model = if uses_model && !args.estimate { Some(args.backend.build(config)?) } else { None };
+    if args.estimate && args.backend.is_replay() {
+        return Err(usage("--estimate prices a live model; a --replay spends nothing"));
+    }
+    // --estimate calls nothing, so it needs no credentials; a replay finds each episode's own recording
+    let model = if uses_model && !args.estimate && !args.backend.is_replay() {
+        Some(args.backend.build(config)?)
+    } else {
+        None
+    };
     let budget = if uses_model { args.backend.budget(config)? } else { None };
     for s in &mut out {
         s.max_steps = config.budget(s.protocol);
@@ -353,40 +367,66 @@ fn suite(args: &EvalArgs, config: &NavConfig) -> Result<Vec<EpisodeSpec>, Exit> 
     Ok(out)
 }
 
-/// Runs one episode, recorded into `record`'s folder when given, and
-/// labels its error with the episode.
+/// What one episode of a suite gave: its summary (none when its replay
+/// stopped or had no recording) and, with `--replay`, how the replay went.
+type Episode = (Option<RunSummary>, Option<EpisodeReplay>);
+
+/// Runs one episode, recorded into `record`'s folder when given, answered
+/// from its recording when `replay` is given, and labels its error with
+/// the episode.
 fn run_one(
     rt: &tokio::runtime::Runtime,
     spec: &EpisodeSpec,
     record: Option<&(PathBuf, u32)>,
-) -> Result<RunSummary, Exit> {
+    replay: Option<&ReplaySetup>,
+) -> Result<Episode, Exit> {
+    let replay_model = match replay.filter(|_| spec.planner == PlannerChoice::Vlm) {
+        Some(setup) => match setup.model_for(&recording_name(spec)).map_err(|e| label_error(spec, e))? {
+            Some(m) => Some(m),
+            None => return Ok((None, Some(EpisodeReplay::missing()))),
+        },
+        None => None,
+    };
+    let mut run_spec = spec.clone();
+    if let Some(m) = &replay_model {
+        run_spec.vlm = Some(Arc::clone(m) as Arc<dyn nav_planner::vlm::VisionLanguageModel>);
+    }
     let recording = match record {
         Some((dir, every)) => Some(super::create_recording(&dir.join(recording_name(spec)), *every)?),
         None => None,
     };
     let mut log = StepLog::null();
-    let recorded_spec;
-    let run_spec = match &recording {
-        Some(r) => {
-            let mut s = spec.clone();
-            r.attach(&mut s);
-            log = log.with_tap(r.step_tap());
-            recorded_spec = s;
-            &recorded_spec
+    if let Some(r) = &recording {
+        r.attach(&mut run_spec);
+        log = log.with_tap(r.step_tap());
+    }
+    if let Some(m) = &replay_model {
+        // every loop logs its start as step 0 before it asks the model anything
+        m.set_step(0);
+    }
+    let mut progress = |step: u64| {
+        if let Some(m) = &replay_model {
+            m.set_step(step);
         }
-        None => spec,
     };
-    let summary = rt.block_on(run_episode(run_spec, &mut log, &mut |_| {}));
+    let summary = rt.block_on(run_episode(&run_spec, &mut log, &mut progress));
     if let Some(r) = &recording {
         super::finish_recording(r)?;
     }
-    summary.map_err(|e| label_error(spec, crate::exit::episode_error(e)))
+    match (summary, &replay_model) {
+        (Ok(s), Some(m)) => Ok((Some(s), Some(EpisodeReplay::of(m, Replayed::of(m))))),
+        (Ok(s), None) => Ok((Some(s), None)),
+        (Err(EpisodeError::ReplayDiverged(d)), Some(m)) => {
+            Ok((None, Some(EpisodeReplay::of(m, Replayed::Diverged { step: d.step, finished: false }))))
+        }
+        (Err(e), _) => Err(label_error(spec, crate::exit::episode_error(e))),
+    }
 }
 
 /// The file an episode's recording goes to: arena source, protocol,
 /// planner, memory and seed (what tells episodes of a suite apart), with
 /// anything but letters, digits, `-` and `_` as `_`.
-fn recording_name(spec: &EpisodeSpec) -> String {
+pub(crate) fn recording_name(spec: &EpisodeSpec) -> String {
     let memory = if spec.memory { "on" } else { "off" };
     let name =
         format!("{}-{}-{}-mem{memory}-seed{}", spec.arena_source, spec.protocol, spec.planner.as_str(), spec.seed);
@@ -496,7 +536,7 @@ fn failed(errors: Vec<Exit>) -> Option<Exit> {
                 bad_input = true;
                 m
             }
-            Exit::Internal(m) | Exit::Output(m) | Exit::ModelLink(m) => m,
+            Exit::Internal(m) | Exit::Output(m) | Exit::ModelLink(m) | Exit::ReplayDiverged(m) => m,
             Exit::StdoutClosed => continue,
         };
         if !messages.contains(&m) {
@@ -678,14 +718,34 @@ pub fn run(args: EvalArgs) -> CmdResult {
         std::fs::create_dir_all(d).map_err(|e| usage(format!("--record-dir {}: {e}", d.display())))?;
     }
     let record = args.record_dir.clone().map(|d| (d, args.record_every));
-    let job = move |rt: &tokio::runtime::Runtime, spec: &EpisodeSpec| run_one(rt, spec, record.as_ref());
+    let replay = ReplaySetup::of(&args.backend, &config)?.map(Arc::new);
+    let mut tally = replay.as_ref().map(|r| ReplayTally { source: r.dir.display().to_string(), ..Default::default() });
+    let mut replays: Vec<Option<EpisodeReplay>> = vec![None; n];
+    let job_replay = replay.clone();
+    let job = move |rt: &tokio::runtime::Runtime, spec: &EpisodeSpec| {
+        run_one(rt, spec, record.as_ref(), job_replay.as_deref())
+    };
     pool(&queue, jobs.min(n.max(1)), job, |i, r| {
         let label = labels.get(i).map_or("?", String::as_str);
         progress.finished(&match &r {
-            Ok(s) if s.end == COST_LIMIT_END => format!("{label}: cut short by --max-cost-usd"),
-            Ok(s) => format!("{label}: {}", if s.passed { "passed" } else { "failed" }),
+            Ok((Some(s), _)) if s.end == COST_LIMIT_END => format!("{label}: cut short by --max-cost-usd"),
+            Ok((Some(s), _)) => format!("{label}: {}", if s.passed { "passed" } else { "failed" }),
+            Ok((None, Some(EpisodeReplay { outcome: Replayed::Missing, .. }))) => format!("{label}: no recording"),
+            Ok((None, _)) => format!("{label}: replay diverged"),
             Err(_) => format!("{label}: could not run"),
         });
+        let r = match r {
+            Ok((summary, replayed)) => {
+                if let Some(slot) = replays.get_mut(i) {
+                    *slot = replayed;
+                }
+                match summary {
+                    Some(s) => Ok(s),
+                    None => return Ok(()),
+                }
+            }
+            Err(e) => Err(e),
+        };
         match r {
             // an episode the spending limit ended is not a result (a --resume runs it again)
             Ok(s) if s.end == COST_LIMIT_END => cut_short += 1,
@@ -710,7 +770,36 @@ pub fn run(args: EvalArgs) -> CmdResult {
     let resumed = summaries.len();
     summaries.extend(results.into_iter().flatten());
     let finished_now = summaries.len() - resumed;
-    report(EvalReport::new(summaries, started.elapsed().as_secs_f64(), jobs), args.json, args.markdown.as_deref())?;
+    if let Some(t) = tally.as_mut() {
+        for (label, r) in labels.iter().zip(replays) {
+            if let Some(r) = r {
+                t.add(label, r);
+            }
+        }
+        t.replay_wall_s = started.elapsed().as_secs_f64();
+    }
+    let report_ = EvalReport::new(summaries, started.elapsed().as_secs_f64(), jobs);
+    match &tally {
+        Some(t) if args.json => {
+            let mut v = serde_json::to_value(&report_).map_err(internal)?;
+            v["replay"] = serde_json::to_value(t).map_err(internal)?;
+            print(&v.to_string())?;
+            if let Some(p) = &args.markdown {
+                std::fs::write(p, report_.markdown())
+                    .map_err(|e| crate::exit::write_error(&p.display().to_string(), &e))?;
+            }
+        }
+        _ => {
+            report(report_, args.json, args.markdown.as_deref())?;
+        }
+    }
+    if let Some(t) = &tally {
+        if args.json {
+            crate::exit::diag!("{}", t.lines());
+        } else {
+            print(&format!("\n{}", t.lines()))?;
+        }
+    }
     match budget.filter(|b| b.reached()) {
         Some(b) => {
             crate::exit::diag!(
@@ -720,6 +809,7 @@ pub fn run(args: EvalArgs) -> CmdResult {
             );
             Ok(super::EXIT_COST_LIMIT)
         }
+        None if tally.as_ref().is_some_and(|t| t.stopped() > 0) => Ok(6),
         None => Ok(0),
     }
 }

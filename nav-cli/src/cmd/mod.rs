@@ -1,6 +1,7 @@
 //! One module per subcommand.
 
 pub mod eval;
+pub mod eval_replay;
 pub mod experiment;
 pub mod grounding;
 #[cfg(feature = "habitat")]
@@ -26,9 +27,10 @@ use clap::Args;
 use nav_hal::arena::Arena;
 use nav_planner::protocol::ProtocolKind;
 use nav_planner::record::{DEFAULT_LIVE_ADDR, LiveOptions, RecordError, RecordOptions, RecordStats, Recording};
+use nav_planner::vlm::replay::ReplayVlm;
 use nav_planner::vlm::{BackendConfig, CostBudget, VisionLanguageModel, build_backend};
 use std::net::SocketAddr;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 /// The backend options of the commands that can drive a VLM
@@ -36,7 +38,8 @@ use std::sync::Arc;
 /// config file's `[vlm]` section.
 #[derive(Args, Debug, Default)]
 pub struct VlmArgs {
-    /// VLM provider: openai, gemini, vertex or anthropic (with --planner vlm).
+    /// VLM provider: openai, gemini, vertex or anthropic (with --planner vlm);
+    /// `replay` answers from a recording (--replay).
     #[arg(long)]
     pub vlm: Option<String>,
     /// Model id (default: the provider's default).
@@ -55,6 +58,29 @@ pub struct VlmArgs {
     /// summary so far is printed and nav exits with 4.
     #[arg(long, value_name = "USD", value_parser = parse_usd)]
     pub max_cost_usd: Option<f64>,
+    /// Answer every model request with the reply recorded for the same
+    /// request: an MCAP recording (--record), a step log (--log) of a run
+    /// with a model, or a folder of them. Implies --vlm replay; nothing is
+    /// sent or spent. See docs/EVALUATION.md.
+    #[arg(long, value_name = "PATH")]
+    pub replay: Option<PathBuf>,
+    /// With --replay, a request the recording does not hold: `stop` ends the
+    /// run (exit 6) naming the step, the request kind and the first lines
+    /// that differ; `live` sends it and every later request to the live
+    /// model ([vlm] in --config, or the recording's provider with --model
+    /// and --base-url).
+    #[arg(long, value_enum, default_value_t = ReplayMiss::Stop, value_name = "stop|live")]
+    pub replay_miss: ReplayMiss,
+}
+
+/// What a replay does with a request its recording does not hold.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum ReplayMiss {
+    /// End the run: exit 6 with the divergence.
+    #[default]
+    Stop,
+    /// Send it, and every later request, to the live model.
+    Live,
 }
 
 /// Exit code of a run or suite that `--max-cost-usd` stopped.
@@ -81,6 +107,9 @@ impl VlmArgs {
     /// Builds the backend these options (over `config`'s `[vlm]`) name;
     /// exit 2 naming the problem (unknown provider, missing key, …).
     pub fn build(&self, config: &NavConfig) -> Result<Arc<dyn VisionLanguageModel>, Exit> {
+        if let Some(replay) = self.replay_model(config)? {
+            return Ok(replay);
+        }
         let backend = self.backend_config(config)?;
         build_backend(&backend).map(Arc::from).map_err(|e| usage(e.to_string()))
     }
@@ -94,9 +123,65 @@ impl VlmArgs {
         Ok(backend)
     }
 
+    /// The recording `--replay` names, when the model is a replay (`--vlm
+    /// replay` needs `--replay`; `--replay` goes with no other `--vlm`).
+    pub fn replay_path(&self) -> Result<Option<&Path>, Exit> {
+        match (self.vlm.as_deref(), self.replay.as_deref()) {
+            (Some("replay"), None) => {
+                Err(usage("--vlm replay needs --replay PATH (a recording, a step log or a folder)"))
+            }
+            (Some("replay") | None, Some(p)) => Ok(Some(p)),
+            (Some(other), Some(_)) => Err(usage(format!(
+                "--replay answers from a recording, not from --vlm {other}; with --replay-miss live a request the \
+                 recording does not hold goes to [vlm] of --config or to the recording's provider"
+            ))),
+            _ if self.replay_miss == ReplayMiss::Live => Err(usage("--replay-miss needs --replay PATH")),
+            _ => Ok(None),
+        }
+    }
+
+    /// Whether the model is a replay (`--replay`).
+    pub fn is_replay(&self) -> bool {
+        self.replay.is_some() || self.vlm.as_deref() == Some("replay")
+    }
+
+    /// The replay `--replay` names (`None` without it), with the live model
+    /// behind it for `--replay-miss live`; exit 2 naming the file when it
+    /// cannot be replayed.
+    pub fn replay_model(&self, config: &NavConfig) -> Result<Option<Arc<ReplayVlm>>, Exit> {
+        let Some(path) = self.replay_path()? else { return Ok(None) };
+        let book = nav_planner::record::replay::load_book(path).map_err(|e| usage(format!("--replay {e}")))?;
+        let mut replay = ReplayVlm::new(book);
+        if self.replay_miss == ReplayMiss::Live {
+            let live = self.live_model(config, &replay)?;
+            replay = replay.with_live(live);
+        }
+        Ok(Some(Arc::new(replay)))
+    }
+
+    /// The live model of `--replay-miss live`: `[vlm]` of the config, or
+    /// else the recording's provider and model; `--model`, `--base-url` and
+    /// `--timeout` apply.
+    pub fn live_model(&self, config: &NavConfig, replay: &ReplayVlm) -> Result<Arc<dyn VisionLanguageModel>, Exit> {
+        let recorded = replay.describe();
+        let provider = if config.vlm.is_some() { None } else { Some(recorded.provider.as_str()) };
+        let mut backend = config.backend(provider, self.model.as_deref(), self.base_url.as_deref())?;
+        if self.model.is_none() && config.vlm.is_none() {
+            backend.model = Some(recorded.model);
+        }
+        if let Some(t) = self.timeout {
+            backend.timeout_s = t;
+        }
+        build_backend(&backend).map(Arc::from).map_err(|e| usage(format!("--replay-miss live: {e}")))
+    }
+
     /// The scene analyzer's own backend from the config's `[scene]`
     /// section (`--timeout` applies), or `None`: the planner's model.
     pub fn build_scene(&self, config: &NavConfig) -> Result<Option<Arc<dyn VisionLanguageModel>>, Exit> {
+        // a replay answers the scene analyzer's requests too
+        if self.is_replay() {
+            return Ok(None);
+        }
         let Some(mut backend) = config.scene.clone() else { return Ok(None) };
         if let Some(t) = self.timeout {
             backend.timeout_s = t;
@@ -108,6 +193,9 @@ impl VlmArgs {
     /// price (its cost could never reach the limit).
     pub fn budget(&self, config: &NavConfig) -> Result<Option<Arc<CostBudget>>, Exit> {
         let Some(limit) = self.max_cost_usd else { return Ok(None) };
+        if self.is_replay() {
+            return Err(usage("--max-cost-usd does not apply to --replay: a replay sends nothing and spends nothing"));
+        }
         let backend = self.backend_config(config)?;
         let model = backend.model_id();
         if backend.price_table().get(model).is_none() {

@@ -11,8 +11,10 @@ use nav_planner::navigator::episode::{COST_LIMIT_END, EpisodeSpec, PerceptionCho
 use nav_planner::navigator::{StepLog, read_log};
 use nav_planner::offline::VlmNoise;
 use nav_planner::protocol::ProtocolKind;
+use nav_planner::vlm::replay::ReplayVlm;
 use std::io::IsTerminal;
 use std::path::PathBuf;
+use std::sync::Arc;
 
 /// Where `nav run` reads voice commands from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -136,7 +138,8 @@ pub enum WorldModelArg {
 }
 
 /// Builds the episode spec from arguments and config.
-pub fn build_spec(args: &RunArgs, config: &NavConfig) -> Result<EpisodeSpec, Exit> {
+/// `replay` is the model `--replay` asked for, already built.
+pub fn build_spec(args: &RunArgs, config: &NavConfig, replay: Option<&Arc<ReplayVlm>>) -> Result<EpisodeSpec, Exit> {
     let (arena, source) = super::load_arena(args.arena.as_deref(), args.arena_file.as_deref(), args.protocol)?;
     let mut spec = EpisodeSpec::new(arena, source);
     spec.protocol = args.protocol;
@@ -184,7 +187,10 @@ pub fn build_spec(args: &RunArgs, config: &NavConfig) -> Result<EpisodeSpec, Exi
     spec.verbalized_entropy = args.experiment.verbalized_entropy(config);
     spec.call_timeout_s = args.backend.timeout;
     if args.planner == PlannerChoice::Vlm {
-        spec.vlm = Some(args.backend.build(config)?);
+        spec.vlm = Some(match replay {
+            Some(r) => Arc::clone(r) as Arc<dyn nav_planner::vlm::VisionLanguageModel>,
+            None => args.backend.build(config)?,
+        });
         spec.scene_vlm = args.backend.build_scene(config)?;
         spec.budget = args.backend.budget(config)?;
     } else if args.backend.vlm.is_some() {
@@ -201,7 +207,8 @@ pub fn build_spec(args: &RunArgs, config: &NavConfig) -> Result<EpisodeSpec, Exi
 /// Runs the command.
 pub fn run(args: RunArgs) -> CmdResult {
     let config = NavConfig::load_layers(args.preset, args.config.as_deref())?;
-    let mut spec = build_spec(&args, &config)?;
+    let replay = if args.planner == PlannerChoice::Vlm { args.backend.replay_model(&config)? } else { None };
+    let mut spec = build_spec(&args, &config, replay.as_ref())?;
     let recording = args.record.open()?;
     let max = u64::from(spec.max_steps.unwrap_or(spec.arena.criteria.max_steps));
     let bar = if args.json || !std::io::stderr().is_terminal() {
@@ -251,12 +258,23 @@ pub fn run(args: RunArgs) -> CmdResult {
     let instruction = task_instruction(&spec.arena);
     let mut last_step = 0;
     let mut progress = |step: u64| {
+        if let Some(r) = &replay {
+            r.set_step(step);
+        }
         bar.set_position(step.min(max));
         last_step = step;
         feedback.poll(step, &instruction, &mut record);
     };
-    let summary = rt.block_on(run_episode(&spec, &mut log, &mut progress)).map_err(episode_error)?;
+    if let Some(r) = &replay {
+        // every loop logs its start as step 0 before it asks the model anything
+        r.set_step(0);
+    }
+    let summary = rt.block_on(run_episode(&spec, &mut log, &mut progress));
     bar.finish_and_clear();
+    if let Some(r) = &replay {
+        crate::exit::diag!("{}", replay_line(r));
+    }
+    let summary = summary.map_err(episode_error)?;
     if spec.voice.is_some() {
         crate::exit::diag!("say: Run ended: {}.", summary.end.replace('_', " "));
     }
@@ -320,4 +338,25 @@ pub fn run(args: RunArgs) -> CmdResult {
         return Ok(super::EXIT_COST_LIMIT);
     }
     Ok(if summary.passed { 0 } else { 1 })
+}
+
+/// What a replay did, for standard error: requests answered from the
+/// recording, sent live, recorded ones never asked, and the recorded model
+/// time and cost that were not spent again.
+pub fn replay_line(r: &ReplayVlm) -> String {
+    let st = r.stats();
+    let book = r.book();
+    let mut line = format!(
+        "replay: {} of {} request(s) answered from {} ({} recorded call(s) not asked); recorded model time {:.1} s, ${:.4}",
+        st.replayed,
+        st.requests,
+        book.source(),
+        st.unused,
+        book.recorded_latency_ms() / 1000.0,
+        book.recorded_cost_usd()
+    );
+    if st.live > 0 {
+        line.push_str(&format!("; {} sent to the live model after the divergence", st.live));
+    }
+    line
 }

@@ -125,6 +125,11 @@ pub struct StepRecord {
     /// Whether the motion collided.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub collided: bool,
+    /// The model calls made since the previous record (kind, request hash
+    /// and section digests, the reply), written by the episode runner so
+    /// that a step log can be replayed ([`crate::vlm::replay`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub model_calls: Vec<crate::vlm::replay::ModelCall>,
     /// Run identity and anything else worth keeping (step 0 holds `arena`,
     /// `arena_file`, `protocol`, `planner`, `seed`, `target`).
     #[serde(default, skip_serializing_if = "serde_json::Map::is_empty")]
@@ -184,7 +189,9 @@ type Tap = Box<dyn FnMut(&StepRecord) + Send>;
 pub struct StepLog {
     sink: Sink,
     lines: u64,
+    last_step: Option<u64>,
     tap: Option<Tap>,
+    journal: Option<crate::vlm::replay::CallJournal>,
 }
 
 impl std::fmt::Debug for StepLog {
@@ -205,17 +212,17 @@ impl StepLog {
             std::fs::create_dir_all(dir).map_err(|source| LogError::Io { path: path.clone(), source })?;
         }
         let file = File::create(&path).map_err(|source| LogError::Io { path: path.clone(), source })?;
-        Ok(Self { sink: Sink::File { file, path }, lines: 0, tap: None })
+        Ok(Self { sink: Sink::File { file, path }, lines: 0, last_step: None, tap: None, journal: None })
     }
 
     /// Keeps records in memory (tests, plots).
     pub fn memory() -> Self {
-        Self { sink: Sink::Memory(Vec::new()), lines: 0, tap: None }
+        Self { sink: Sink::Memory(Vec::new()), lines: 0, last_step: None, tap: None, journal: None }
     }
 
     /// Discards records.
     pub fn null() -> Self {
-        Self { sink: Sink::Null, lines: 0, tap: None }
+        Self { sink: Sink::Null, lines: 0, last_step: None, tap: None, journal: None }
     }
 
     /// Also hands every record, once written, to `tap`: a live view of a
@@ -230,11 +237,44 @@ impl StepLog {
     /// returning.
     pub fn write(&mut self, record: &StepRecord) -> Result<(), LogError> {
         self.lines += 1;
+        self.last_step = Some(record.step);
+        let calls = match &self.journal {
+            Some(j) => {
+                j.set_step(record.step);
+                j.take()
+            }
+            None => Vec::new(),
+        };
+        let with_calls;
+        let record = if calls.is_empty() {
+            record
+        } else {
+            with_calls = StepRecord { model_calls: [record.model_calls.clone(), calls].concat(), ..record.clone() };
+            &with_calls
+        };
         self.write_sink(record)?;
         if let Some(tap) = self.tap.as_mut() {
             tap(record);
         }
         Ok(())
+    }
+
+    /// Writes the model calls `journal` notes into the next record
+    /// ([`StepRecord::model_calls`]), from now until
+    /// [`StepLog::detach_journal`]. The episode runner attaches its run's
+    /// journal, so a step log of a model-driven run can be replayed.
+    pub fn attach_journal(&mut self, journal: crate::vlm::replay::CallJournal) {
+        self.journal = Some(journal);
+    }
+
+    /// Stops writing model calls (see [`StepLog::attach_journal`]).
+    pub fn detach_journal(&mut self) {
+        self.journal = None;
+    }
+
+    /// The step number of the last record written.
+    pub fn last_step(&self) -> Option<u64> {
+        self.last_step
     }
 
     fn write_sink(&mut self, record: &StepRecord) -> Result<(), LogError> {
@@ -425,7 +465,9 @@ mod tests {
         let mut log = StepLog {
             sink: Sink::File { file: File::options().write(true).open("/dev/full").unwrap(), path: "/dev/full".into() },
             lines: 0,
+            last_step: None,
             tap: None,
+            journal: None,
         };
         assert!(matches!(log.write(&StepRecord::default()), Err(LogError::Io { .. })));
     }

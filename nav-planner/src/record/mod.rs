@@ -72,6 +72,7 @@ mod foxglove;
 mod live;
 pub mod read;
 mod recorder;
+pub mod replay;
 mod vlm;
 
 pub use error::RecordError;
@@ -223,7 +224,7 @@ impl Readings {
 /// One model call as recorded.
 struct Call {
     request: crate::vlm::VlmRequest,
-    reply: Result<crate::vlm::VlmResponse, String>,
+    reply: crate::vlm::replay::RecordedReply,
     backend: crate::vlm::BackendInfo,
 }
 

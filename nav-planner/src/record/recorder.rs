@@ -366,42 +366,38 @@ impl Recorder {
         self.out.log("/scene/points", ns, &fx::colored_points(ns, "odom", &points));
     }
 
-    /// A model call: request and reply as JSON on `/navkit/planner`, the
-    /// request's images once each on `/navkit/planner/image`, referenced
-    /// from the request by sequence number.
+    /// A model call: its kind, the hash replays match on, the canonical
+    /// request and the reply as JSON on `/navkit/planner`; the request's
+    /// images once each on `/navkit/planner/image`, referenced from the
+    /// request by sequence number.
     fn planner_call(&mut self, call: Call) {
         use crate::vlm::Part;
+        use crate::vlm::replay::{canonical_request, hash_of};
         self.planner_calls += 1;
         let ns = self.out.now_ns;
-        let mut user = Vec::new();
-        for part in &call.request.user {
-            match part {
-                Part::Text(t) => user.push(json!({"type": "text", "text": t})),
-                Part::Image { mime, data, detail } => {
-                    let format = if mime.contains("png") { "png" } else { "jpeg" };
-                    let msg = fx::compressed_image(ns, "planner", format, data.to_vec());
-                    self.out.log("/navkit/planner/image", ns, &msg);
-                    let seq = self.out.messages.get("/navkit/planner/image").copied().unwrap_or(0);
-                    user.push(json!({"type": "image", "mime": mime, "bytes": data.len(), "detail": detail.as_str(),
-                                     "topic": "/navkit/planner/image", "sequence": seq}));
+        let req = &call.request;
+        // the canonical request (what replays match on), with where each image went
+        let mut request = canonical_request(req);
+        let kind = req.kind.as_str();
+        let request_hash = hash_of(&call.backend.model, kind, &request);
+        for (i, part) in req.user.iter().enumerate() {
+            if let Part::Image { mime, data, .. } = part {
+                let format = if mime.contains("png") { "png" } else { "jpeg" };
+                self.out.log("/navkit/planner/image", ns, &fx::compressed_image(ns, "planner", format, data.to_vec()));
+                let seq = self.out.messages.get("/navkit/planner/image").copied().unwrap_or(0);
+                if let Some(p) = request.get_mut("user").and_then(|u| u.get_mut(i)).and_then(Value::as_object_mut) {
+                    p.insert("topic".into(), json!("/navkit/planner/image"));
+                    p.insert("sequence".into(), json!(seq));
                 }
             }
         }
-        let req = &call.request;
-        let reply = match &call.reply {
-            Ok(r) => json!({"ok": true, "response": r}),
-            Err(e) => json!({"ok": false, "error": e}),
-        };
         let msg = json!({
             "call": self.planner_calls,
             "backend": {"provider": call.backend.provider, "model": call.backend.model},
-            "request": {
-                "system": req.system, "user": user, "turns": req.turns,
-                "tools": req.tools.iter().map(|t| t.name.as_str()).collect::<Vec<_>>(),
-                "tool_choice": req.tool_choice, "json_schema": req.json_schema,
-                "temperature": req.temperature, "max_tokens": req.max_tokens,
-            },
-            "reply": reply,
+            "kind": kind,
+            "request_hash": request_hash,
+            "request": request,
+            "reply": call.reply,
         });
         self.out.json(PLANNER_TOPIC, PLANNER_SCHEMA, planner_schema, ns, &msg);
     }

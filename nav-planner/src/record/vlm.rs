@@ -2,6 +2,7 @@
 //! into a recording.
 
 use super::{Call, Recording};
+use crate::vlm::replay::RecordedReply;
 use crate::vlm::{BackendInfo, VisionLanguageModel, VlmError, VlmRequest, VlmResponse};
 use async_trait::async_trait;
 use std::sync::Arc;
@@ -26,8 +27,11 @@ impl VisionLanguageModel for RecordingVlm {
     async fn complete(&self, req: VlmRequest) -> Result<VlmResponse, VlmError> {
         let kept = req.clone();
         let result = self.inner.complete(req).await;
-        // error texts are the backends' own, already redacted
-        let reply = result.as_ref().cloned().map_err(ToString::to_string);
+        // error texts are the backends' own, already redacted; a replay's miss is no model call
+        if matches!(result, Err(VlmError::ReplayMiss { .. })) {
+            return result;
+        }
+        let reply = RecordedReply::of(result.as_ref());
         self.recording.planner_call(Call { request: kept, reply, backend: self.inner.describe() });
         result
     }

@@ -6,7 +6,11 @@ use serde::{Deserialize, Serialize};
 /// tokens: provider error bodies are passed through [`redact`] first.
 ///
 /// [`redact`]: super::redact
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+///
+/// Serialized with a `type` tag ([`VlmError::kind`]), so recordings keep
+/// errors as values and a replay returns the same error.
+#[derive(Debug, Clone, PartialEq, thiserror::Error, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum VlmError {
     /// The call's deadline passed before a usable response arrived.
@@ -101,6 +105,13 @@ pub enum VlmError {
         /// The cargo feature that enables it.
         feature: String,
     },
+    /// A replayed run asked something its recording does not hold
+    /// ([`super::replay::ReplayVlm`]): the run ends here.
+    #[error("{divergence}")]
+    ReplayMiss {
+        /// Where and how the run left the recording.
+        divergence: Box<super::replay::Divergence>,
+    },
 }
 
 /// A fault of the link to the model that retrying cannot heal: the run
@@ -130,6 +141,8 @@ pub enum LinkFault {
     /// The first request of a run could not reach the server (a reset or
     /// closed connection before any reply).
     Unreachable,
+    /// A replayed run asked something its recording does not hold.
+    ReplayMiss,
 }
 
 impl LinkFault {
@@ -145,6 +158,7 @@ impl LinkFault {
             LinkFault::Credentials => "no usable credentials",
             LinkFault::Configuration => "the backend is not usable as configured",
             LinkFault::Unreachable => "the server could not be reached",
+            LinkFault::ReplayMiss => "the request is not in the recording being replayed",
         }
     }
 }
@@ -160,7 +174,7 @@ impl VlmError {
     /// A short stable name of the variant, for statistics and logs:
     /// `timeout`, `rate_limited`, `http`, `connection`, `invalid_response`,
     /// `refused`, `missing_credentials`, `config`, `token_command`,
-    /// `cost_limit`, `feature_disabled`, `declined`.
+    /// `cost_limit`, `feature_disabled`, `declined`, `replay_miss`.
     pub fn kind(&self) -> &'static str {
         match self {
             VlmError::Timeout { .. } => "timeout",
@@ -175,6 +189,7 @@ impl VlmError {
             VlmError::CostLimit { .. } => "cost_limit",
             VlmError::FeatureDisabled { .. } => "feature_disabled",
             VlmError::Declined { .. } => "declined",
+            VlmError::ReplayMiss { .. } => "replay_miss",
         }
     }
 
@@ -190,6 +205,7 @@ impl VlmError {
             VlmError::Http { status: 404, .. } => Some(LinkFault::NotFound),
             VlmError::MissingCredentials { .. } | VlmError::TokenCommand { .. } => Some(LinkFault::Credentials),
             VlmError::FeatureDisabled { .. } | VlmError::Config { .. } => Some(LinkFault::Configuration),
+            VlmError::ReplayMiss { .. } => Some(LinkFault::ReplayMiss),
             VlmError::Connection { message } => {
                 let m = message.to_ascii_lowercase();
                 if m.contains("connection refused") {

@@ -46,10 +46,17 @@ pub struct ModelLinkFailure {
     pub fault: LinkFault,
     /// The error as the backend reported it (redacted, one line).
     pub message: String,
+    /// For [`LinkFault::ReplayMiss`]: where and how the replayed run left
+    /// its recording.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub divergence: Option<Box<super::replay::Divergence>>,
 }
 
 impl std::fmt::Display for ModelLinkFailure {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if let Some(d) = &self.divergence {
+            return write!(f, "{d}");
+        }
         write!(f, "cannot use the model {}", self.backend)?;
         if let Some(url) = &self.endpoint {
             write!(f, " at {url}")?;
@@ -75,6 +82,10 @@ impl ModelLinkFailure {
             endpoint: info.endpoint.as_deref().map(public_url),
             fault,
             message: message.chars().take(300).collect(),
+            divergence: match error {
+                VlmError::ReplayMiss { divergence } => Some(divergence.clone()),
+                _ => None,
+            },
         })
     }
 }
@@ -213,7 +224,10 @@ impl VisionLanguageModel for LedgerVlm {
         if let Some(failure) = self.link_failure() {
             // the run is ending on it: send nothing more to a link that cannot work
             halt(&self.halt);
-            return Err(VlmError::Connection { message: failure.to_string() });
+            return Err(match failure.divergence {
+                Some(divergence) => VlmError::ReplayMiss { divergence },
+                None => VlmError::Connection { message: failure.to_string() },
+            });
         }
         let inner = Arc::clone(&self.inner);
         let shared = Arc::clone(&self.shared);

@@ -15,6 +15,9 @@
 //!   OpenAI, OpenRouter, Ollama, vLLM, llama.cpp server), `GeminiBackend`
 //!   (`gemini`: Google AI and Vertex AI), `AnthropicBackend` (`anthropic`).
 //!   [`build_backend`] makes one from a serde [`BackendConfig`].
+//! - [`replay`]: [`replay::ReplayVlm`] answers each request with the reply a
+//!   recording holds for the same request (an exact, free re-run) and
+//!   pinpoints the first request that is not there.
 //! - [`wire`]: the providers' JSON request/response codecs, pure functions
 //!   compiled without any feature (used by the backends, by `nav prompt`, and
 //!   testable offline).
@@ -28,6 +31,7 @@ mod ledger;
 mod metered;
 mod pricing;
 mod redact;
+pub mod replay;
 mod request;
 mod response;
 mod scripted;

@@ -52,6 +52,7 @@ use crate::navigator::episode::{
 };
 use crate::navigator::{Observer, RunContext, StepLog};
 use crate::protocol::ProtocolKind;
+use crate::vlm::replay::{CallJournal, JournalVlm};
 use crate::vlm::{CostBudget, LedgerVlm, VisionLanguageModel};
 use nav_core::geometry::Pose2;
 use nav_core::time::Clock;
@@ -339,9 +340,14 @@ impl Runner {
         let halt = Arc::new(AtomicBool::new(false));
         // The run's bill: every model call goes through one ledger, which also
         // counts replies the loop stopped waiting for.
+        // Every call is also noted in the step log (kind, request hash, reply), so the log can be replayed.
+        let journal = CallJournal::new();
+        let journaled = |m: &Arc<dyn VisionLanguageModel>| -> Arc<dyn VisionLanguageModel> {
+            Arc::new(JournalVlm::new(Arc::clone(m), journal.clone()))
+        };
         let ledger = match (self.spec.planner, &self.spec.vlm) {
             (PlannerChoice::Vlm, Some(v)) => {
-                let ledger = LedgerVlm::shared(Arc::clone(v)).with_halt(Arc::clone(&halt));
+                let ledger = LedgerVlm::shared(journaled(v)).with_halt(Arc::clone(&halt));
                 Some(Arc::new(match &self.spec.budget {
                     Some(b) => ledger.with_budget(Arc::clone(b)),
                     None => ledger,
@@ -357,7 +363,7 @@ impl Runner {
                     .spec
                     .scene_vlm
                     .as_ref()
-                    .map(|m| Arc::new(l.sibling(Arc::clone(m))) as Arc<dyn VisionLanguageModel>);
+                    .map(|m| Arc::new(l.sibling(journaled(m))) as Arc<dyn VisionLanguageModel>);
                 metered_spec = EpisodeSpec {
                     vlm: Some(l.clone() as Arc<dyn VisionLanguageModel>),
                     scene_vlm,
@@ -394,6 +400,9 @@ impl Runner {
         for (key, value) in &self.extras.info {
             observer = observer.with_info(key, value.clone());
         }
+        if ledger.is_some() {
+            log.attach_journal(journal.clone());
+        }
         let mut ctx = RunContext::new(clock, log).with_observer(observer);
         let run = match spec.protocol {
             ProtocolKind::Objectnav => {
@@ -405,9 +414,16 @@ impl Runner {
             }
         };
         drop(ctx);
+        log.detach_journal();
         if let Some(failure) = ledger.as_ref().and_then(|l| l.link_failure()) {
             // the loop has ended (and stopped the robot); nothing more to wait for
-            return Err(EpisodeError::ModelLink(failure));
+            return Err(match failure.divergence {
+                Some(mut d) => {
+                    d.step = d.step.or(log.last_step());
+                    EpisodeError::ReplayDiverged(d)
+                }
+                None => EpisodeError::ModelLink(failure),
+            });
         }
         let verdict = match judge {
             Some(j) => j.verdict(robot).await?,
