@@ -5,10 +5,13 @@ must hold; prints a JSON summary for the caller's own expectations.
 
     python ci/check_mcap.py run.mcap
 
-Checks: the file has a summary with statistics; every channel is JSON
-(message encoding `json`, schema encoding `jsonschema`) and every message
-parses as JSON; Foxglove channels declare `foxglove.*` schemas and the step
-log `navkit.StepRecord`; log times never decrease; one `/pose` and one
+Checks: the file has a summary with statistics; navkit's own channels
+(`/navkit/step`, `/navkit/planner`) are JSON (message encoding `json`,
+schema encoding `jsonschema`) and every message on them parses as JSON; the
+Foxglove channels declare `foxglove.*` schemas in Protobuf (message encoding
+`protobuf`, schema encoding `protobuf`, a FileDescriptorSet) — or, in files
+written before navkit used the Foxglove SDK, JSON; the step log declares
+`navkit.StepRecord`; log times never decrease; one `/pose` and one
 `/tf` per step record; `/ground_truth/pose`, when present, one per step too.
 Exit 1 with a message on the first failed check.
 
@@ -27,6 +30,8 @@ FOXGLOVE = {
     "/tf": "foxglove.FrameTransform",
     "/ground_truth/tf": "foxglove.FrameTransform",
     "/scan": "foxglove.LaserScan",
+    "/scan/points": "foxglove.PointCloud",
+    "/scene/points": "foxglove.PointCloud",
     "/map": "foxglove.Grid",
     "/scene": "foxglove.SceneUpdate",
     "/camera/image": "foxglove.CompressedImage",
@@ -53,14 +58,18 @@ def main(path):
             schema = summary.schemas.get(ch.schema_id)
             if schema is None:
                 fail(f"channel {ch.topic} has no schema")
-            if ch.message_encoding != "json" or schema.encoding != "jsonschema":
-                fail(f"channel {ch.topic}: {ch.message_encoding}/{schema.encoding}, expected json/jsonschema")
+            encodings = (ch.message_encoding, schema.encoding)
+            own = ch.topic in ("/navkit/step", "/navkit/planner")
+            if encodings != ("json", "jsonschema") and (own or encodings != ("protobuf", "protobuf")):
+                fail(f"channel {ch.topic}: {ch.message_encoding}/{schema.encoding}, expected "
+                     + ("json/jsonschema" if own else "protobuf/protobuf (or json/jsonschema)"))
             want = FOXGLOVE.get(ch.topic)
             if want is None:
                 fail(f"unexpected channel {ch.topic}")
             if schema.name != want:
                 fail(f"channel {ch.topic} declares {schema.name}, expected {want}")
-            json.loads(schema.data)  # the schema itself is JSON
+            if schema.encoding == "jsonschema":
+                json.loads(schema.data)  # the schema itself is JSON
             channels[ch.topic] = {
                 "schema": schema.name,
                 "schema_encoding": schema.encoding,
@@ -76,8 +85,10 @@ def main(path):
                 fail(f"log time goes back on {channel.topic}: {message.log_time} < {last}")
             last = message.log_time
             first = message.log_time if first is None else first
-            body = json.loads(message.data)
             channels[channel.topic]["count"] += 1
+            if channel.message_encoding != "json":
+                continue  # Protobuf: ci/check_viewers.py decodes those
+            body = json.loads(message.data)
             if channel.topic == "/navkit/step":
                 actions.append(body["action"])
             elif channel.topic == "/navkit/planner":

@@ -45,7 +45,7 @@ struct Recorded {
     times: Vec<(String, u64)>,
     steps: Vec<StepRecord>,
     planner_calls: Vec<serde_json::Value>,
-    /// Every message body, decompressed, one per line.
+    /// Every message body, decompressed, one per line (Protobuf ones lossily as text).
     bodies: String,
 }
 
@@ -62,17 +62,25 @@ fn read_back(path: &Path) -> Recorded {
             message_encoding: ch.message_encoding.clone(),
             count: 0,
         };
-        serde_json::from_slice::<serde_json::Value>(&schema.data).expect("the schema is JSON");
+        if schema.encoding == "jsonschema" {
+            serde_json::from_slice::<serde_json::Value>(&schema.data).expect("the schema is JSON");
+        } else {
+            assert_eq!(schema.encoding, "protobuf", "{}", ch.topic);
+            assert!(!schema.data.is_empty(), "{}: a FileDescriptorSet", ch.topic);
+        }
         channels.insert(ch.topic.clone(), c);
     }
     let (mut times, mut steps, mut planner_calls, mut bodies) = (Vec::new(), Vec::new(), Vec::new(), String::new());
     for m in mcap::MessageStream::new(&bytes).unwrap() {
         let m = m.unwrap();
-        let body: serde_json::Value = serde_json::from_slice(&m.data).expect("every message is JSON");
-        bodies.push_str(&String::from_utf8_lossy(&m.data));
-        bodies.push('\n');
         channels.get_mut(&m.channel.topic).unwrap().count += 1;
         times.push((m.channel.topic.clone(), m.log_time));
+        bodies.push_str(&String::from_utf8_lossy(&m.data));
+        bodies.push('\n');
+        if m.channel.message_encoding != "json" {
+            continue;
+        }
+        let body: serde_json::Value = serde_json::from_slice(&m.data).expect("every JSON message is JSON");
         match m.channel.topic.as_str() {
             "/navkit/step" => steps.push(serde_json::from_value(body).unwrap()),
             "/navkit/planner" => planner_calls.push(body),
@@ -143,13 +151,19 @@ fn a_recorded_run_of_each_protocol_has_its_channels_one_pose_per_step_and_replay
             );
         }
         for (topic, c) in &r.channels {
-            assert_eq!((c.schema_encoding.as_str(), c.message_encoding.as_str()), ("jsonschema", "json"), "{topic}");
             let foxglove = !topic.starts_with("/navkit/") || topic == "/navkit/planner/image";
+            // the Foxglove types in Protobuf, navkit's own records in JSON
+            let encodings = if foxglove { ("protobuf", "protobuf") } else { ("jsonschema", "json") };
+            assert_eq!((c.schema_encoding.as_str(), c.message_encoding.as_str()), encodings, "{topic}");
             assert_eq!(c.schema.starts_with("foxglove."), foxglove, "{topic}: {}", c.schema);
         }
         if let Some(scan) = r.channels.get("/scan") {
             assert_eq!(scan.schema, "foxglove.LaserScan");
+            assert_eq!(r.channels["/scan/points"].schema, "foxglove.PointCloud");
+            assert_eq!(r.channels["/scan/points"].count, scan.count);
         }
+        assert_eq!(r.channels["/scene/points"].schema, "foxglove.PointCloud");
+        assert_eq!(r.channels["/scene/points"].count, r.channels["/scene"].count);
         assert_eq!(r.channels["/map"].schema, "foxglove.Grid");
         assert_eq!(r.channels["/scene"].schema, "foxglove.SceneUpdate");
         assert_eq!(r.channels["/pose"].schema, "foxglove.PoseInFrame");
@@ -210,6 +224,25 @@ fn record_every_n_thins_frames_and_scenes_but_keeps_every_step() {
     let bad = nav(&["run", "--record", dir.path().join("run.bag").to_str().unwrap()]);
     assert_eq!(bad.status.code(), Some(2));
     assert!(text(&bad).contains(".mcap"), "{}", text(&bad));
+}
+
+/// A recording written before navkit used the Foxglove SDK (every channel
+/// JSON, `tests/data/json-encoded-recording.mcap`, with the JSONL log of the
+/// same run) still replays: the same picture from either file.
+#[test]
+fn a_json_encoded_recording_of_an_earlier_version_still_replays() {
+    let data = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data");
+    let (rec, log) = (data.join("json-encoded-recording.mcap"), data.join("json-encoded-recording.jsonl"));
+    let old = read_back(&rec);
+    assert!(old.channels.values().all(|c| c.message_encoding == "json"), "{:?}", old.channels);
+    let steps = nav_planner::record::read::read_steps(&rec).unwrap();
+    assert_eq!(steps, read_log(&log).unwrap().0);
+    let dir = tempfile::tempdir().unwrap();
+    let (a, b) = (dir.path().join("log.svg"), dir.path().join("rec.svg"));
+    let from_log = nav(&["replay", log.to_str().unwrap(), "--plot", a.to_str().unwrap()]);
+    let from_rec = nav(&["replay", rec.to_str().unwrap(), "--plot", b.to_str().unwrap()]);
+    assert!(from_log.status.success() && from_rec.status.success(), "{}\n{}", text(&from_log), text(&from_rec));
+    assert_eq!(std::fs::read(&a).unwrap(), std::fs::read(&b).unwrap());
 }
 
 #[test]

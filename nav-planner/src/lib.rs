@@ -74,11 +74,14 @@
 //! OpenSSL) and `rand` (retry jitter).
 //!
 //! Feature `record` adds [`record`]: a run as an MCAP file (camera, LiDAR,
-//! poses, map, scene, step records, model calls) for Foxglove and other
-//! viewers, from any robot the runner drives, and a bounded reader of such
-//! files. It uses `mcap` (the MCAP writer), and `zstd` and `crc32fast` (the
-//! reader decompresses chunks and checks CRCs itself, bounded, rather than
-//! trusting the lengths a damaged file declares).
+//! poses, map, scene, step records, model calls) for Foxglove, Rerun and
+//! other viewers, from any robot the runner drives, and a bounded reader of
+//! such files; feature `live` serves the same channels live over the
+//! Foxglove WebSocket protocol. They use `foxglove` (the official Foxglove
+//! SDK: its well-known message types in Protobuf, MCAP writer and WebSocket
+//! server), and `zstd` and `crc32fast` (the reader decompresses chunks and
+//! checks CRCs itself, bounded, rather than trusting the lengths a damaged
+//! file declares).
 //!
 //! Feature `mcp` adds `mcp`: the robot as an MCP server behind the safety
 //! layer (`nav mcp`; docs/MCP.md), with `rmcp` (the official Rust MCP SDK:
@@ -91,6 +94,9 @@
 //! Habitat, MiniWorld or another simulator behind nav-hal's `BridgeHal`,
 //! judged by the simulator's own SR / SPL (what `nav habitat` runs).
 #![deny(missing_docs)]
+// This crate needs Rust 1.88 (the `foxglove` crate's minimum); its code keeps the idioms of the
+// workspace's other crates (Rust 1.85): no let chains, no `is_multiple_of`.
+#![allow(clippy::collapsible_if, clippy::manual_is_multiple_of)]
 
 #[cfg(feature = "mcp")]
 pub mod mcp;

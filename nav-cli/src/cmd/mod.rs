@@ -28,9 +28,10 @@ use crate::exit::{Exit, usage};
 use clap::Args;
 use nav_hal::arena::Arena;
 use nav_planner::protocol::ProtocolKind;
-use nav_planner::record::{RecordError, RecordStats, Recording};
+use nav_planner::record::{DEFAULT_LIVE_ADDR, LiveOptions, RecordError, RecordOptions, RecordStats, Recording};
 use nav_planner::replay::{ReplayBook, ReplayVlm};
 use nav_planner::vlm::{BackendConfig, CostBudget, VisionLanguageModel, build_backend};
+use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -241,26 +242,86 @@ pub fn load_arena(name: Option<&str>, file: Option<&Path>, protocol: ProtocolKin
     }
 }
 
-/// `--record PATH.mcap` and its frame decimation, shared by the commands
-/// that run a robot (docs/RECORDING.md).
+/// `--record PATH.mcap`, `--live [ADDR]` and their frame decimation, shared
+/// by the commands that run a robot (docs/RECORDING.md).
 #[derive(Args, Debug, Default)]
 pub struct RecordArgs {
-    /// Record the run as MCAP (Foxglove schemas: camera, LiDAR, poses, map,
-    /// path/anchors/frontiers/candidates; the step log and every planner
-    /// request and reply as JSON); open it in Foxglove. See docs/RECORDING.md.
+    /// Record the run as MCAP (Foxglove schemas in Protobuf: camera, LiDAR,
+    /// poses, map, path/anchors/frontiers/candidates; the step log and every
+    /// planner request and reply as JSON); open it in Foxglove or Rerun. See
+    /// docs/RECORDING.md.
     #[arg(long, value_name = "PATH.mcap")]
     pub record: Option<std::path::PathBuf>,
     /// Record camera frames, scans, the map and the scene every N steps
-    /// (step records, poses and planner calls are always recorded).
+    /// (step records, poses and planner calls are always recorded); the
+    /// live view too.
     #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
     pub record_every: u32,
+    /// Serve the same channels live over the Foxglove WebSocket protocol
+    /// at ADDR (default 127.0.0.1:8765): in Foxglove, Open connection →
+    /// Foxglove WebSocket → ws://ADDR. A slow viewer loses its oldest
+    /// messages; the run never waits for it.
+    #[arg(long, value_name = "ADDR", num_args = 0..=1, default_missing_value = DEFAULT_LIVE_ADDR)]
+    pub live: Option<String>,
+    /// Allow --live on an address other than loopback (anyone who can
+    /// reach it sees the camera, the map and the model's requests).
+    #[arg(long, requires = "live")]
+    pub live_any_address: bool,
 }
 
 impl RecordArgs {
-    /// Opens the recording when `--record` is given (exit 2 naming the file
-    /// when it cannot be created or does not end in `.mcap`).
+    /// Opens the recording and the live server when `--record` or `--live`
+    /// is given (exit 2 naming the file or the address when it cannot be
+    /// created, does not end in `.mcap`, or is not loopback without
+    /// `--live-any-address`). The loop waits for the writer when it falls
+    /// behind (a simulator's clock waits too).
     pub fn open(&self) -> Result<Option<Recording>, Exit> {
-        self.record.as_deref().map(|p| create_recording(p, self.record_every)).transpose()
+        self.open_with(false)
+    }
+
+    /// As [`RecordArgs::open`] for a robot's real-time loop: when the
+    /// writer falls behind, the oldest queued frames are dropped (counted
+    /// in the report) instead of the loop waiting.
+    pub fn open_realtime(&self) -> Result<Option<Recording>, Exit> {
+        self.open_with(true)
+    }
+
+    fn open_with(&self, realtime: bool) -> Result<Option<Recording>, Exit> {
+        if self.record.is_none() && self.live.is_none() {
+            return Ok(None);
+        }
+        let live = match &self.live {
+            Some(text) => {
+                let addr: SocketAddr =
+                    text.parse().map_err(|_| usage(format!("--live {text}: not an address such as 127.0.0.1:8765")))?;
+                if !addr.ip().is_loopback() && self.live_any_address {
+                    crate::exit::diag!(
+                        "warning: --live on {addr}: anyone who can reach this address sees the camera, the map and the model's requests"
+                    );
+                }
+                Some(LiveOptions { any_address: self.live_any_address, ..LiveOptions::new(addr) })
+            }
+            None => None,
+        };
+        let options = RecordOptions {
+            file: self.record.clone(),
+            every: self.record_every,
+            live,
+            drop_when_behind: realtime,
+            ..RecordOptions::default()
+        };
+        let recording = Recording::start(options).map_err(|e| match e {
+            RecordError::Every => usage("--record-every must be at least 1"),
+            RecordError::Live { addr, message } if message.ends_with("allow it explicitly") => {
+                usage(format!("--live {addr}: {message} with --live-any-address"))
+            }
+            RecordError::Live { addr, message } => usage(format!("--live {addr}: {message}")),
+            e => usage(format!("--record {e}")),
+        })?;
+        if let Some(addr) = recording.live_addr() {
+            crate::exit::diag!("live: ws://{addr} (Foxglove: Open connection, Foxglove WebSocket, ws://{addr})");
+        }
+        Ok(Some(recording))
     }
 }
 

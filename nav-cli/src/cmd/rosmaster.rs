@@ -223,7 +223,7 @@ fn config_error(e: HalError) -> Exit {
 /// Runs the command.
 pub fn run(args: RosmasterArgs) -> CmdResult {
     let config = NavConfig::load_opt(args.config.as_deref())?;
-    let recording = args.record.open()?;
+    let recording = args.record.open_realtime()?;
     let setup = Setup::new(&args, &config, recording.as_ref())?;
     let task = objectnav_task(&args, &setup)?;
     let memory = match args.memory_file.as_deref().filter(|p| p.exists()) {

@@ -61,6 +61,11 @@ impl Nav {
         Self { child, stderr, dir }
     }
 
+    /// The process id, while it runs.
+    pub fn pid(&self) -> Option<u32> {
+        self.child.id()
+    }
+
     /// What it has printed on stderr so far.
     pub fn stderr(&self) -> String {
         self.stderr.lock().unwrap().clone()

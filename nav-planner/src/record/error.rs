@@ -42,6 +42,17 @@ pub enum RecordError {
         /// What is wrong.
         message: String,
     },
+    /// A finished recording's failure, as first reported.
+    #[error("{0}")]
+    Finished(String),
+    /// The live server could not start at `addr`.
+    #[error("live view on {addr}: {message}")]
+    Live {
+        /// The address asked for.
+        addr: std::net::SocketAddr,
+        /// Why.
+        message: String,
+    },
     /// Bytes given in memory are not a readable recording (as
     /// [`RecordError::Read`], without a file name).
     #[error("{0}")]

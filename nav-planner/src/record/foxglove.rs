@@ -1,197 +1,133 @@
-//! Foxglove's well-known message types, JSON-encoded: the schema names and
-//! JSON Schemas the channels declare (`jsonschema` encoding) and builders for
-//! the messages. Foxglove Studio recognises a channel by its schema name
-//! (`foxglove.LaserScan`, …) and draws it without plugins; bytes fields
-//! (`data`) are base64 strings, as the JSON encoding of these types requires.
-//!
-//! The schemas here list the fields navkit writes, with their types; they
-//! are written for navkit from the published field lists of the types.
+//! navkit's values as Foxglove's well-known messages (the `foxglove`
+//! crate's types, Protobuf-encoded): Foxglove recognises a channel by its
+//! schema name (`foxglove.LaserScan`, …) and draws it without plugins, and
+//! Rerun turns these Protobuf schemas into its own archetypes.
 
-use base64::Engine;
+use foxglove::messages::{
+    Color, CompressedImage, FrameTransform, Grid, LaserScan, LinePrimitive, PackedElementField, Point3, PointCloud,
+    Pose, PoseInFrame, Quaternion, SceneEntity, SceneUpdate, SpherePrimitive, TextPrimitive, Timestamp, Vector2,
+    Vector3, line_primitive, packed_element_field::NumericType,
+};
 use nav_core::geometry::Pose2;
 use nav_core::grid::{CellState, OccupancyGrid};
-use serde_json::{Value, json};
 
-/// A Foxglove type navkit records: its schema name and JSON Schema.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Kind {
-    /// `foxglove.CompressedImage`.
-    CompressedImage,
-    /// `foxglove.LaserScan`.
-    LaserScan,
-    /// `foxglove.PoseInFrame`.
-    PoseInFrame,
-    /// `foxglove.FrameTransform`.
-    FrameTransform,
-    /// `foxglove.Grid`.
-    Grid,
-    /// `foxglove.SceneUpdate`.
-    SceneUpdate,
+/// A message time from nanoseconds (seconds past what the format holds
+/// are clamped).
+pub fn stamp(ns: u64) -> Timestamp {
+    let sec = u32::try_from(ns / 1_000_000_000).unwrap_or(u32::MAX);
+    Timestamp::new(sec, (ns % 1_000_000_000) as u32)
 }
 
-impl Kind {
-    /// The schema name channels declare.
-    pub fn name(self) -> &'static str {
-        match self {
-            Kind::CompressedImage => "foxglove.CompressedImage",
-            Kind::LaserScan => "foxglove.LaserScan",
-            Kind::PoseInFrame => "foxglove.PoseInFrame",
-            Kind::FrameTransform => "foxglove.FrameTransform",
-            Kind::Grid => "foxglove.Grid",
-            Kind::SceneUpdate => "foxglove.SceneUpdate",
-        }
-    }
-
-    /// The JSON Schema of the type.
-    pub fn schema(self) -> Value {
-        let props = match self {
-            Kind::CompressedImage => json!({
-                "timestamp": time(), "frame_id": string(),
-                "data": bytes(), "format": string(),
-            }),
-            Kind::LaserScan => json!({
-                "timestamp": time(), "frame_id": string(), "pose": pose(),
-                "start_angle": number(), "end_angle": number(),
-                "ranges": numbers(), "intensities": numbers(),
-            }),
-            Kind::PoseInFrame => json!({"timestamp": time(), "frame_id": string(), "pose": pose()}),
-            Kind::FrameTransform => json!({
-                "timestamp": time(), "parent_frame_id": string(), "child_frame_id": string(),
-                "translation": vector3(), "rotation": quaternion(),
-            }),
-            Kind::Grid => json!({
-                "timestamp": time(), "frame_id": string(), "pose": pose(),
-                "column_count": integer(), "cell_size": object("foxglove.Vector2", json!({"x": number(), "y": number()})),
-                "row_stride": integer(), "cell_stride": integer(),
-                "fields": {"type": "array", "items": object("foxglove.PackedElementField", json!({
-                    "name": string(), "offset": integer(), "type": integer(),
-                }))},
-                "data": bytes(),
-            }),
-            Kind::SceneUpdate => json!({
-                "deletions": {"type": "array", "items": object("foxglove.SceneEntityDeletion", json!({
-                    "timestamp": time(), "type": integer(), "id": string(),
-                }))},
-                "entities": {"type": "array", "items": scene_entity()},
-            }),
-        };
-        let mut schema = object(self.name(), props);
-        schema["$schema"] = json!("https://json-schema.org/draft/2020-12/schema");
-        schema
-    }
+/// A planar pose as a `foxglove.Pose` at height `z` (rotation about z).
+pub fn pose_at(p: Pose2, z: f64) -> Pose {
+    let (s, c) = (p.yaw / 2.0).sin_cos();
+    Pose { position: Some(Vector3 { x: p.x, y: p.y, z }), orientation: Some(Quaternion { x: 0.0, y: 0.0, z: s, w: c }) }
 }
 
-fn object(title: &str, properties: Value) -> Value {
-    json!({"title": title, "type": "object", "properties": properties})
-}
-fn string() -> Value {
-    json!({"type": "string"})
-}
-fn number() -> Value {
-    json!({"type": "number"})
-}
-fn integer() -> Value {
-    json!({"type": "integer", "minimum": 0})
-}
-fn numbers() -> Value {
-    json!({"type": "array", "items": number()})
-}
-fn bytes() -> Value {
-    json!({"type": "string", "contentEncoding": "base64"})
-}
-fn time() -> Value {
-    object("time", json!({"sec": integer(), "nsec": {"type": "integer", "minimum": 0, "maximum": 999_999_999}}))
-}
-fn vector3() -> Value {
-    object("foxglove.Vector3", json!({"x": number(), "y": number(), "z": number()}))
-}
-fn quaternion() -> Value {
-    object("foxglove.Quaternion", json!({"x": number(), "y": number(), "z": number(), "w": number()}))
-}
-fn pose() -> Value {
-    object("foxglove.Pose", json!({"position": vector3(), "orientation": quaternion()}))
-}
-fn color() -> Value {
-    object("foxglove.Color", json!({"r": number(), "g": number(), "b": number(), "a": number()}))
-}
-fn scene_entity() -> Value {
-    let primitive = |title: &str, extra: Value| {
-        let mut p = json!({"pose": pose(), "color": color()});
-        if let (Some(p), Some(e)) = (p.as_object_mut(), extra.as_object()) {
-            p.extend(e.clone());
-        }
-        json!({"type": "array", "items": object(title, p)})
-    };
-    object(
-        "foxglove.SceneEntity",
-        json!({
-            "timestamp": time(), "frame_id": string(), "id": string(),
-            "lifetime": object("duration", json!({"sec": {"type": "integer"}, "nsec": integer()})),
-            "frame_locked": {"type": "boolean"},
-            "spheres": primitive("foxglove.SpherePrimitive", json!({"size": vector3()})),
-            "lines": primitive("foxglove.LinePrimitive", json!({
-                "type": integer(), "thickness": number(), "scale_invariant": {"type": "boolean"},
-                "points": {"type": "array", "items": object("foxglove.Point3", json!({"x": number(), "y": number(), "z": number()}))},
-            })),
-            "texts": primitive("foxglove.TextPrimitive", json!({
-                "billboard": {"type": "boolean"}, "font_size": number(),
-                "scale_invariant": {"type": "boolean"}, "text": string(),
-            })),
-        }),
-    )
-}
-
-/// A `time` value from nanoseconds.
-pub fn stamp(ns: u64) -> Value {
-    json!({"sec": ns / 1_000_000_000, "nsec": ns % 1_000_000_000})
-}
-
-/// A planar pose as a `foxglove.Pose` (z = 0, rotation about z).
-pub fn pose_of(p: Pose2) -> Value {
-    json!({
-        "position": {"x": p.x, "y": p.y, "z": 0.0},
-        "orientation": {"x": 0.0, "y": 0.0, "z": (p.yaw / 2.0).sin(), "w": (p.yaw / 2.0).cos()},
-    })
+/// A planar pose as a `foxglove.Pose` (z = 0).
+pub fn pose_of(p: Pose2) -> Pose {
+    pose_at(p, 0.0)
 }
 
 /// A `foxglove.CompressedImage` (`format` `png` or `jpeg`).
-pub fn compressed_image(ns: u64, frame_id: &str, format: &str, data: &[u8]) -> Value {
-    json!({
-        "timestamp": stamp(ns), "frame_id": frame_id, "format": format,
-        "data": base64::engine::general_purpose::STANDARD.encode(data),
-    })
+pub fn compressed_image(ns: u64, frame_id: &str, format: &str, data: Vec<u8>) -> CompressedImage {
+    CompressedImage { timestamp: Some(stamp(ns)), frame_id: frame_id.into(), data: data.into(), format: format.into() }
 }
 
 /// A `foxglove.LaserScan` in `frame_id` (the robot), angles CCW from its
-/// front. JSON has no infinities or NaN: a beam without a valid return
-/// (non-finite range) is written as range 0, a point at the sensor itself.
-pub fn laser_scan(ns: u64, frame_id: &str, scan: &nav_core::lidar::LaserScan) -> Value {
+/// front. A beam without a valid return (non-finite range) is written as
+/// range 0, a point at the sensor itself, as viewers draw any number given.
+pub fn laser_scan(ns: u64, frame_id: &str, scan: &nav_core::lidar::LaserScan) -> LaserScan {
     let n = scan.ranges.len();
     let end = scan.angle_min + scan.angle_increment * n.saturating_sub(1) as f64;
-    let ranges: Vec<f64> = scan.ranges.iter().map(|&r| if r.is_finite() { f64::from(r) } else { 0.0 }).collect();
-    json!({
-        "timestamp": stamp(ns), "frame_id": frame_id, "pose": pose_of(Pose2::new(0.0, 0.0, 0.0)),
-        "start_angle": scan.angle_min, "end_angle": end, "ranges": ranges, "intensities": [],
-    })
+    LaserScan {
+        timestamp: Some(stamp(ns)),
+        frame_id: frame_id.into(),
+        pose: Some(pose_of(Pose2::new(0.0, 0.0, 0.0))),
+        start_angle: scan.angle_min,
+        end_angle: end,
+        ranges: scan.ranges.iter().map(|&r| if r.is_finite() { f64::from(r) } else { 0.0 }).collect(),
+        intensities: Vec::new(),
+    }
+}
+
+/// The most points [`scan_points`] keeps of a scan.
+pub const MAX_SCAN_POINTS: usize = 180;
+
+/// The returns of `scan` as a `foxglove.PointCloud` in `frame_id` (FLOAT32
+/// `x`, `y`, `z`; beams without a valid return left out; at most
+/// [`MAX_SCAN_POINTS`] evenly spaced beams, the full scan being `/scan`'s):
+/// the scan as points, which Rerun draws (it has no LaserScan of its own).
+pub fn scan_points(ns: u64, frame_id: &str, scan: &nav_core::lidar::LaserScan) -> PointCloud {
+    let stride = scan.ranges.len().div_ceil(MAX_SCAN_POINTS).max(1);
+    let mut data = Vec::with_capacity(scan.ranges.len() / stride * 12 + 12);
+    for (i, &r) in scan.ranges.iter().enumerate().step_by(stride) {
+        if r.is_finite() && r > 0.0 {
+            let a = scan.angle_min + scan.angle_increment * i as f64;
+            let (x, y) = (f64::from(r) * a.cos(), f64::from(r) * a.sin());
+            for v in [x as f32, y as f32, 0.0f32] {
+                data.extend_from_slice(&v.to_le_bytes());
+            }
+        }
+    }
+    let field =
+        |name: &str, offset: u32| PackedElementField { name: name.into(), offset, r#type: NumericType::Float32 as i32 };
+    PointCloud {
+        timestamp: Some(stamp(ns)),
+        frame_id: frame_id.into(),
+        pose: Some(pose_of(Pose2::new(0.0, 0.0, 0.0))),
+        point_stride: 12,
+        fields: vec![field("x", 0), field("y", 4), field("z", 8)],
+        data: data.into(),
+    }
+}
+
+/// Coloured points at height `z` as a `foxglove.PointCloud` in `frame_id`
+/// (FLOAT32 `x`, `y`, `z`, UINT8 `red`, `green`, `blue`, `alpha`).
+pub fn colored_points(ns: u64, frame_id: &str, points: &[(f64, f64, f64, Rgba)]) -> PointCloud {
+    let mut data = Vec::with_capacity(points.len() * 16);
+    for &(x, y, z, c) in points {
+        for v in [x as f32, y as f32, z as f32] {
+            data.extend_from_slice(&v.to_le_bytes());
+        }
+        data.extend(c.map(|v| (v.clamp(0.0, 1.0) * 255.0).round() as u8));
+    }
+    let field =
+        |name: &str, offset: u32, ty: NumericType| PackedElementField { name: name.into(), offset, r#type: ty as i32 };
+    PointCloud {
+        timestamp: Some(stamp(ns)),
+        frame_id: frame_id.into(),
+        pose: Some(pose_of(Pose2::new(0.0, 0.0, 0.0))),
+        point_stride: 16,
+        fields: vec![
+            field("x", 0, NumericType::Float32),
+            field("y", 4, NumericType::Float32),
+            field("z", 8, NumericType::Float32),
+            field("red", 12, NumericType::Uint8),
+            field("green", 13, NumericType::Uint8),
+            field("blue", 14, NumericType::Uint8),
+            field("alpha", 15, NumericType::Uint8),
+        ],
+        data: data.into(),
+    }
 }
 
 /// A `foxglove.PoseInFrame`.
-pub fn pose_in_frame(ns: u64, frame_id: &str, p: Pose2) -> Value {
-    json!({"timestamp": stamp(ns), "frame_id": frame_id, "pose": pose_of(p)})
+pub fn pose_in_frame(ns: u64, frame_id: &str, p: Pose2) -> PoseInFrame {
+    PoseInFrame { timestamp: Some(stamp(ns)), frame_id: frame_id.into(), pose: Some(pose_of(p)) }
 }
 
 /// A `foxglove.FrameTransform` placing `child` at `p` in `parent`.
-pub fn frame_transform(ns: u64, parent: &str, child: &str, p: Pose2) -> Value {
+pub fn frame_transform(ns: u64, parent: &str, child: &str, p: Pose2) -> FrameTransform {
     let pose = pose_of(p);
-    json!({
-        "timestamp": stamp(ns), "parent_frame_id": parent, "child_frame_id": child,
-        "translation": pose["position"], "rotation": pose["orientation"],
-    })
+    FrameTransform {
+        timestamp: Some(stamp(ns)),
+        parent_frame_id: parent.into(),
+        child_frame_id: child.into(),
+        translation: pose.position,
+        rotation: pose.orientation,
+    }
 }
-
-/// `foxglove.NumericType` codes used here.
-const INT8: u8 = 2;
-const UINT8: u8 = 1;
 
 /// The cell's occupancy (ROS convention: -1 unknown, 0 free, 100 occupied)
 /// and its colour.
@@ -208,7 +144,7 @@ fn cell_value(state: CellState) -> (i8, [u8; 4]) {
 /// The part of `grid` holding known cells as a `foxglove.Grid` in
 /// `frame_id`, or `None` when nothing is known yet. Each cell packs an INT8
 /// `occupancy` (-1 / 0 / 100) and UINT8 `red`, `green`, `blue`, `alpha`.
-pub fn grid(ns: u64, frame_id: &str, grid: &OccupancyGrid) -> Option<Value> {
+pub fn grid(ns: u64, frame_id: &str, grid: &OccupancyGrid) -> Option<Grid> {
     let (w, h) = (grid.width(), grid.height());
     let known = |i: usize| grid.cells()[i].state != CellState::Unknown;
     let (mut x0, mut y0, mut x1, mut y1) = (usize::MAX, usize::MAX, 0, 0);
@@ -231,86 +167,95 @@ pub fn grid(ns: u64, frame_id: &str, grid: &OccupancyGrid) -> Option<Value> {
     let r = grid.resolution();
     let origin = grid.origin();
     let corner = Pose2::new(origin.x + x0 as f64 * r, origin.y + y0 as f64 * r, 0.0);
-    let field = |name: &str, offset: u32, ty: u8| json!({"name": name, "offset": offset, "type": ty});
-    Some(json!({
-        "timestamp": stamp(ns), "frame_id": frame_id, "pose": pose_of(corner),
-        "column_count": cols, "cell_size": {"x": r, "y": r},
-        "row_stride": cols * 5, "cell_stride": 5,
-        "fields": [field("occupancy", 0, INT8), field("red", 1, UINT8), field("green", 2, UINT8),
-                   field("blue", 3, UINT8), field("alpha", 4, UINT8)],
-        "data": base64::engine::general_purpose::STANDARD.encode(&data),
-    }))
+    let field =
+        |name: &str, offset: u32, ty: NumericType| PackedElementField { name: name.into(), offset, r#type: ty as i32 };
+    Some(Grid {
+        timestamp: Some(stamp(ns)),
+        frame_id: frame_id.into(),
+        pose: Some(pose_of(corner)),
+        column_count: cols as u32,
+        cell_size: Some(Vector2 { x: r, y: r }),
+        row_stride: (cols * 5) as u32,
+        cell_stride: 5,
+        fields: vec![
+            field("occupancy", 0, NumericType::Int8),
+            field("red", 1, NumericType::Uint8),
+            field("green", 2, NumericType::Uint8),
+            field("blue", 3, NumericType::Uint8),
+            field("alpha", 4, NumericType::Uint8),
+        ],
+        data: data.into(),
+    })
 }
 
 /// An RGBA colour, components in [0, 1].
-pub type Color = [f64; 4];
+pub type Rgba = [f64; 4];
 
-fn color_of(c: Color) -> Value {
-    json!({"r": c[0], "g": c[1], "b": c[2], "a": c[3]})
+fn color_of(c: Rgba) -> Color {
+    Color { r: c[0], g: c[1], b: c[2], a: c[3] }
 }
 
 /// One `foxglove.SceneEntity` being built.
 #[derive(Debug)]
 pub struct Entity {
-    value: Value,
+    value: SceneEntity,
 }
 
 impl Entity {
     /// An empty entity `id` in `frame_id` that lives until replaced.
     pub fn new(ns: u64, frame_id: &str, id: &str) -> Self {
         Self {
-            value: json!({
-                "timestamp": stamp(ns), "frame_id": frame_id, "id": id,
-                "lifetime": {"sec": 0, "nsec": 0}, "frame_locked": false,
-                "metadata": [], "arrows": [], "cubes": [], "spheres": [], "cylinders": [],
-                "lines": [], "triangles": [], "texts": [], "models": [],
-            }),
-        }
-    }
-
-    fn push(&mut self, key: &str, v: Value) {
-        if let Some(a) = self.value[key].as_array_mut() {
-            a.push(v);
+            value: SceneEntity {
+                timestamp: Some(stamp(ns)),
+                frame_id: frame_id.into(),
+                id: id.into(),
+                ..SceneEntity::default()
+            },
         }
     }
 
     /// Adds a line strip through `points` (metres, z = 0.05).
-    pub fn line_strip(mut self, points: &[(f64, f64)], thickness: f64, c: Color) -> Self {
-        let pts: Vec<Value> = points.iter().map(|&(x, y)| json!({"x": x, "y": y, "z": 0.05})).collect();
-        self.push(
-            "lines",
-            json!({
-                "type": 0, "pose": pose_of(Pose2::new(0.0, 0.0, 0.0)), "thickness": thickness,
-                "scale_invariant": false, "points": pts, "color": color_of(c), "colors": [], "indices": [],
-            }),
-        );
+    pub fn line_strip(mut self, points: &[(f64, f64)], thickness: f64, c: Rgba) -> Self {
+        self.value.lines.push(LinePrimitive {
+            r#type: line_primitive::Type::LineStrip as i32,
+            pose: Some(pose_of(Pose2::new(0.0, 0.0, 0.0))),
+            thickness,
+            scale_invariant: false,
+            points: points.iter().map(|&(x, y)| Point3 { x, y, z: 0.05 }).collect(),
+            color: Some(color_of(c)),
+            colors: Vec::new(),
+            indices: Vec::new(),
+        });
         self
     }
 
     /// Adds a sphere of `diameter` at `(x, y)`.
-    pub fn sphere(mut self, x: f64, y: f64, diameter: f64, c: Color) -> Self {
-        self.push(
-            "spheres",
-            json!({"pose": pose_of(Pose2::new(x, y, 0.0)), "size": {"x": diameter, "y": diameter, "z": diameter},
-                   "color": color_of(c)}),
-        );
+    pub fn sphere(mut self, x: f64, y: f64, diameter: f64, c: Rgba) -> Self {
+        self.value.spheres.push(SpherePrimitive {
+            pose: Some(pose_of(Pose2::new(x, y, 0.0))),
+            size: Some(Vector3 { x: diameter, y: diameter, z: diameter }),
+            color: Some(color_of(c)),
+        });
         self
     }
 
-    /// Adds a text label at `(x, y)`.
-    pub fn text(mut self, x: f64, y: f64, text: &str, c: Color) -> Self {
-        self.push(
-            "texts",
-            json!({"pose": pose_of(Pose2::new(x, y, 0.3)), "billboard": true, "font_size": 14.0,
-                   "scale_invariant": true, "color": color_of(c), "text": text}),
-        );
+    /// Adds a text label at `(x, y)`, 0.3 m up.
+    pub fn text(mut self, x: f64, y: f64, text: &str, c: Rgba) -> Self {
+        self.value.texts.push(TextPrimitive {
+            pose: Some(pose_at(Pose2::new(x, y, 0.0), 0.3)),
+            billboard: true,
+            font_size: 14.0,
+            scale_invariant: true,
+            color: Some(color_of(c)),
+            text: text.into(),
+        });
         self
     }
 }
 
 /// A `foxglove.SceneUpdate` replacing `entities`.
-pub fn scene_update(entities: Vec<Entity>) -> Value {
-    json!({"deletions": [], "entities": entities.into_iter().map(|e| e.value).collect::<Vec<_>>()})
+pub fn scene_update(entities: Vec<Entity>) -> SceneUpdate {
+    SceneUpdate { deletions: Vec::new(), entities: entities.into_iter().map(|e| e.value).collect() }
 }
 
 #[cfg(test)]
@@ -320,26 +265,12 @@ mod tests {
     use nav_core::grid::GridPos;
 
     #[test]
-    fn schemas_name_their_type_and_list_the_fields_written() {
-        for kind in [
-            Kind::CompressedImage,
-            Kind::LaserScan,
-            Kind::PoseInFrame,
-            Kind::FrameTransform,
-            Kind::Grid,
-            Kind::SceneUpdate,
-        ] {
-            let s = kind.schema();
-            assert_eq!(s["title"], kind.name());
-            assert!(s["properties"].as_object().is_some_and(|p| !p.is_empty()));
-        }
+    fn poses_turn_about_z_and_times_split_into_seconds() {
         let msg = pose_in_frame(1_500_000_000, "odom", Pose2::new(1.0, 2.0, std::f64::consts::FRAC_PI_2));
-        assert_eq!(msg["timestamp"], json!({"sec": 1, "nsec": 500_000_000}));
-        let q = &msg["pose"]["orientation"];
-        assert!((q["z"].as_f64().unwrap() - 0.5f64.sqrt()).abs() < 1e-12);
-        for key in Kind::PoseInFrame.schema()["properties"].as_object().unwrap().keys() {
-            assert!(msg.get(key).is_some(), "{key}");
-        }
+        assert_eq!(msg.timestamp, Some(Timestamp::new(1, 500_000_000)));
+        let q = msg.pose.unwrap().orientation.unwrap();
+        assert!((q.z - 0.5f64.sqrt()).abs() < 1e-12 && (q.w - 0.5f64.sqrt()).abs() < 1e-12);
+        assert_eq!(stamp(u64::MAX).sec(), u32::MAX);
     }
 
     #[test]
@@ -349,14 +280,13 @@ mod tests {
         g.set(GridPos::new(2, 3), CellState::Free, 1.0);
         g.set(GridPos::new(4, 5), CellState::Obstacle, 1.0);
         let m = grid(0, "odom", &g).unwrap();
-        assert_eq!(m["column_count"], 3);
-        assert_eq!(m["pose"]["position"]["x"], -1.0);
-        assert_eq!(m["pose"]["position"]["y"], 0.5);
-        let data = base64::engine::general_purpose::STANDARD.decode(m["data"].as_str().unwrap()).unwrap();
-        assert_eq!(data.len(), 3 * 3 * 5);
-        assert_eq!(data[0] as i8, 0, "(2, 3) free");
-        assert_eq!(data[(2 * 3 + 2) * 5] as i8, 100, "(4, 5) occupied");
-        assert_eq!(data[5] as i8, -1, "(3, 3) unknown");
+        assert_eq!(m.column_count, 3);
+        let corner = m.pose.unwrap().position.unwrap();
+        assert_eq!((corner.x, corner.y), (-1.0, 0.5));
+        assert_eq!(m.data.len(), 3 * 3 * 5);
+        assert_eq!(m.data[0] as i8, 0, "(2, 3) free");
+        assert_eq!(m.data[(2 * 3 + 2) * 5] as i8, 100, "(4, 5) occupied");
+        assert_eq!(m.data[5] as i8, -1, "(3, 3) unknown");
     }
 
     #[test]
@@ -369,7 +299,7 @@ mod tests {
             ranges: vec![1.0, f32::INFINITY, f32::NAN, 2.0, f32::NEG_INFINITY],
         };
         let m = laser_scan(0, "base_link", &scan);
-        assert_eq!(m["end_angle"], 1.0);
-        assert_eq!(m["ranges"], json!([1.0, 0.0, 0.0, 2.0, 0.0]));
+        assert_eq!(m.end_angle, 1.0);
+        assert_eq!(m.ranges, vec![1.0, 0.0, 0.0, 2.0, 0.0]);
     }
 }

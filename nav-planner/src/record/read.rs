@@ -86,7 +86,7 @@ pub fn read_steps(path: &Path) -> Result<Vec<StepRecord>, RecordError> {
 pub fn read_planner_calls(path: &Path) -> Result<Vec<serde_json::Value>, RecordError> {
     let bytes = read_file(path)?;
     let calls = messages_from_bytes(&bytes, &[PLANNER_TOPIC])
-        .and_then(|messages| messages.iter().map(|m| json_object(m, "a planner call")).collect::<Result<Vec<_>, _>>());
+        .and_then(|messages| messages.iter().map(|m| json_object(m, "a model call")).collect::<Result<Vec<_>, _>>());
     calls.map_err(|e| named(path, e))
 }
 

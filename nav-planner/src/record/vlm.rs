@@ -1,7 +1,8 @@
 //! [`RecordingVlm`]: a model wrapper that writes every request and reply
 //! into a recording.
 
-use super::{PlannerCall, Recording};
+use super::{Call, Recording};
+use crate::vlm::calls::RecordedReply;
 use crate::vlm::{BackendInfo, VisionLanguageModel, VlmError, VlmRequest, VlmResponse};
 use async_trait::async_trait;
 use std::sync::Arc;
@@ -30,11 +31,8 @@ impl VisionLanguageModel for RecordingVlm {
         if matches!(result, Err(VlmError::ReplayMiss { .. })) {
             return result;
         }
-        self.recording.planner_call(PlannerCall {
-            request: &kept,
-            reply: result.as_ref(),
-            backend: self.inner.describe(),
-        });
+        let reply = RecordedReply::of(result.as_ref());
+        self.recording.planner_call(Call { request: kept, reply, backend: self.inner.describe() });
         result
     }
 
