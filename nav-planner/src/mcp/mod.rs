@@ -162,7 +162,9 @@ impl McpRobot {
         config.validate()?;
         let lease = MotionLease::new(config.lease_idle_s);
         let tick = Duration::from_secs_f64(config.tick_s);
-        let core = RobotCore::new(robot, clock, config).await?;
+        let mut core = RobotCore::new(robot, clock, config).await?;
+        // a first tick, so the first tool call finds a scan and a pose
+        core.tick().await.map_err(|e| McpError::Robot(e.to_string()))?;
         let shared = Arc::new(Shared {
             core: tokio::sync::Mutex::new(core),
             lease: std::sync::Mutex::new(lease),
