@@ -27,7 +27,8 @@
 //! one says what changed. A motion call restarts the watchdog's count; no
 //! motion call for the watchdog's CONTINUE time (3 s by default) and the
 //! robot is at zero velocity. `stop_robot` stops at once and is open to
-//! every client; motion is one client's at a time ([`lease`]).
+//! every client; motion is one client's at a time (the motion lease: the first client to call a
+//! motion tool drives until it disconnects or makes no motion call for [`McpConfig::lease_idle_s`]).
 //!
 //! Resources: `navkit://memory/exploration` (the exploration memory as the
 //! explore model reads it) and `navkit://memory/navigation-context`.
