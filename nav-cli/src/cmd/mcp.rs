@@ -60,8 +60,8 @@ pub struct McpArgs {
     /// visible to other users of the machine.
     #[arg(long, env = TOKEN_ENV, hide_env_values = true, value_name = "TOKEN")]
     pub token: Option<String>,
-    /// A browser origin allowed besides the loopback ones (repeatable),
-    /// e.g. https://app.example.com.
+    /// A browser origin allowed besides the loopback ones (repeatable):
+    /// scheme, host and optional port, as the browser sends it.
     #[arg(long, value_name = "ORIGIN")]
     pub allow_origin: Vec<String>,
     /// HTTP: requests a second allowed on average across the server (bursts

@@ -27,7 +27,8 @@
 //! one says what changed. A motion call restarts the watchdog's count; no
 //! motion call for the watchdog's CONTINUE time (3 s by default) and the
 //! robot is at zero velocity. `stop_robot` stops at once and is open to
-//! every client; motion is one client's at a time ([`lease`]).
+//! every client; motion is one client's at a time (the motion lease: the first client to call a
+//! motion tool drives until it disconnects or makes no motion call for [`McpConfig::lease_idle_s`]).
 //!
 //! Resources: `navkit://memory/exploration` (the exploration memory as the
 //! explore model reads it) and `navkit://memory/navigation-context`.
@@ -162,7 +163,9 @@ impl McpRobot {
         config.validate()?;
         let lease = MotionLease::new(config.lease_idle_s);
         let tick = Duration::from_secs_f64(config.tick_s);
-        let core = RobotCore::new(robot, clock, config).await?;
+        let mut core = RobotCore::new(robot, clock, config).await?;
+        // a first tick, so the first tool call finds a scan and a pose
+        core.tick().await.map_err(|e| McpError::Robot(e.to_string()))?;
         let shared = Arc::new(Shared {
             core: tokio::sync::Mutex::new(core),
             lease: std::sync::Mutex::new(lease),
