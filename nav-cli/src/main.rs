@@ -82,6 +82,9 @@ enum Command {
     #[command(about = "Serve the simulated robot over rosbridge v2, to try nav rosmaster without a robot")]
     #[cfg(feature = "rosmaster")]
     SimRobot(cmd::sim_robot::SimRobotArgs),
+    #[command(about = "Serve the robot as an MCP server (stdio or HTTP) behind the safety layer")]
+    #[cfg(feature = "mcp")]
+    Mcp(cmd::mcp::McpArgs),
     #[command(about = "ObjectNav episodes in Habitat-sim, MiniWorld or another simulator through the bridge")]
     #[cfg(feature = "habitat")]
     Habitat(cmd::habitat::HabitatArgs),
@@ -126,6 +129,8 @@ fn main() {
         Command::SimRobot(a) => cmd::sim_robot::run(a),
         #[cfg(feature = "habitat")]
         Command::Habitat(a) => cmd::habitat::run(a),
+        #[cfg(feature = "mcp")]
+        Command::Mcp(a) => cmd::mcp::run(a),
     };
     let code = match result {
         Ok(code) => code,

@@ -24,6 +24,11 @@
 //!    low-level policy, the step log, episodes in the built-in simulator,
 //!    evaluation suites and (feature `sim-bridge`) episodes through the
 //!    simulator bridge.
+//! 4. [`replay`] — re-running a recorded run for free and exactly:
+//!    [`replay::ReplayVlm`] answers each request with the reply a recording
+//!    (an MCAP file or a step log) holds for the same request, and names
+//!    the first request that is not there. The request hashes, the recorded
+//!    replies and the journal a step log writes live in [`vlm::calls`].
 //!
 //! ```
 //! use std::time::Duration;
@@ -63,7 +68,8 @@
 //! `dyn VisionLanguageModel`, which native async trait methods do not yet
 //! allow), `tokio` (timers for deadlines, retries and the scripted double;
 //! processes for the Vertex token command), `tracing` (one event per HTTP
-//! attempt, never with credentials), `base64` (images in request bodies).
+//! attempt, never with credentials), `base64` (images in request bodies),
+//! `sha2` (the request hashes a replay matches on, and image digests).
 //! Behind the backend features: `reqwest` with rustls (HTTPS without system
 //! OpenSSL) and `rand` (retry jitter).
 //!
@@ -77,6 +83,13 @@
 //! checks CRCs itself, bounded, rather than trusting the lengths a damaged
 //! file declares).
 //!
+//! Feature `mcp` adds `mcp`: the robot as an MCP server behind the safety
+//! layer (`nav mcp`; docs/MCP.md), with `rmcp` (the official Rust MCP SDK:
+//! the protocol, stdio and the Streamable HTTP transport) and `hyper`,
+//! `hyper-util`, `http-body-util` and `bytes` (the HTTP server in front of
+//! rmcp's transport, where the access token, Origin, size and rate are
+//! checked).
+//!
 //! Feature `sim-bridge` adds `navigator::bridge_run`: ObjectNav episodes in
 //! Habitat, MiniWorld or another simulator behind nav-hal's `BridgeHal`,
 //! judged by the simulator's own SR / SPL (what `nav habitat` runs).
@@ -85,11 +98,14 @@
 // workspace's other crates (Rust 1.85): no let chains, no `is_multiple_of`.
 #![allow(clippy::collapsible_if, clippy::manual_is_multiple_of)]
 
+#[cfg(feature = "mcp")]
+pub mod mcp;
 pub mod navigator;
 pub mod offline;
 pub mod protocol;
 #[cfg(feature = "record")]
 pub mod record;
+pub mod replay;
 pub mod vlm;
 
 pub use vlm::{

@@ -5,8 +5,8 @@
 use super::{ReplayMiss, VlmArgs};
 use crate::config::NavConfig;
 use crate::exit::{Exit, usage};
+use nav_planner::replay::{ReplayBook, ReplayVlm};
 use nav_planner::vlm::VisionLanguageModel;
-use nav_planner::vlm::replay::{ReplayBook, ReplayVlm};
 use serde::Serialize;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -34,7 +34,7 @@ impl ReplaySetup {
             ReplayMiss::Stop => None,
             ReplayMiss::Live => {
                 // the live backend is named by [vlm] or, failing that, by the first recording's provider
-                let any = nav_planner::record::replay::recording_files(dir)
+                let any = nav_planner::replay::recording_files(dir)
                     .map_err(|e| usage(format!("--replay {e}")))?
                     .into_iter()
                     .next()
@@ -62,7 +62,7 @@ impl ReplaySetup {
 }
 
 fn load(path: &Path) -> Result<ReplayBook, Exit> {
-    nav_planner::record::replay::load_file(path).map_err(|e| usage(format!("--replay {e}")))
+    ReplayBook::load_file(path).map_err(|e| usage(format!("--replay {e}")))
 }
 
 /// How one episode's replay went.

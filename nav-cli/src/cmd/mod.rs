@@ -6,6 +6,8 @@ pub mod experiment;
 pub mod grounding;
 #[cfg(feature = "habitat")]
 pub mod habitat;
+#[cfg(feature = "mcp")]
+pub mod mcp;
 pub mod parse;
 pub mod progress;
 pub mod prompt;
@@ -27,7 +29,7 @@ use clap::Args;
 use nav_hal::arena::Arena;
 use nav_planner::protocol::ProtocolKind;
 use nav_planner::record::{DEFAULT_LIVE_ADDR, LiveOptions, RecordError, RecordOptions, RecordStats, Recording};
-use nav_planner::vlm::replay::ReplayVlm;
+use nav_planner::replay::{ReplayBook, ReplayVlm};
 use nav_planner::vlm::{BackendConfig, CostBudget, VisionLanguageModel, build_backend};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -150,7 +152,7 @@ impl VlmArgs {
     /// cannot be replayed.
     pub fn replay_model(&self, config: &NavConfig) -> Result<Option<Arc<ReplayVlm>>, Exit> {
         let Some(path) = self.replay_path()? else { return Ok(None) };
-        let book = nav_planner::record::replay::load_book(path).map_err(|e| usage(format!("--replay {e}")))?;
+        let book = ReplayBook::load(path).map_err(|e| usage(format!("--replay {e}")))?;
         let mut replay = ReplayVlm::new(book);
         if self.replay_miss == ReplayMiss::Live {
             let live = self.live_model(config, &replay)?;

@@ -11,7 +11,7 @@ use nav_planner::navigator::episode::{COST_LIMIT_END, EpisodeSpec, PerceptionCho
 use nav_planner::navigator::{StepLog, read_log};
 use nav_planner::offline::VlmNoise;
 use nav_planner::protocol::ProtocolKind;
-use nav_planner::vlm::replay::ReplayVlm;
+use nav_planner::replay::ReplayVlm;
 use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::sync::Arc;

@@ -127,9 +127,9 @@ pub struct StepRecord {
     pub collided: bool,
     /// The model calls made since the previous record (kind, request hash
     /// and section digests, the reply), written by the episode runner so
-    /// that a step log can be replayed ([`crate::vlm::replay`]).
+    /// that a step log can be replayed ([`crate::replay`]).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub model_calls: Vec<crate::vlm::replay::ModelCall>,
+    pub model_calls: Vec<crate::vlm::calls::ModelCall>,
     /// Run identity and anything else worth keeping (step 0 holds `arena`,
     /// `arena_file`, `protocol`, `planner`, `seed`, `target`).
     #[serde(default, skip_serializing_if = "serde_json::Map::is_empty")]
@@ -191,7 +191,7 @@ pub struct StepLog {
     lines: u64,
     last_step: Option<u64>,
     tap: Option<Tap>,
-    journal: Option<crate::vlm::replay::CallJournal>,
+    journal: Option<crate::vlm::calls::CallJournal>,
 }
 
 impl std::fmt::Debug for StepLog {
@@ -263,7 +263,7 @@ impl StepLog {
     /// ([`StepRecord::model_calls`]), from now until
     /// [`StepLog::detach_journal`]. The episode runner attaches its run's
     /// journal, so a step log of a model-driven run can be replayed.
-    pub fn attach_journal(&mut self, journal: crate::vlm::replay::CallJournal) {
+    pub fn attach_journal(&mut self, journal: crate::vlm::calls::CallJournal) {
         self.journal = Some(journal);
     }
 

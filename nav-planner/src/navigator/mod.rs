@@ -43,7 +43,7 @@ pub mod objectnav_loop;
 pub mod pixel_policy;
 pub mod place_score;
 pub mod policy;
-mod pursuit;
+pub(crate) mod pursuit;
 pub mod voice;
 
 #[doc(inline)]

@@ -30,7 +30,7 @@ const MAX_YAW_RATE: f64 = 0.8;
 
 /// A path follower for one robot. See the module docs.
 #[derive(Debug, Clone)]
-pub(super) struct Pursuit {
+pub(crate) struct Pursuit {
     drive: DriveKind,
     /// Room a gear needs to be chosen, m (the executor's `reject_m`).
     enter_m: f64,
@@ -45,20 +45,20 @@ pub(super) struct Pursuit {
 impl Pursuit {
     /// A follower for a robot with this steering; `guard` supplies the
     /// clearance limits.
-    pub(super) fn new(drive: DriveKind, guard: &ContinuousGuard) -> Self {
+    pub(crate) fn new(drive: DriveKind, guard: &ContinuousGuard) -> Self {
         let cl = &guard.config().clearance;
         Self { drive, enter_m: cl.reject_m.max(cl.stop_m), keep_m: cl.stop_m + 0.05, gear: 1.0, boxed_in: false }
     }
 
     /// True when the last [`Self::follow`] stopped because an Ackermann arc
     /// turn had no room forward or in reverse.
-    pub(super) fn boxed_in(&self) -> bool {
+    pub(crate) fn boxed_in(&self) -> bool {
         self.boxed_in
     }
 
     /// The velocity that follows `path` from `pose` at `speed`; `scan` (the
     /// newest, if any) decides the gear of an Ackermann arc turn.
-    pub(super) fn follow(
+    pub(crate) fn follow(
         &mut self,
         path: &[Point2],
         pose: Pose2,

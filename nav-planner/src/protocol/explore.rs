@@ -212,20 +212,37 @@ impl ExploreSnapshot {
     /// The annotated camera image as JPEG (quality 80), if there is a frame.
     pub fn annotated_jpeg(&self) -> Option<Vec<u8>> {
         let frame = self.image.as_ref()?;
-        let mut f = frame.clone();
-        let depth = self.depth.as_ref().filter(|d| d.width == f.width() && d.height == f.height());
-        annotate(
-            &mut f,
-            &Annotation {
-                depth_m: depth.map(|d| d.depth_m.as_slice()),
-                heading_deg: self.pose.yaw.to_degrees(),
-                sector_labels: false,
-                candidates: &[],
-                hfov_rad: self.hfov_rad,
-            },
-        );
-        encode_jpeg(&fit_within(&f, MAX_IMAGE_SIZE.0, MAX_IMAGE_SIZE.1), 80).ok()
+        annotated_frame_jpeg(frame, self.depth.as_ref(), self.pose.yaw.to_degrees(), self.hfov_rad).ok()
     }
+}
+
+/// A camera frame as the explore model sees it: the seven depth values
+/// (when `depth` matches the frame's size) and the heading arrow drawn on
+/// it, fitted within [`MAX_IMAGE_SIZE`], JPEG quality 80. `heading_deg` is
+/// counter-clockwise from east.
+///
+/// # Errors
+///
+/// The encoder failed.
+pub fn annotated_frame_jpeg(
+    frame: &RgbFrame,
+    depth: Option<&nav_hal::hal::DepthFrame>,
+    heading_deg: f64,
+    hfov_rad: f64,
+) -> Result<Vec<u8>, super::annotate::AnnotateError> {
+    let mut f = frame.clone();
+    let depth = depth.filter(|d| d.width == f.width() && d.height == f.height());
+    annotate(
+        &mut f,
+        &Annotation {
+            depth_m: depth.map(|d| d.depth_m.as_slice()),
+            heading_deg,
+            sector_labels: false,
+            candidates: &[],
+            hfov_rad,
+        },
+    );
+    encode_jpeg(&fit_within(&f, MAX_IMAGE_SIZE.0, MAX_IMAGE_SIZE.1), 80)
 }
 
 /// How explore requests are built.

@@ -72,7 +72,6 @@ mod foxglove;
 mod live;
 pub mod read;
 mod recorder;
-pub mod replay;
 mod vlm;
 
 pub use error::RecordError;
@@ -224,7 +223,7 @@ impl Readings {
 /// One model call as recorded.
 struct Call {
     request: crate::vlm::VlmRequest,
-    reply: crate::vlm::replay::RecordedReply,
+    reply: crate::vlm::calls::RecordedReply,
     backend: crate::vlm::BackendInfo,
 }
 

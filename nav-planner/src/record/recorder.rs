@@ -372,7 +372,7 @@ impl Recorder {
     /// request by sequence number.
     fn planner_call(&mut self, call: Call) {
         use crate::vlm::Part;
-        use crate::vlm::replay::{canonical_request, hash_of};
+        use crate::vlm::calls::{canonical_request, hash_of};
         self.planner_calls += 1;
         let ns = self.out.now_ns;
         let req = &call.request;

@@ -2,7 +2,7 @@
 //! into a recording.
 
 use super::{Call, Recording};
-use crate::vlm::replay::RecordedReply;
+use crate::vlm::calls::RecordedReply;
 use crate::vlm::{BackendInfo, VisionLanguageModel, VlmError, VlmRequest, VlmResponse};
 use async_trait::async_trait;
 use std::sync::Arc;

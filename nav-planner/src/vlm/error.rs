@@ -106,11 +106,11 @@ pub enum VlmError {
         feature: String,
     },
     /// A replayed run asked something its recording does not hold
-    /// ([`super::replay::ReplayVlm`]): the run ends here.
+    /// (`nav_planner::replay::ReplayVlm`): the run ends here.
     #[error("{divergence}")]
     ReplayMiss {
         /// Where and how the run left the recording.
-        divergence: Box<super::replay::Divergence>,
+        divergence: Box<super::calls::Divergence>,
     },
 }
 

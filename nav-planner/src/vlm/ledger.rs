@@ -49,7 +49,7 @@ pub struct ModelLinkFailure {
     /// For [`LinkFault::ReplayMiss`]: where and how the replayed run left
     /// its recording.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub divergence: Option<Box<super::replay::Divergence>>,
+    pub divergence: Option<Box<super::calls::Divergence>>,
 }
 
 impl std::fmt::Display for ModelLinkFailure {

@@ -15,9 +15,8 @@
 //!   OpenAI, OpenRouter, Ollama, vLLM, llama.cpp server), `GeminiBackend`
 //!   (`gemini`: Google AI and Vertex AI), `AnthropicBackend` (`anthropic`).
 //!   [`build_backend`] makes one from a serde [`BackendConfig`].
-//! - [`replay`]: [`replay::ReplayVlm`] answers each request with the reply a
-//!   recording holds for the same request (an exact, free re-run) and
-//!   pinpoints the first request that is not there.
+//! - [`calls`]: model calls as recordings keep them (request hashes,
+//!   replies as values, the journal a step log writes), for replaying a run.
 //! - [`wire`]: the providers' JSON request/response codecs, pure functions
 //!   compiled without any feature (used by the backends, by `nav prompt`, and
 //!   testable offline).
@@ -25,13 +24,13 @@
 //! [`complete`]: VisionLanguageModel::complete
 
 mod budget;
+pub mod calls;
 mod config;
 mod error;
 mod ledger;
 mod metered;
 mod pricing;
 mod redact;
-pub mod replay;
 mod request;
 mod response;
 mod scripted;

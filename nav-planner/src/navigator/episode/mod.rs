@@ -453,11 +453,11 @@ pub enum EpisodeError {
     #[error("{0}")]
     ModelLink(crate::vlm::ModelLinkFailure),
     /// A replayed run asked something its recording does not hold
-    /// ([`crate::vlm::replay`]): the loop ended at its next step. The
+    /// ([`crate::replay`]): the loop ended at its next step. The
     /// divergence names the step, the request kind and the first lines
     /// that differ from the nearest recorded request. `nav` exits 6.
     #[error("{0}")]
-    ReplayDiverged(Box<crate::vlm::replay::Divergence>),
+    ReplayDiverged(Box<crate::vlm::calls::Divergence>),
 }
 
 /// Picks a start pose and (for ObjectNav) a target for `seed`: `0` keeps

@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 
 /// What the control task is doing.
 #[derive(Debug, Clone)]
-pub(super) enum Active {
+pub(crate) enum Active {
     /// Nothing: the robot holds still until the next decision.
     Idle,
     /// A timed velocity.
@@ -24,7 +24,7 @@ pub(super) enum Active {
 
 /// A navigation goal being followed.
 #[derive(Debug, Clone)]
-pub(super) struct GoalRun {
+pub(crate) struct GoalRun {
     goal: Point2,
     deadline_s: f64,
     /// The A* path, replanned every second.
@@ -38,12 +38,12 @@ pub(super) struct GoalRun {
     /// the back-out started.
     backing_from: Option<Point2>,
     /// Who drives to it: the robot's own navigation stack, or this loop.
-    pub(super) handoff: Handoff,
+    pub(crate) handoff: Handoff,
 }
 
 /// Who drives a navigation goal (see the `handoff` module).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Handoff {
+pub(crate) enum Handoff {
     /// Not offered to the robot yet.
     Untried,
     /// The robot's own stack (Nav2) drives; the loop publishes nothing.
@@ -60,7 +60,7 @@ const BACK_OUT_STALL_S: f64 = 2.0;
 impl GoalRun {
     /// A goal at `goal` started from `pose` at `now`; its deadline allows
     /// 15 s plus three times the straight-line time at `speed`.
-    pub(super) fn new(goal: Point2, pose: Pose2, now: f64, speed: f64) -> Self {
+    pub(crate) fn new(goal: Point2, pose: Pose2, now: f64, speed: f64) -> Self {
         let deadline_s = now + 15.0 + 3.0 * pose.position().distance(goal) / speed.max(0.01);
         Self {
             goal,
@@ -75,12 +75,12 @@ impl GoalRun {
     }
 
     /// Where the goal is.
-    pub(super) fn goal(&self) -> Point2 {
+    pub(crate) fn goal(&self) -> Point2 {
         self.goal
     }
 
     /// When the goal times out, loop time.
-    pub(super) fn deadline_s(&self) -> f64 {
+    pub(crate) fn deadline_s(&self) -> f64 {
         self.deadline_s
     }
 }
@@ -128,7 +128,7 @@ impl GoalShortfall {
 
 /// What following the active target gives this tick.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub(super) enum Following {
+pub(crate) enum Following {
     /// Publish this velocity; the target goes on.
     Command(VelocityTarget),
     /// The target is done: stop, and close it.
@@ -138,11 +138,11 @@ pub(super) enum Following {
 /// The path follower with what it needs this tick: the newest scan (for
 /// the gear of an Ackermann turn), the guard (for its clearances) and the
 /// path speed.
-pub(super) struct Steering<'a> {
-    pub(super) pursuit: &'a mut Pursuit,
-    pub(super) scan: Option<&'a LaserScan>,
-    pub(super) guard: &'a ContinuousGuard,
-    pub(super) speed: f64,
+pub(crate) struct Steering<'a> {
+    pub(crate) pursuit: &'a mut Pursuit,
+    pub(crate) scan: Option<&'a LaserScan>,
+    pub(crate) guard: &'a ContinuousGuard,
+    pub(crate) speed: f64,
 }
 
 impl Steering<'_> {
@@ -153,7 +153,7 @@ impl Steering<'_> {
 
     /// A velocity toward `goal` along a fresh A* path (used by the
     /// fallbacks); stop when there is none.
-    pub(super) fn pursue(&mut self, map: &mut LocalMap, pose: Pose2, goal: Point2) -> VelocityTarget {
+    pub(crate) fn pursue(&mut self, map: &mut LocalMap, pose: Pose2, goal: Point2) -> VelocityTarget {
         let costs = map.costmap();
         let r = map.plan(&costs, pose.position(), goal);
         if !r.success {
@@ -165,36 +165,36 @@ impl Steering<'_> {
 }
 
 /// The tick an active target is followed in.
-pub(super) struct FollowTick<'a> {
-    pub(super) map: &'a mut LocalMap,
-    pub(super) pose: Pose2,
-    pub(super) now: f64,
+pub(crate) struct FollowTick<'a> {
+    pub(crate) map: &'a mut LocalMap,
+    pub(crate) pose: Pose2,
+    pub(crate) now: f64,
     /// A navigation goal is reached within this distance, m.
-    pub(super) tolerance_m: f64,
+    pub(crate) tolerance_m: f64,
     /// The action's motion report (shortfalls are recorded there).
-    pub(super) motion: &'a mut MotionReport,
-    pub(super) events: &'a mut Vec<Value>,
+    pub(crate) motion: &'a mut MotionReport,
+    pub(crate) events: &'a mut Vec<Value>,
 }
 
 impl Active {
     /// Nothing in progress.
-    pub(super) fn is_idle(&self) -> bool {
+    pub(crate) fn is_idle(&self) -> bool {
         matches!(self, Active::Idle)
     }
 
     /// True while the robot's own navigation stack drives to the goal.
-    pub(super) fn handed_over(&self) -> bool {
+    pub(crate) fn handed_over(&self) -> bool {
         matches!(self, Active::Goal(g) if g.handoff == Handoff::Robot)
     }
 
     /// True while a boxed-in goal backs out: the planner is not asked
     /// until the back-out ends and hands the goal back.
-    pub(super) fn is_recovering(&self) -> bool {
+    pub(crate) fn is_recovering(&self) -> bool {
         matches!(self, Active::Goal(g) if g.backing_from.is_some())
     }
 
     /// The velocity the target asks for now, or that it is done.
-    pub(super) fn follow(&mut self, tick: &mut FollowTick<'_>, steer: &mut Steering<'_>) -> Following {
+    pub(crate) fn follow(&mut self, tick: &mut FollowTick<'_>, steer: &mut Steering<'_>) -> Following {
         let now = tick.now;
         match self {
             Active::Idle => Following::Command(VelocityTarget::STOP),

@@ -63,7 +63,7 @@
 //!   home, explore, an instruction for the planner);
 //! - `state`: the loop state a decision changes.
 
-mod active;
+pub(crate) mod active;
 mod control;
 mod decision;
 mod handoff;

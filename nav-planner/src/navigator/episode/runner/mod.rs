@@ -52,7 +52,7 @@ use crate::navigator::episode::{
 };
 use crate::navigator::{Observer, RunContext, StepLog};
 use crate::protocol::ProtocolKind;
-use crate::vlm::replay::{CallJournal, JournalVlm};
+use crate::vlm::calls::{CallJournal, JournalVlm};
 use crate::vlm::{CostBudget, LedgerVlm, VisionLanguageModel};
 use nav_core::geometry::Pose2;
 use nav_core::time::Clock;

@@ -1,5 +1,6 @@
 use super::*;
 use crate::navigator::StepRecord;
+use crate::vlm::calls::{CallJournal, JournalVlm, RecordedReply};
 use crate::vlm::{ScriptedVlm, VlmRequest};
 use serde_json::json;
 

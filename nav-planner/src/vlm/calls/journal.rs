@@ -1,10 +1,8 @@
 //! The model calls of a step: [`JournalVlm`] notes each call a run makes
 //! (kind, request hash, section digests, the reply) in a [`CallJournal`],
-//! and the step log writes the calls with the next step record
-//! ([`crate::navigator::StepRecord::model_calls`]), so a step log can be
-//! replayed.
+//! and the step log writes the calls with the next step record (its
+//! `model_calls`), so a step log can be replayed.
 
-use super::book::{RecordedCall, RecordedRequest};
 use super::canonical::{canonical_request, hash_of, section_digests};
 use crate::vlm::{BackendInfo, RequestKind, VisionLanguageModel, VlmError, VlmRequest, VlmResponse};
 use async_trait::async_trait;
@@ -69,20 +67,6 @@ pub struct ModelCall {
     pub sections: Vec<String>,
     /// The reply or the error.
     pub reply: RecordedReply,
-}
-
-impl ModelCall {
-    /// The call as a [`RecordedCall`] (its request known by digests only).
-    pub fn to_recorded(&self) -> RecordedCall {
-        let reply = self.reply.clone().into_result().unwrap_or_else(|m| Err(VlmError::InvalidResponse { message: m }));
-        RecordedCall {
-            backend: BackendInfo::new(self.provider.clone(), self.model.clone()),
-            kind: self.kind.clone(),
-            hash: self.hash.clone(),
-            request: RecordedRequest::Sections(self.sections.clone()),
-            reply,
-        }
-    }
 }
 
 /// The calls made since the last step record (shared by the model wrapper

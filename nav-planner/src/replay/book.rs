@@ -2,9 +2,8 @@
 //! hash, and the readers that fill it from a step log or from recorded
 //! model-call messages.
 
-use super::canonical::{hash_of, request_lines, section_digests};
-use super::journal::{ModelCall, RecordedReply};
 use crate::navigator::StepRecord;
+use crate::vlm::calls::{ModelCall, RecordedReply, hash_of, request_lines, section_digests};
 use crate::vlm::{BackendInfo, VlmError, VlmResponse};
 use serde_json::Value;
 use std::collections::{HashMap, VecDeque};
@@ -14,9 +13,9 @@ use std::path::Path;
 /// MCAP recording) or only the digests of its sections (a step log).
 #[derive(Debug, Clone, PartialEq)]
 pub enum RecordedRequest {
-    /// The canonical request ([`super::canonical_request`]).
+    /// The canonical request ([`crate::vlm::calls::canonical_request`]).
     Full(Value),
-    /// Section digests ([`super::SECTIONS`]).
+    /// Section digests ([`crate::vlm::calls::SECTIONS`]).
     Sections(Vec<String>),
 }
 
@@ -27,7 +26,7 @@ pub struct RecordedCall {
     pub backend: BackendInfo,
     /// The request kind (`planner`, `scene`, …).
     pub kind: String,
-    /// The request hash ([`super::request_hash`]).
+    /// The request hash ([`crate::vlm::calls::request_hash`]).
     pub hash: String,
     /// The request, as far as the recording keeps it.
     pub request: RecordedRequest,
@@ -36,6 +35,18 @@ pub struct RecordedCall {
 }
 
 impl RecordedCall {
+    /// A call a step record carries (its request known by digests only).
+    pub fn from_model_call(call: &ModelCall) -> Self {
+        let reply = call.reply.clone().into_result().unwrap_or_else(|m| Err(VlmError::InvalidResponse { message: m }));
+        Self {
+            backend: BackendInfo::new(call.provider.clone(), call.model.clone()),
+            kind: call.kind.clone(),
+            hash: call.hash.clone(),
+            request: RecordedRequest::Sections(call.sections.clone()),
+            reply,
+        }
+    }
+
     /// The request's lines for a diff (a full request only).
     pub fn lines(&self) -> Option<Vec<String>> {
         match &self.request {
@@ -108,7 +119,7 @@ impl ReplayBook {
 
     /// The calls the step records carry (their `model_calls`).
     pub fn from_step_records(source: impl Into<String>, records: &[StepRecord]) -> Self {
-        let calls = records.iter().flat_map(|r| &r.model_calls).map(ModelCall::to_recorded).collect();
+        let calls = records.iter().flat_map(|r| &r.model_calls).map(RecordedCall::from_model_call).collect();
         Self { source: source.into(), calls }
     }
 

@@ -11,22 +11,25 @@
 //!   replayed run's summary reports the original run's model time and bill
 //!   (and nothing is spent). A recorded error is returned as that error.
 //! - Identical requests are answered in recorded order.
-//! - The first request that is not in the recording is a [`Divergence`]:
+//! - The first request that is not in the recording is a divergence:
 //!   which request kind, which call, and the first lines where it differs
-//!   from the nearest recorded request of that kind. By default the call
+//!   from the nearest recorded request of that kind
+//!   ([`Divergence`]). By default the call
 //!   fails with [`VlmError::ReplayMiss`], which ends the run (the episode
 //!   runner returns [`EpisodeError::ReplayDiverged`]); with
 //!   [`ReplayVlm::with_live`] that request and every later one go to a live
 //!   model instead.
 //!
-//! The calls come from a [`ReplayBook`]: an MCAP recording's model-call
-//! channel ([`ReplayBook::from_call_messages`]) or a step log, whose
+//! The calls come from a [`ReplayBook`] ([`ReplayBook::load`]): an MCAP
+//! recording's model-call channel ([`ReplayBook::from_mcap`], with the
+//! `record` feature) or a step log, whose
 //! records carry each call's hash, section digests and reply
-//! ([`ReplayBook::from_step_log`]; [`JournalVlm`] writes them).
+//! ([`ReplayBook::from_step_log`]; [`JournalVlm`](crate::vlm::calls::JournalVlm) writes them).
 //!
 //! ```
 //! use std::sync::Arc;
-//! use nav_planner::vlm::replay::{CallJournal, JournalVlm, ReplayBook, ReplayVlm};
+//! use nav_planner::replay::{ReplayBook, ReplayVlm};
+//! use nav_planner::vlm::calls::{CallJournal, JournalVlm};
 //! use nav_planner::vlm::{ScriptedVlm, VisionLanguageModel, VlmError, VlmRequest};
 //!
 //! # tokio::runtime::Builder::new_current_thread().enable_all().build()?.block_on(async {
@@ -51,15 +54,14 @@
 //! [`EpisodeError::ReplayDiverged`]: crate::navigator::episode::EpisodeError::ReplayDiverged
 
 mod book;
-mod canonical;
-mod diverge;
-mod journal;
+mod load;
 
 pub use book::{RecordedCall, RecordedRequest, ReplayBook, ReplayError};
-pub use canonical::{SECTIONS, canonical_request, hash_of, request_hash, request_lines, section_digests, sha256_hex};
-pub use diverge::Divergence;
-pub use journal::{CallJournal, JournalVlm, ModelCall, RecordedReply};
+pub use load::recording_files;
 
+use crate::vlm::calls::{
+    Divergence, SECTIONS, canonical_request, common_prefix, line_diff, request_hash, request_lines, section_digests,
+};
 use crate::vlm::{BackendInfo, RequestKind, VisionLanguageModel, VlmError, VlmRequest, VlmResponse};
 use async_trait::async_trait;
 use std::collections::{HashMap, VecDeque};
@@ -163,13 +165,13 @@ impl ReplayVlm {
         };
         // the closest: most leading lines in common (or sections, for a step log); ties go to the earliest
         let score = |c: &RecordedCall| match c.lines() {
-            Some(l) => diverge::common_prefix(&l, &now_lines),
+            Some(l) => common_prefix(&l, &now_lines),
             None => c.sections().iter().zip(&now_sections).filter(|(a, b)| a == b).count(),
         };
         let nearest = same_kind().take(500).max_by_key(|(i, c)| (score(c), std::cmp::Reverse(*i)));
         let diff = match nearest {
             Some((_, c)) => match c.lines() {
-                Some(lines) => diverge::line_diff(&lines, &now_lines),
+                Some(lines) => line_diff(&lines, &now_lines),
                 None => section_diff(&c.sections(), &now_sections, &now_lines),
             },
             None => Vec::new(),
