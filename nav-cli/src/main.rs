@@ -22,10 +22,6 @@
 #![allow(rustdoc::broken_intra_doc_links, rustdoc::invalid_html_tags)]
 // diagnostics go through `exit::diag!` and output through `exit::print`: neither panics on a full or closed stream
 #![deny(clippy::print_stderr, clippy::print_stdout)]
-// This crate needs Rust 1.88 (the `foxglove` crate's minimum); its code keeps the idioms of the
-// workspace's other crates (Rust 1.85): no let chains, no `is_multiple_of`.
-#![allow(clippy::collapsible_if, clippy::manual_is_multiple_of)]
-
 mod cmd;
 mod config;
 mod exit;

@@ -94,10 +94,6 @@
 //! Habitat, MiniWorld or another simulator behind nav-hal's `BridgeHal`,
 //! judged by the simulator's own SR / SPL (what `nav habitat` runs).
 #![deny(missing_docs)]
-// This crate needs Rust 1.88 (the `foxglove` crate's minimum); its code keeps the idioms of the
-// workspace's other crates (Rust 1.85): no let chains, no `is_multiple_of`.
-#![allow(clippy::collapsible_if, clippy::manual_is_multiple_of)]
-
 #[cfg(feature = "mcp")]
 pub mod mcp;
 pub mod navigator;

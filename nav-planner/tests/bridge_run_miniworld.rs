@@ -5,7 +5,6 @@
 //! `python3`); `NAVKIT_REQUIRE_MINIWORLD=1` turns the skip into a failure.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 // nav-planner declares Rust 1.88; its tests keep the workspace's 1.85 idioms (no let chains)
-#![allow(clippy::collapsible_if)]
 
 // the bridge test helpers are nav-hal's, shared by path
 #[path = "../../nav-hal/tests/bridge_support/mod.rs"]

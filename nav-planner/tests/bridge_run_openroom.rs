@@ -3,7 +3,6 @@
 //! ObjectNav stack on depth-derived scans, judged by the simulator.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 // nav-planner declares Rust 1.88; its tests keep the workspace's 1.85 idioms (no let chains)
-#![allow(clippy::collapsible_if)]
 
 // the bridge test helpers are nav-hal's, shared by path
 #[path = "../../nav-hal/tests/bridge_support/mod.rs"]

@@ -7,7 +7,6 @@
 //! deterministic (`nav rosmaster`'s end-to-end tests cover real time).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 // nav-planner declares Rust 1.88; its tests keep the workspace's 1.85 idioms (no let chains)
-#![allow(clippy::collapsible_if)]
 
 use async_trait::async_trait;
 use nav_core::geometry::{Point2, Pose2};

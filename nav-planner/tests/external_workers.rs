@@ -5,7 +5,6 @@
 //! decide.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 // nav-planner declares Rust 1.88; its tests keep the workspace's 1.85 idioms (no let chains)
-#![allow(clippy::collapsible_if)]
 
 #[path = "../../nav-hal/tests/bridge_support/mod.rs"]
 mod bridge_support;

@@ -1,6 +1,6 @@
 use super::*;
 use crate::navigator::StepRecord;
-use crate::vlm::calls::{CallJournal, JournalVlm, RecordedReply};
+use crate::vlm::calls::{CallJournal, JournalVlm, RecordedReply, hash_of};
 use crate::vlm::{ScriptedVlm, VlmRequest};
 use serde_json::json;
 
@@ -111,4 +111,33 @@ async fn the_step_log_line_round_trips_the_calls() {
     assert!(line.contains("\"model_calls\":[{\"kind\":\"planner\""), "{line}");
     let back: StepRecord = serde_json::from_str(&line).unwrap();
     assert_eq!(back, records[0]);
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(64))]
+
+    /// Whatever a recorded model-call message holds, reading it is a book
+    /// or an error naming the call, never a panic; a book answers or
+    /// reports a divergence.
+    #[test]
+    fn any_recorded_message_is_a_call_or_an_error(
+        provider in ".{0,12}", model in ".{0,12}", kind in ".{0,12}", system in ".{0,40}",
+        hash in "[0-9a-f]{0,64}", ok in proptest::bool::ANY, text in ".{0,40}", keep_hash in proptest::bool::ANY,
+    ) {
+        let request = json!({"system": system, "user": [{"type": "text", "text": text}], "turns": []});
+        let hash = if keep_hash { hash_of(&model, &kind, &request) } else { hash };
+        let reply = if ok { json!({"ok": true, "response": {"text": text, "tool_calls": [], "usage": {},
+            "latency_ms": 1.0, "model": model, "finish_reason": null, "refusal": null, "cost_usd": null, "attempts": 1}}) }
+            else { json!({"ok": false, "error": text}) };
+        let msg = json!({"backend": {"provider": provider, "model": model}, "kind": kind,
+                         "request_hash": hash, "request": request, "reply": reply});
+        match ReplayBook::from_call_messages("p.mcap", [msg]) {
+            Ok(book) => {
+                let replay = ReplayVlm::new(book);
+                let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+                let _ = rt.block_on(replay.complete(VlmRequest::new(system).text(text)));
+            }
+            Err(e) => proptest::prop_assert!(e.to_string().contains("model call 1"), "{}", e),
+        }
+    }
 }
