@@ -268,13 +268,7 @@ impl RobotCore {
         let now = self.now();
         self.motion.final_pose = Some(self.pose);
         self.safety.finish(&mut out, &self.motion, now);
-        let summary = if out.feedback.safety_override && !out.feedback.success {
-            format!("safety_override: {}", out.feedback.stopped_reason.clone().unwrap_or_default())
-        } else if out.feedback.success {
-            format!("success, +{:.2}m", out.feedback.actual_distance_m.unwrap_or(0.0))
-        } else {
-            format!("failed: {}", out.feedback.stopped_reason.clone().unwrap_or_default())
-        };
+        let summary = out.feedback.memory_summary();
         let p = self.pose.position();
         self.memory.update_after_action(ActionRecord::new(out.call.name(), &out.call.args_text(), &summary, p));
         if out.feedback.safety_override && !out.feedback.success {

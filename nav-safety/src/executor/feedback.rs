@@ -90,6 +90,18 @@ pub struct MotionReport {
 }
 
 impl Feedback {
+    /// The action's outcome in one line, as the exploration memory keeps it:
+    /// `safety_override: REASON`, `success, +0.50m` or `failed: REASON`.
+    pub fn memory_summary(&self) -> String {
+        if self.safety_override && !self.success {
+            format!("safety_override: {}", self.stopped_reason.clone().unwrap_or_default())
+        } else if self.success {
+            format!("success, +{:.2}m", self.actual_distance_m.unwrap_or(0.0))
+        } else {
+            format!("failed: {}", self.stopped_reason.clone().unwrap_or_default())
+        }
+    }
+
     /// The result of a tool call that was never executed because it is
     /// invalid (an unknown tool, a missing, mistyped or disallowed
     /// argument), in the override-feedback format: not a success,

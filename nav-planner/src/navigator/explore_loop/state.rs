@@ -65,13 +65,7 @@ impl LoopState {
         self.motion.final_pose = Some(pose);
         self.safety.finish(&mut out, &self.motion, now);
         let text = out.result_text();
-        let summary = if out.feedback.safety_override && !out.feedback.success {
-            format!("safety_override: {}", out.feedback.stopped_reason.clone().unwrap_or_default())
-        } else if out.feedback.success {
-            format!("success, +{:.2}m", out.feedback.actual_distance_m.unwrap_or(0.0))
-        } else {
-            format!("failed: {}", out.feedback.stopped_reason.clone().unwrap_or_default())
-        };
+        let summary = out.feedback.memory_summary();
         self.memory.update_after_action(ActionRecord::new(
             out.call.name(),
             &out.call.args_text(),
