@@ -376,6 +376,12 @@ pub struct TriggerConfig {
     /// No trigger within this many seconds of the previous one.
     /// Range: [0, 3600].
     pub cooldown_s: f64,
+    /// A scene trigger (doorway, intersection, dead end) that fired re-arms
+    /// only once its condition has gone away *and* the robot is this far
+    /// from where it fired, m: a condition that flickers as the robot
+    /// drives past one opening calls once, not at every flicker.
+    /// Range: [0, 100].
+    pub rearm_m: f64,
 }
 
 impl Default for TriggerConfig {
@@ -387,14 +393,33 @@ impl Default for TriggerConfig {
             dead_end_m: 1.0,
             moved_m: 1.5,
             cooldown_s: 2.0,
+            rearm_m: 2.0,
         }
     }
+}
+
+/// How decisions are timed ([`ScheduleConfig::mode`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ScheduleMode {
+    /// Event triggers, the base period as a fallback, frame skipping, a
+    /// call at once when the robot has nothing to do, and no base-period
+    /// call while a navigation goal is making progress (up to the backstop).
+    #[default]
+    Adaptive,
+    /// One call every `base_period_s` and nothing else: no triggers, no
+    /// skipping, always with the image; between calls the action in progress
+    /// runs out and the robot then waits for the next tick. The fixed-rate
+    /// loop adaptive scheduling is measured against.
+    Fixed,
 }
 
 /// VLM call scheduling.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct ScheduleConfig {
+    /// `adaptive` (the default) or `fixed` (one call every base period).
+    pub mode: ScheduleMode,
     /// Base period between calls without triggers, s.
     /// Range: (0, 3600], below `max_interval_s`.
     pub base_period_s: f64,
@@ -410,6 +435,11 @@ pub struct ScheduleConfig {
     /// Never skip when this long has passed since the last call, s.
     /// Range: (0, 86400].
     pub max_interval_s: f64,
+    /// While a navigation goal is making progress, base-period calls wait
+    /// this long after the last call instead of `max_interval_s`, s: the
+    /// model's plan is being carried out (scene triggers still call).
+    /// Range: [`max_interval_s`, 86400].
+    pub goal_max_interval_s: f64,
     /// Text-only (no image) above this similarity.
     /// Range: [0, 1].
     pub text_only_similarity: f64,
@@ -430,11 +460,13 @@ pub struct ScheduleConfig {
 impl Default for ScheduleConfig {
     fn default() -> Self {
         Self {
+            mode: ScheduleMode::Adaptive,
             base_period_s: 5.0,
             call_timeout_s: 8.0,
             skip_similarity: 0.92,
             skip_min_obstacle_m: 2.0,
             max_interval_s: 10.0,
+            goal_max_interval_s: 15.0,
             text_only_similarity: 0.95,
             text_only_min_obstacle_m: 3.0,
             stats_window_s: 60.0,
@@ -485,6 +517,7 @@ impl SafetyConfig {
         in_range_above("triggers.dead_end_m", tr.dead_end_m, 0.0, 100.0)?;
         in_range_above("triggers.moved_m", tr.moved_m, 0.0, 1000.0)?;
         in_range("triggers.cooldown_s", tr.cooldown_s, 0.0, 3600.0)?;
+        in_range("triggers.rearm_m", tr.rearm_m, 0.0, 100.0)?;
         Ok(())
     }
 
@@ -560,6 +593,7 @@ impl SafetyConfig {
         in_range("schedule.text_only_min_obstacle_m", sc.text_only_min_obstacle_m, 0.0, 100.0)?;
         below("schedule.base_period_s", sc.base_period_s, "schedule.max_interval_s", sc.max_interval_s)?;
         in_range_above("schedule.max_interval_s", sc.max_interval_s, 0.0, DAY_S)?;
+        in_range("schedule.goal_max_interval_s", sc.goal_max_interval_s, sc.max_interval_s, DAY_S)?;
         in_range_above("schedule.stats_window_s", sc.stats_window_s, 0.0, DAY_S)?;
         in_range("schedule.refusal_cooldown_s", sc.refusal_cooldown_s, 0.0, 3600.0)
     }

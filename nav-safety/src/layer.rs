@@ -67,7 +67,7 @@
 //! ```
 
 use crate::arbiter::{StopArbiter, StopSource};
-use crate::config::SafetyConfig;
+use crate::config::{SafetyConfig, ScheduleMode};
 use crate::error::SafetyError;
 use crate::executor::{ExecutionOutcome, MotionReport, SafetyExecutor, SafetySensors};
 use crate::guard::{ContinuousGuard, GuardedVelocity, Override, OverrideKind, VelocityTarget};
@@ -322,10 +322,14 @@ impl SafetyLayer {
     /// Whether a decision is due at `now_s`: never during the cooldown
     /// after a refusal; otherwise when nothing is in progress (`idle`), an
     /// event trigger fired, after a safety override, or the base period
-    /// has passed since the last call.
+    /// has passed since the last call. The fixed-rate loop ([`ScheduleMode::Fixed`]) is due only when the
+    /// base period has passed.
     pub fn call_due(&self, now_s: f64, idle: bool, triggers: &[TriggerEvent]) -> bool {
         if now_s < self.cooldown_until_s {
             return false;
+        }
+        if self.config().schedule.mode == ScheduleMode::Fixed {
+            return self.base_period_passed(now_s);
         }
         idle || !triggers.is_empty() || self.after_override || self.base_period_passed(now_s)
     }
@@ -339,8 +343,12 @@ impl SafetyLayer {
     /// statistics. With nothing in progress (`idle`) the robot waits for a
     /// decision, so it is always a call ([`CallScheduler::decide_idle`]),
     /// counted like every other; otherwise the scheduler's rules decide
-    /// (frame skipping, text-only calls).
+    /// (frame skipping, text-only calls). The fixed-rate loop
+    /// ([`ScheduleMode::Fixed`]) always calls.
     pub fn schedule(&mut self, idle: bool, input: ScheduleInput<'_>) -> CallDecision {
+        if self.config().schedule.mode == ScheduleMode::Fixed {
+            return self.scheduler.decide_fixed(input.now_s);
+        }
         let input = ScheduleInput { after_override: self.after_override, ..input };
         if idle { self.scheduler.decide_idle(&input) } else { self.scheduler.decide(&input) }
     }

@@ -11,9 +11,11 @@
 //!    last call *or skip*;
 //! 4. right after a safety override or a stuck detection, call (never
 //!    skip);
-//! 5. **skip** only when frame similarity > 0.92 AND nearest obstacle > 2 m
-//!    AND less than 10 s since the last call (the backstop), there being no
-//!    trigger by rule 2;
+//! 5. **skip**, there being no trigger by rule 2, when a navigation goal is
+//!    making progress (the plan stands) and less than 15 s have passed
+//!    since the last call, or when frame similarity > 0.92 AND nearest
+//!    obstacle > 2 m (the scene has not changed) and less than 10 s have
+//!    passed (the backstop);
 //! 6. otherwise call; **text-only** (no image) when similarity > 0.95 AND
 //!    nearest obstacle > 3 m and the call is not triggered or after an
 //!    override.
@@ -24,7 +26,9 @@
 //! ```
 //! use nav_safety::schedule::{CallDecision, CallScheduler, ScheduleInput};
 //! let mut s = CallScheduler::new(Default::default());
-//! let quiet = |now_s| ScheduleInput { now_s, triggers: &[], similarity: Some(0.99), nearest_obstacle_m: 4.0, after_override: false };
+//! let quiet = |now_s| ScheduleInput {
+//!     now_s, triggers: &[], similarity: Some(0.99), nearest_obstacle_m: 4.0, after_override: false, goal_progressing: false,
+//! };
 //! assert!(matches!(s.decide(&quiet(0.0)), CallDecision::Call { .. }));
 //! assert_eq!(s.decide(&quiet(2.0)), CallDecision::Wait);
 //! assert!(matches!(s.decide(&quiet(5.0)), CallDecision::Skip { .. }));
@@ -51,6 +55,10 @@ pub struct ScheduleInput<'a> {
     pub nearest_obstacle_m: f64,
     /// A safety override or stuck detection happened since the last call.
     pub after_override: bool,
+    /// A navigation goal is being carried out and the robot is making
+    /// progress along it: the plan stands, so a base-period call waits for
+    /// the backstop (rule 5).
+    pub goal_progressing: bool,
 }
 
 /// Why a call is made.
@@ -248,8 +256,13 @@ impl CallScheduler {
                 } else {
                     let since = now - last_call;
                     let backstop = since.is_nan() || since >= c.max_interval_s;
+                    let goal_backstop = since.is_nan() || since >= c.goal_max_interval_s;
                     let static_scene = sim.is_some_and(|s| s > c.skip_similarity);
-                    if !backstop && static_scene && nearest > c.skip_min_obstacle_m {
+                    if !goal_backstop && input.goal_progressing {
+                        CallDecision::Skip {
+                            reason: format!("goal in progress, {:.1}s since last call", now - last_call),
+                        }
+                    } else if !backstop && static_scene && nearest > c.skip_min_obstacle_m {
                         CallDecision::Skip {
                             reason: format!(
                                 "scene unchanged (similarity {:.3}), nearest obstacle {nearest:.1}m, {:.1}s since last call",
@@ -281,6 +294,16 @@ impl CallScheduler {
         }
         self.prune(now);
         decision
+    }
+
+    /// Decides for the fixed-rate loop ([`ScheduleMode::Fixed`](crate::config::ScheduleMode::Fixed)),
+    /// asked once the base period has passed since the last call: always a
+    /// call with the image, counted like every other.
+    pub fn decide_fixed(&mut self, now_s: f64) -> CallDecision {
+        let reason = if self.last_call_s.is_none() { CallReason::First } else { CallReason::BasePeriod };
+        self.record_call(now_s, false);
+        self.prune(now_s);
+        CallDecision::Call { text_only: false, reasons: vec![reason] }
     }
 
     /// Decides for a robot with nothing in progress: always a call (with an
@@ -375,7 +398,45 @@ mod tests {
     use proptest::prelude::*;
 
     fn input(now_s: f64, triggers: &[TriggerEvent], sim: Option<f64>, near: f64, ov: bool) -> ScheduleInput<'_> {
-        ScheduleInput { now_s, triggers, similarity: sim, nearest_obstacle_m: near, after_override: ov }
+        ScheduleInput {
+            now_s,
+            triggers,
+            similarity: sim,
+            nearest_obstacle_m: near,
+            after_override: ov,
+            goal_progressing: false,
+        }
+    }
+
+    #[test]
+    fn a_progressing_goal_waits_for_the_goal_backstop_and_triggers_still_call() {
+        let mut s = CallScheduler::new(ScheduleConfig::default());
+        let going =
+            |now_s, triggers| ScheduleInput { goal_progressing: true, ..input(now_s, triggers, None, 1.0, false) };
+        assert!(matches!(s.decide(&going(0.0, &[])), CallDecision::Call { .. }));
+        assert!(matches!(s.decide(&going(5.0, &[])), CallDecision::Skip { .. }));
+        assert!(
+            matches!(s.decide(&going(10.0, &[])), CallDecision::Skip { .. }),
+            "past max_interval_s, not the goal's"
+        );
+        let call = s.decide(&going(15.0, &[]));
+        assert_eq!(call, CallDecision::Call { text_only: false, reasons: vec![CallReason::Backstop] });
+        let door = [TriggerEvent::DeadEnd { front_m: 0.5 }];
+        assert!(matches!(s.decide(&going(16.0, &door)), CallDecision::Call { .. }), "a trigger calls at once");
+        // without a goal, the 10 s backstop
+        let mut s = CallScheduler::new(ScheduleConfig::default());
+        assert!(matches!(s.decide(&input(0.0, &[], None, 1.0, false)), CallDecision::Call { .. }));
+        assert!(matches!(s.decide(&input(5.0, &[], Some(0.99), 4.0, false)), CallDecision::Skip { .. }));
+        assert!(matches!(s.decide(&input(10.0, &[], Some(0.99), 4.0, false)), CallDecision::Call { .. }));
+    }
+
+    #[test]
+    fn the_fixed_rate_loop_always_calls_with_the_image() {
+        let mut s = CallScheduler::new(ScheduleConfig::default());
+        assert_eq!(s.decide_fixed(0.0), CallDecision::Call { text_only: false, reasons: vec![CallReason::First] });
+        assert_eq!(s.decide_fixed(5.0), CallDecision::Call { text_only: false, reasons: vec![CallReason::BasePeriod] });
+        assert_eq!(s.totals().calls, 2);
+        assert_eq!(s.last_call_s(), Some(5.0));
     }
 
     #[test]

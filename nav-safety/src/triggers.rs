@@ -13,10 +13,11 @@
 //!
 //! A cooldown of 2 s follows every firing (all events of one check fire
 //! together). The scene conditions are *edge-triggered*: a condition
-//! fires once when it appears and re-arms when it disappears, so standing
-//! next to a doorway does not call the VLM every 2 s; a condition that
-//! appears during the cooldown fires when the cooldown ends if it still
-//! holds. "Moved" fires once per call and re-arms at [`EventTriggers::mark_call`].
+//! fires once when it appears and re-arms when it has disappeared and the
+//! robot is at least `rearm_m` (2 m) from where it fired, so standing next
+//! to a doorway, or driving past one whose gap flickers in and out of the
+//! scan, does not call the VLM every 2 s; a condition that appears during
+//! the cooldown fires when the cooldown ends if it still holds. "Moved" fires once per call and re-arms at [`EventTriggers::mark_call`].
 //!
 //! ```
 //! use nav_core::geometry::Pose2;
@@ -93,6 +94,9 @@ pub struct EventTriggers {
     config: TriggerConfig,
     lidar: LidarConfig,
     armed: [bool; 3],
+    /// Where each scene trigger last fired, and whether its condition has
+    /// gone away since.
+    fired: [Option<(Point2, bool)>; 3],
     moved_armed: bool,
     last_fired_s: Option<f64>,
     last_call: Option<Point2>,
@@ -102,7 +106,15 @@ impl EventTriggers {
     /// Triggers with these thresholds, all armed, no call recorded yet.
     pub fn new(config: TriggerConfig) -> Self {
         let lidar = LidarConfig { gap_min_width_m: config.doorway_min_width_m, ..LidarConfig::default() };
-        Self { config, lidar, armed: [true; 3], moved_armed: true, last_fired_s: None, last_call: None }
+        Self {
+            config,
+            lidar,
+            armed: [true; 3],
+            fired: [None; 3],
+            moved_armed: true,
+            last_fired_s: None,
+            last_call: None,
+        }
     }
 
     /// The LiDAR configuration used for summaries and gaps (doorway width
@@ -161,9 +173,22 @@ impl EventTriggers {
     pub fn check_summary(&mut self, summary: &LidarSummary, pose: Pose2, now_s: f64) -> Vec<TriggerEvent> {
         let conds = self.conditions(summary);
         let scene = [conds.doorway, conds.intersection, conds.dead_end];
-        for (armed, cond) in self.armed.iter_mut().zip(&scene) {
-            if cond.is_none() {
-                *armed = true;
+        let here = pose.position();
+        for ((armed, fired), cond) in self.armed.iter_mut().zip(self.fired.iter_mut()).zip(&scene) {
+            if let Some((_, cleared)) = fired {
+                *cleared |= cond.is_none();
+            }
+            let far = |at: Point2| {
+                let d = at.distance(here);
+                d.is_nan() || d >= self.config.rearm_m // a NaN pose re-arms
+            };
+            match *fired {
+                None if cond.is_none() => *armed = true,
+                Some((at, true)) if far(at) => {
+                    *armed = true;
+                    *fired = None;
+                }
+                _ => {}
             }
         }
         let moved = self.last_call.and_then(|p| {
@@ -178,9 +203,10 @@ impl EventTriggers {
             return Vec::new();
         }
         let mut events = Vec::new();
-        for (armed, cond) in self.armed.iter_mut().zip(scene) {
+        for ((armed, fired), cond) in self.armed.iter_mut().zip(self.fired.iter_mut()).zip(scene) {
             if let (true, Some(ev)) = (*armed, cond) {
                 *armed = false;
+                *fired = Some((here, false));
                 events.push(ev);
             }
         }
@@ -290,6 +316,26 @@ mod tests {
     }
 
     #[test]
+    fn a_flickering_condition_re_arms_only_once_the_robot_is_rearm_m_away() {
+        let mut t = EventTriggers::new(TriggerConfig { cooldown_s: 0.0, ..TriggerConfig::default() });
+        let (de, room) = (dead_end(), LaserScan::full_circle(720, 0.05, 12.0, 4.0));
+        let at = |x: f64| Pose2::new(x, 0.0, 0.0);
+        let dead_ends = |ev: Vec<TriggerEvent>| ev.iter().filter(|e| e.name() == "dead_end").count();
+        assert_eq!(dead_ends(t.check(&de, at(0.0), 0.0)), 1, "fires when it appears");
+        // driving past: it goes away and comes back within 2 m of where it fired
+        assert_eq!(dead_ends(t.check(&room, at(0.5), 1.0)), 0);
+        assert_eq!(dead_ends(t.check(&de, at(1.0), 2.0)), 0, "no second call for the same place");
+        // 2 m on, gone and back: a new dead end
+        assert_eq!(dead_ends(t.check(&room, at(2.1), 4.0)), 0);
+        assert_eq!(dead_ends(t.check(&de, at(2.2), 5.0)), 1);
+        // rearm_m = 0: the plain edge trigger
+        let mut t = EventTriggers::new(TriggerConfig { cooldown_s: 0.0, rearm_m: 0.0, ..TriggerConfig::default() });
+        assert_eq!(dead_ends(t.check(&de, at(0.0), 0.0)), 1);
+        assert_eq!(dead_ends(t.check(&room, at(0.0), 1.0)), 0);
+        assert_eq!(dead_ends(t.check(&de, at(0.0), 2.0)), 1);
+    }
+
+    #[test]
     fn cooldown_and_edge_triggering() {
         let mut t = EventTriggers::new(TriggerConfig::default());
         let p = Pose2::origin();
@@ -299,12 +345,13 @@ mod tests {
         // Still a dead end: no re-trigger, neither inside nor after the cooldown.
         assert!(t.check(&de, p, 1.0).is_empty());
         assert!(t.check(&de, p, 5.0).is_empty());
-        // The condition clears and comes back inside the cooldown of another event.
+        // The condition clears and comes back, 2.5 m on, inside the cooldown of another event.
         let room = LaserScan::full_circle(720, 0.05, 12.0, 4.0);
-        let ev = t.check(&room, p, 6.0);
+        let q = Pose2::new(2.5, 0.0, 0.0);
+        let ev = t.check(&room, q, 6.0);
         assert_eq!(ev.iter().map(TriggerEvent::name).collect::<Vec<_>>(), ["intersection"]);
-        assert!(t.check(&de, p, 7.0).is_empty(), "cooldown");
-        let ev = t.check(&de, p, 8.0);
+        assert!(t.check(&de, q, 7.0).is_empty(), "cooldown");
+        let ev = t.check(&de, q, 8.0);
         assert_eq!(ev.iter().map(TriggerEvent::name).collect::<Vec<_>>(), ["dead_end"], "fires after the cooldown");
         // Moved: only after a call is marked, once per call.
         t.mark_call(p, 8.0);

@@ -102,6 +102,11 @@ impl Coverage {
         if self.total == 0 { 0.0 } else { self.count as f64 / self.total as f64 }
     }
 
+    /// Area of the free cells seen, m².
+    pub fn seen_area_m2(&self) -> f64 {
+        self.count as f64 * self.cell * self.cell
+    }
+
     /// Number of free cells.
     #[cfg(test)]
     pub fn free_cells(&self) -> usize {

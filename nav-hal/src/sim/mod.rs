@@ -442,6 +442,12 @@ impl SimWorld {
         self.coverage.fraction()
     }
 
+    /// Area of the reachable free floor the sensors have seen, m² (the
+    /// numerator of [`Self::coverage`]).
+    pub fn explored_m2(&self) -> f64 {
+        self.coverage.seen_area_m2()
+    }
+
     /// Distance actually travelled, metres.
     pub fn path_length_m(&self) -> f64 {
         self.path_length_m

@@ -146,6 +146,7 @@ fn the_stats_line_comes_once_a_minute() {
                 similarity: None,
                 nearest_obstacle_m: 5.0,
                 after_override: false,
+                goal_progressing: false,
             };
             if let CallDecision::Call { .. } = layer.schedule(false, input) {
                 layer.call_started(Pose2::origin(), now);
@@ -175,6 +176,7 @@ fn idle_calls_go_through_the_scheduler_and_are_counted() {
         similarity: Some(0.99),
         nearest_obstacle_m: 5.0,
         after_override: false,
+        goal_progressing: false,
     };
     assert!(matches!(layer.schedule(true, quiet(0.0)), CallDecision::Call { .. }));
     layer.call_started(Pose2::origin(), 0.0);
@@ -202,4 +204,27 @@ fn an_operator_hold_is_no_model_failure() {
     assert!(layer.is_waiting(), "the call is still awaited");
     // counted again from the end of the hold
     assert_eq!(layer.tier(65.0).tier, WatchdogTier::StopWait);
+}
+
+#[test]
+fn the_fixed_rate_loop_calls_every_base_period_and_at_no_other_time() {
+    let mut config = SafetyConfig::default();
+    config.schedule.mode = crate::config::ScheduleMode::Fixed;
+    let mut layer = SafetyLayer::new(config, 0.0).unwrap();
+    let input = |now_s| ScheduleInput {
+        now_s,
+        triggers: &[],
+        similarity: Some(0.99),
+        nearest_obstacle_m: 5.0,
+        after_override: false,
+        goal_progressing: true,
+    };
+    assert!(layer.call_due(0.0, true, &[]));
+    assert!(matches!(layer.schedule(true, input(0.0)), CallDecision::Call { text_only: false, .. }));
+    layer.call_started(Pose2::origin(), 0.0);
+    layer.call_finished(1.0, 1.0, true);
+    let door = [crate::triggers::TriggerEvent::DeadEnd { front_m: 0.5 }];
+    assert!(!layer.call_due(2.0, true, &door), "idle and a trigger wait for the period");
+    assert!(layer.call_due(5.0, false, &[]));
+    assert!(matches!(layer.schedule(false, input(5.0)), CallDecision::Call { text_only: false, .. }), "no skipping");
 }

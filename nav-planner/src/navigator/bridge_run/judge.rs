@@ -42,6 +42,7 @@ impl BridgeJudge {
             geodesic_m: extra("geodesic_m"),
             collisions,
             coverage: None,
+            explored_m2: None,
             spl: metrics.map(|m| m.spl),
         }
     }

@@ -254,6 +254,10 @@ pub struct RunSummary {
     pub collisions: u32,
     /// Fraction of free space seen.
     pub coverage: f64,
+    /// Area of free space seen, m² (a judge that measures it; absent
+    /// otherwise).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub explored_m2: Option<f64>,
     /// ABABA events.
     pub ababa: u32,
     /// STUCK events.

@@ -52,6 +52,9 @@ pub(crate) enum Handoff {
     Own,
 }
 
+/// A goal counts as progressing while its last 0.1 m of progress is at most
+/// this old, s.
+const GOAL_PROGRESS_WINDOW_S: f64 = 1.5;
 /// A boxed-in goal backs out this far before handing back, m.
 const BACK_OUT_M: f64 = 0.4;
 /// A back-out that has not moved 0.1 m for this long ends, s.
@@ -185,6 +188,13 @@ impl Active {
     /// True while the robot's own navigation stack drives to the goal.
     pub(crate) fn handed_over(&self) -> bool {
         matches!(self, Active::Goal(g) if g.handoff == Handoff::Robot)
+    }
+
+    /// True while a navigation goal is followed and the robot made progress
+    /// along it (moved 0.1 m) within the last [`GOAL_PROGRESS_WINDOW_S`]: the
+    /// plan stands, so the scheduler lets base-period calls wait.
+    pub(crate) fn goal_progressing(&self, now: f64) -> bool {
+        matches!(self, Active::Goal(g) if g.backing_from.is_none() && now - g.progress_s < GOAL_PROGRESS_WINDOW_S)
     }
 
     /// True while a boxed-in goal backs out: the planner is not asked

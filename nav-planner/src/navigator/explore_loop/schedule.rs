@@ -97,6 +97,7 @@ impl Calls {
             similarity,
             nearest_obstacle_m: nearest,
             after_override: false,
+            goal_progressing: st.active.goal_progressing(now),
         };
         match st.safety.schedule(idle, input) {
             CallDecision::Call { text_only, reasons } => {

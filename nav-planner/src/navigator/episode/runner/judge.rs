@@ -27,6 +27,8 @@ pub struct Verdict {
     pub collisions: Option<u32>,
     /// Fraction of the free space the robot's sensors saw, in `[0, 1]`.
     pub coverage: Option<f64>,
+    /// Area of the free space the robot's sensors saw, m².
+    pub explored_m2: Option<f64>,
     /// The judge's own SPL, for a simulator that computes it (Habitat);
     /// otherwise the runner computes it from the path and the geodesic.
     pub spl: Option<f64>,
@@ -106,6 +108,7 @@ impl SimJudge {
             geodesic_m: if has_goal { w.geodesic_start_to_goal() } else { None },
             collisions: Some(w.collisions()),
             coverage: Some(w.coverage()),
+            explored_m2: Some(w.explored_m2()),
             spl: None,
         }
     }
