@@ -26,13 +26,15 @@
 //! The network monitor's tier feeds the watchdog. While a decision is
 //! awaited: an API that answers slowly (mean latency above
 //! `network.elevated_latency_s`) halves the velocity kept in `CONTINUE`
-//! (continue at 50 % speed); an API that is failing (no
-//! successful call for `network.degraded_after_s` or longer) gets no
-//! coasting at all: the tier is at least `STOP_WAIT` from the start of the
-//! wait. The time thresholds (3 / 10 / 30 s since the last response)
+//! (continue at 50 % speed); an API that is failing (no answer for
+//! `network.degraded_after_s` or longer) gets no coasting at all: the tier
+//! is at least `STOP_WAIT`. The network monitor's silence counts from the
+//! start of the wait for a decision, not from the last answer: time in
+//! which nothing was asked (the scheduler chose not to call, a pause) is no
+//! silence of the model's, so a wait after a quiet stretch starts in
+//! `CONTINUE`. The time thresholds (3 / 10 / 30 s since the wait began)
 //! apply as before; the network only ever raises the tier, and never past
-//! `STOP_WAIT` (a quiet stretch without calls — a pause — must not send
-//! the robot off on its own at the next call).
+//! `STOP_WAIT`.
 //!
 //! ```
 //! use nav_core::geometry::Pose2;
@@ -379,6 +381,9 @@ impl SafetyLayer {
     fn await_decision(&mut self, now_s: f64) {
         if self.waiting_since.is_none() {
             self.watchdog.record_response(now_s);
+            // nothing was asked since the last answer (the scheduler chose not to call): that
+            // time is no silence of the model's, so the network monitor counts from here
+            self.network.excuse_silence(now_s);
             self.waiting_since = Some(now_s);
         }
     }

@@ -103,19 +103,18 @@ fn while_waiting_continue_decays_and_a_slow_network_halves_it() {
 }
 
 #[test]
-fn a_failing_network_ends_coasting_and_the_time_thresholds_still_hold() {
+fn a_wait_counts_from_its_start_and_the_time_thresholds_hold() {
     let mut layer = SafetyLayer::new(SafetyConfig::default(), 0.0).unwrap();
-    // answered at 1 s, then calls that fail
+    // answered at 1 s; nothing asked until 10.5 s (the scheduler's choice): no silence of the model's
     layer.call_started(Pose2::origin(), 0.0);
     layer.call_finished(1.0, 1.0, true);
     assert_eq!(layer.tier(10.5).tier, WatchdogTier::Continue, "not waiting: the silence alone changes nothing");
     layer.call_started(Pose2::origin(), 10.5);
-    // no success for 10 s: no coasting on the last command while the answer is awaited
-    assert_eq!(layer.watchdog().tier(11.0), WatchdogTier::Continue);
-    assert_eq!(layer.tier(11.0).tier, WatchdogTier::StopWait);
+    assert_eq!(layer.tier(11.0).tier, WatchdogTier::Continue, "coasting allowed at the start of the wait");
+    // the call fails after 8 s and is asked again: the wait goes on
     layer.call_finished(18.5, 8.0, false);
     layer.call_started(Pose2::origin(), 18.5);
-    // the time thresholds still hold: LOCAL_NAV 10 s after the wait began
+    // the time thresholds count from the start of the wait: LOCAL_NAV 10 s after it began
     assert_eq!(layer.tier(20.4).tier, WatchdogTier::StopWait);
     assert_eq!(layer.tier(20.5).tier, WatchdogTier::LocalNav);
     layer.call_finished(26.5, 8.0, false);
@@ -125,11 +124,11 @@ fn a_failing_network_ends_coasting_and_the_time_thresholds_still_hold() {
     assert_eq!(layer.tier(41.1).tier, WatchdogTier::Continue);
     layer.call_started(Pose2::origin(), 49.0);
     assert_eq!(layer.tier(49.1).tier, WatchdogTier::Continue, "a success 8 s ago: coasting allowed");
-    // a long quiet stretch (a pause) before a wait: no coasting, but nothing beyond STOP_WAIT
+    // a long quiet stretch (a pause, no call) before a wait: coasting allowed
     let mut fresh = SafetyLayer::new(SafetyConfig::default(), 0.0).unwrap();
     assert_eq!(fresh.tier(40.0).tier, WatchdogTier::Continue);
     fresh.call_started(Pose2::origin(), 40.0);
-    assert_eq!(fresh.tier(40.1).tier, WatchdogTier::StopWait);
+    assert_eq!(fresh.tier(40.1).tier, WatchdogTier::Continue);
 }
 
 #[test]
@@ -227,4 +226,16 @@ fn the_fixed_rate_loop_calls_every_base_period_and_at_no_other_time() {
     assert!(!layer.call_due(2.0, true, &door), "idle and a trigger wait for the period");
     assert!(layer.call_due(5.0, false, &[]));
     assert!(matches!(layer.schedule(false, input(5.0)), CallDecision::Call { text_only: false, .. }), "no skipping");
+}
+
+#[test]
+fn time_without_a_call_is_no_silence_of_the_model() {
+    let mut layer = SafetyLayer::new(SafetyConfig::default(), 0.0).unwrap();
+    layer.call_started(Pose2::origin(), 0.0);
+    layer.call_finished(1.5, 1.5, true);
+    // the scheduler does not call for 15 s (a navigation goal in progress), then asks again
+    layer.call_started(Pose2::origin(), 16.5);
+    assert_eq!(layer.tier(17.0).tier, WatchdogTier::Continue, "the wait has just begun");
+    // an API that then stays silent is still noticed, counted from the start of the wait
+    assert_eq!(layer.tier(30.0).tier, WatchdogTier::LocalNav);
 }
