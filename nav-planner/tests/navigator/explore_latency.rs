@@ -77,7 +77,12 @@ async fn latency_run(latency: Option<f64>, pacing: Pacing, max_time_s: f64) -> L
     let prompt = ExplorePromptConfig { text_only: true, timeout_s: 6.0, ..ExplorePromptConfig::default() };
     let inner = VlmExplorePlanner::new(Arc::clone(&vlm), prompt, SafetyConfig::default());
     let planner = Spy { inner, seen: Arc::clone(&seen) };
-    let config = ExploreLoopConfig { max_time_s, pacing, use_camera: false, ..ExploreLoopConfig::default() };
+    // calls every few seconds even while the answered goal progresses, so these short runs see several
+    let mut safety = SafetyConfig::default();
+    safety.schedule.base_period_s = 2.5;
+    safety.schedule.max_interval_s = 5.0;
+    safety.schedule.goal_max_interval_s = 5.0;
+    let config = ExploreLoopConfig { max_time_s, pacing, use_camera: false, safety, ..ExploreLoopConfig::default() };
     let mut lp = ExploreLoop::new(config, Box::new(planner), ExploreSignals::default()).unwrap();
     let mut log = StepLog::memory();
     let outcome = lp.run(&mut hal, &mut RunContext::new(clock.as_ref(), &mut log)).await.unwrap();
