@@ -93,9 +93,8 @@ pub struct SceneConditions {
 pub struct EventTriggers {
     config: TriggerConfig,
     lidar: LidarConfig,
-    armed: [bool; 3],
     /// Where each scene trigger last fired, and whether its condition has
-    /// gone away since.
+    /// gone away since; `None`: armed.
     fired: [Option<(Point2, bool)>; 3],
     moved_armed: bool,
     last_fired_s: Option<f64>,
@@ -106,15 +105,7 @@ impl EventTriggers {
     /// Triggers with these thresholds, all armed, no call recorded yet.
     pub fn new(config: TriggerConfig) -> Self {
         let lidar = LidarConfig { gap_min_width_m: config.doorway_min_width_m, ..LidarConfig::default() };
-        Self {
-            config,
-            lidar,
-            armed: [true; 3],
-            fired: [None; 3],
-            moved_armed: true,
-            last_fired_s: None,
-            last_call: None,
-        }
+        Self { config, lidar, fired: [None; 3], moved_armed: true, last_fired_s: None, last_call: None }
     }
 
     /// The LiDAR configuration used for summaries and gaps (doorway width
@@ -174,21 +165,13 @@ impl EventTriggers {
         let conds = self.conditions(summary);
         let scene = [conds.doorway, conds.intersection, conds.dead_end];
         let here = pose.position();
-        for ((armed, fired), cond) in self.armed.iter_mut().zip(self.fired.iter_mut()).zip(&scene) {
-            if let Some((_, cleared)) = fired {
+        for (fired, cond) in self.fired.iter_mut().zip(&scene) {
+            if let Some((at, cleared)) = fired {
                 *cleared |= cond.is_none();
-            }
-            let far = |at: Point2| {
                 let d = at.distance(here);
-                d.is_nan() || d >= self.config.rearm_m // a NaN pose re-arms
-            };
-            match *fired {
-                None if cond.is_none() => *armed = true,
-                Some((at, true)) if far(at) => {
-                    *armed = true;
-                    *fired = None;
+                if *cleared && (d.is_nan() || d >= self.config.rearm_m) {
+                    *fired = None; // re-armed (a NaN pose re-arms)
                 }
-                _ => {}
             }
         }
         let moved = self.last_call.and_then(|p| {
@@ -203,9 +186,8 @@ impl EventTriggers {
             return Vec::new();
         }
         let mut events = Vec::new();
-        for ((armed, fired), cond) in self.armed.iter_mut().zip(self.fired.iter_mut()).zip(scene) {
-            if let (true, Some(ev)) = (*armed, cond) {
-                *armed = false;
+        for (fired, cond) in self.fired.iter_mut().zip(scene) {
+            if let (None, Some(ev)) = (&fired, cond) {
                 *fired = Some((here, false));
                 events.push(ev);
             }
