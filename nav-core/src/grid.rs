@@ -589,28 +589,44 @@ impl OccupancyGrid {
     /// obstacle or wall cell centre; `f32::INFINITY` when there is none.
     /// Exact (Felzenszwalb–Huttenlocher), O(cells).
     pub fn clearance_map(&self) -> Vec<f32> {
-        let (w, h) = (self.width, self.height);
+        self.clearance_window(0, 0, self.width, self.height)
+    }
+
+    /// The exact clearance (metres) of the cells in `[x0, x1) × [y0, y1)`
+    /// to the blocking cells inside that window, row by row (`(x1 - x0) ×
+    /// (y1 - y0)` values; `f32::INFINITY` where the window holds none).
+    /// When every blocking cell of the grid lies inside the window, these
+    /// are the grid's clearances there: a cost map only needs the cells
+    /// near obstacles, and a large map the robot has seen little of then
+    /// costs little. The window is clipped to the grid.
+    pub fn clearance_window(&self, x0: usize, y0: usize, x1: usize, y1: usize) -> Vec<f32> {
+        let w = self.width;
+        let (x1, y1) = (x1.min(w), y1.min(self.height));
+        let (ww, wh) = (x1.saturating_sub(x0), y1.saturating_sub(y0));
         const INF: f64 = 1e20;
-        let mut f: Vec<f64> = self.cells.iter().map(|c| if c.state.is_blocking() { 0.0 } else { INF }).collect();
-        let mut buf_f = vec![0.0; w.max(h)];
-        let mut buf_d = vec![0.0; w.max(h)];
-        let mut v = vec![0usize; w.max(h)];
-        let mut z = vec![0.0; w.max(h) + 1];
+        let mut f: Vec<f64> = Vec::with_capacity(ww * wh);
+        for y in y0..y0 + wh {
+            f.extend(
+                self.cells[y * w + x0..y * w + x0 + ww].iter().map(|c| if c.state.is_blocking() { 0.0 } else { INF }),
+            );
+        }
+        let n = ww.max(wh);
+        let (mut buf_f, mut buf_d, mut v, mut z) = (vec![0.0; n], vec![0.0; n], vec![0usize; n], vec![0.0; n + 1]);
         // columns
-        for x in 0..w {
-            for y in 0..h {
-                buf_f[y] = f[y * w + x];
+        for x in 0..ww {
+            for y in 0..wh {
+                buf_f[y] = f[y * ww + x];
             }
-            edt_1d(&buf_f[..h], &mut buf_d[..h], &mut v, &mut z);
-            for y in 0..h {
-                f[y * w + x] = buf_d[y];
+            edt_1d(&buf_f[..wh], &mut buf_d[..wh], &mut v, &mut z);
+            for y in 0..wh {
+                f[y * ww + x] = buf_d[y];
             }
         }
         // rows
-        for y in 0..h {
-            buf_f[..w].copy_from_slice(&f[y * w..(y + 1) * w]);
-            edt_1d(&buf_f[..w], &mut buf_d[..w], &mut v, &mut z);
-            f[y * w..(y + 1) * w].copy_from_slice(&buf_d[..w]);
+        for y in 0..wh {
+            buf_f[..ww].copy_from_slice(&f[y * ww..(y + 1) * ww]);
+            edt_1d(&buf_f[..ww], &mut buf_d[..ww], &mut v, &mut z);
+            f[y * ww..(y + 1) * ww].copy_from_slice(&buf_d[..ww]);
         }
         f.iter().map(|&d2| if d2 >= INF * 0.5 { f32::INFINITY } else { (d2.sqrt() * self.resolution) as f32 }).collect()
     }
@@ -869,6 +885,30 @@ mod tests {
                 }).fold(f64::INFINITY, f64::min);
                 if brute.is_infinite() { prop_assert!(cli.is_infinite()); }
                 else { prop_assert!((*cli as f64 - brute).abs() < 1e-5, "{} vs {}", cli, brute); }
+            }
+        }
+
+        #[test]
+        fn clearance_window_matches_the_map_around_every_obstacle(
+            cells in proptest::collection::vec(proptest::bool::weighted(0.02), 900),
+            margin in 0usize..6,
+        ) {
+            let mut g = grid(30, 30);
+            for (i, b) in cells.iter().enumerate() {
+                if *b { let p = g.pos_of(i); g.set(p, CellState::Obstacle, 1.0); }
+            }
+            let blocked: Vec<usize> = (0..900).filter(|i| cells[*i]).collect();
+            let (x0, y0) = (blocked.iter().map(|i| i % 30).min().unwrap_or(0), blocked.iter().map(|i| i / 30).min().unwrap_or(0));
+            let (x1, y1) = (blocked.iter().map(|i| i % 30 + 1).max().unwrap_or(0), blocked.iter().map(|i| i / 30 + 1).max().unwrap_or(0));
+            let (x0, y0, x1, y1) = (x0.saturating_sub(margin), y0.saturating_sub(margin), x1 + margin, y1 + margin);
+            let full = g.clearance_map();
+            let win = g.clearance_window(x0, y0, x1, y1);
+            let (x1, y1) = (x1.min(30), y1.min(30));
+            prop_assert_eq!(win.len(), (x1 - x0) * (y1 - y0));
+            for y in y0..y1 {
+                for x in x0..x1 {
+                    prop_assert_eq!(win[(y - y0) * (x1 - x0) + x - x0], full[y * 30 + x]);
+                }
             }
         }
     }

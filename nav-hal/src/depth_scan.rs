@@ -194,8 +194,7 @@ impl ScanBuilder {
             return Ok(());
         }
         let f = (w as f64 / 2.0) / (hfov_rad / 2.0).tan();
-        for x in 0..w {
-            let reading = self.column(depth, x, f);
+        for (x, reading) in self.columns(depth, f).into_iter().enumerate() {
             if reading.is_nan() {
                 continue;
             }
@@ -212,11 +211,17 @@ impl ScanBuilder {
         self.scan
     }
 
-    /// The reading of column `x`: a hit distance, `+inf` or NaN.
-    fn column(&self, depth: &DepthFrame, x: usize, f: f64) -> f32 {
+    /// The reading of every column: a hit distance, `+inf` or NaN. One
+    /// pass over the rows in memory order (a column at a time strides
+    /// across the whole image for every pixel).
+    fn columns(&self, depth: &DepthFrame, f: f64) -> Vec<f32> {
         let (w, h) = (depth.width, depth.height);
-        let u = w as f64 / 2.0 - (x as f64 + 0.5);
-        let stretch = (1.0 + (u / f) * (u / f)).sqrt();
+        let stretch: Vec<f64> = (0..w)
+            .map(|x| {
+                let u = w as f64 / 2.0 - (x as f64 + 0.5);
+                (1.0 + (u / f) * (u / f)).sqrt()
+            })
+            .collect();
         let (range_min, range_max) = (f64::from(self.config.range_min_m), f64::from(self.config.range_max_m));
         let rows = match self.config.camera_height_m {
             Some(_) => 0..h,
@@ -226,45 +231,53 @@ impl ScanBuilder {
                 top..top + band
             }
         };
-        let mut nearest = f64::INFINITY;
-        let mut free = false;
+        let mut nearest = vec![f64::INFINITY; w];
+        let mut free = vec![false; w];
         for y in rows {
-            let d = f64::from(depth.depth_m[y * w + x]);
-            if d == f64::INFINITY {
-                free = true; // nothing within the sensor's range along this pixel
-                continue;
-            }
-            if !(d.is_finite() && d > 0.0) {
-                continue;
-            }
-            let r = d * stretch;
-            if let Some(cam_h) = self.config.camera_height_m {
-                let v = h as f64 / 2.0 - (y as f64 + 0.5);
-                let z = cam_h + v * d / f;
-                if z < self.config.min_obstacle_height_m || z > self.config.max_obstacle_height_m {
-                    // floor or ceiling: evidence of free space up to here, not an obstacle
-                    if r >= range_min {
-                        free = true;
-                    }
+            let v = h as f64 / 2.0 - (y as f64 + 0.5);
+            for (x, &depth_m) in depth.depth_m[y * w..(y + 1) * w].iter().enumerate() {
+                let d = f64::from(depth_m);
+                if d == f64::INFINITY {
+                    free[x] = true; // nothing within the sensor's range along this pixel
                     continue;
                 }
+                if !(d.is_finite() && d > 0.0) {
+                    continue;
+                }
+                let r = d * stretch[x];
+                if let Some(cam_h) = self.config.camera_height_m {
+                    let z = cam_h + v * d / f;
+                    if z < self.config.min_obstacle_height_m || z > self.config.max_obstacle_height_m {
+                        // floor or ceiling: evidence of free space up to here, not an obstacle
+                        if r >= range_min {
+                            free[x] = true;
+                        }
+                        continue;
+                    }
+                }
+                if r < range_min {
+                    continue;
+                }
+                if r > range_max {
+                    free[x] = true;
+                    continue;
+                }
+                nearest[x] = nearest[x].min(r);
             }
-            if r < range_min {
-                continue;
-            }
-            if r > range_max {
-                free = true;
-                continue;
-            }
-            nearest = nearest.min(r);
         }
-        if nearest.is_finite() {
-            nearest as f32
-        } else if free {
-            f32::INFINITY
-        } else {
-            f32::NAN
-        }
+        nearest
+            .iter()
+            .zip(&free)
+            .map(|(&n, &free)| {
+                if n.is_finite() {
+                    n as f32
+                } else if free {
+                    f32::INFINITY
+                } else {
+                    f32::NAN
+                }
+            })
+            .collect()
     }
 
     /// Combines `reading` into every beam whose span overlaps `[lo, hi]`

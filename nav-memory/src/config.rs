@@ -102,6 +102,12 @@ pub struct MemoryConfig {
     /// k: consecutive agreeing scene labels that confirm a place switch (3).
     /// Range: 1..=1000.
     pub dwell_k: u32,
+    /// A doorway crossing asks for a scene analysis only once the robot is
+    /// at least this far (straight line, dead reckoning) from where the
+    /// latest analysis ran, metres (1.0): passing back through the door
+    /// just looked through, or a narrow gap right after a look, shows
+    /// nothing new. 0 analyses at every crossing. Range: [0, 1000].
+    pub doorway_min_move_m: f64,
     /// N: Discovered-Context queue size (5).
     /// Range: 1..=1000.
     pub dc_capacity: usize,
@@ -127,6 +133,7 @@ impl Default for MemoryConfig {
             anchor_forward_steps: 2,
             place_update_period: 20,
             dwell_k: 3,
+            doorway_min_move_m: 1.0,
             dc_capacity: 5,
             localization_radius_m: 1.5,
             stuck_window: 10,
@@ -166,6 +173,7 @@ impl MemoryConfig {
         count_in("anchor_forward_steps", self.anchor_forward_steps, 1, 10_000)?;
         count_in("place_update_period", self.place_update_period, 1, 100_000)?;
         count_in("dwell_k", self.dwell_k, 1, 1000)?;
+        nav_core::config::in_range("doorway_min_move_m", self.doorway_min_move_m, 0.0, 1000.0)?;
         count_in("dc_capacity", self.dc_capacity, 1, 1000)?;
         in_range_above("localization_radius_m", self.localization_radius_m, 0.0, 1000.0)?;
         count_in("stuck_window", self.stuck_window, 1, 100_000)?;

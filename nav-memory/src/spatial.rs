@@ -9,7 +9,7 @@ use crate::graph::{Anchor, AnchorGraph, AnchorId, AnchorReason, Place, PlaceId};
 use crate::hint::{AvoidHint, Pattern};
 use crate::text::{clip_chars, normalize_label, normalize_scene_type};
 use nav_core::action::{Action, DeadReckoning};
-use nav_core::geometry::{Pose2, angle_diff_abs};
+use nav_core::geometry::{Point2, Pose2, angle_diff_abs};
 use nav_core::metrics::{is_ababa, is_stuck};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeSet, VecDeque};
@@ -33,7 +33,8 @@ pub struct LocalizationHint {
 
 /// The pending place switch: a label that differs from the current place,
 /// first seen at step `since` and seen by every analysis after it (`count`
-/// of them), with what was observed meanwhile.
+/// of them), with what was observed meanwhile; `blind_looks` counts the
+/// confirming looks that came back without a label.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct Dwell {
@@ -43,7 +44,14 @@ struct Dwell {
     since: u64,
     objects: BTreeSet<String>,
     description: Option<String>,
+    #[serde(default)]
+    blind_looks: u32,
 }
+
+/// Confirming looks at a pending switch that may come back without a
+/// label before the memory stops asking for one: the candidate then stays
+/// pending and the next periodic or doorway analysis settles it.
+const MAX_BLIND_CONFIRMS: u32 = 1;
 
 /// The Place–Anchor memory of one episode. Owns the dead reckoning, the
 /// anchor graph, the places, the dwell filter, the DC queue and the pattern
@@ -82,6 +90,9 @@ pub struct SpatialMemory {
     /// The step of the latest scene analysis.
     #[serde(default)]
     last_scene_step: Option<u64>,
+    /// Where the latest scene analysis ran (dead reckoning).
+    #[serde(default)]
+    last_scene_at: Option<Point2>,
     /// Where the planner sent the robot, newest last (bounded).
     #[serde(default)]
     tried: VecDeque<crate::tried::TriedHeading>,
@@ -120,6 +131,7 @@ impl SpatialMemory {
             dc: DcQueue::new(config.dc_capacity),
             counters: MemoryCounters::default(),
             last_scene_step: None,
+            last_scene_at: None,
             tried: VecDeque::new(),
             config,
         })
@@ -148,18 +160,28 @@ impl SpatialMemory {
     /// 2. [`SceneTrigger::Confirm`]: a different place type is pending and
     ///    has held for `dwell_k` steps counting its first sighting — one
     ///    more look confirms the switch or drops it (the dwell filter,
-    ///    counted in steps);
-    /// 3. [`SceneTrigger::Doorway`]: a likely room change;
+    ///    counted in steps). A look that names nothing (a bare wall) is
+    ///    retried once, `dwell_k − 1` steps later; after that the switch stays
+    ///    pending for the next periodic or doorway analysis instead of
+    ///    costing an analysis every step;
+    /// 3. [`SceneTrigger::Doorway`]: a likely room change, once the robot
+    ///    is `doorway_min_move_m` from where the latest analysis ran;
     /// 4. [`SceneTrigger::Periodic`]: `place_update_period` steps since the
     ///    latest analysis (the regular cadence, restarted by every analysis;
     ///    a quarter of it while no label has named the start place yet).
     pub fn scene_trigger(&self, doorway: bool) -> Option<SceneTrigger> {
         let step = self.steps + 1;
         let Some(last) = self.last_scene_step else { return Some(SceneTrigger::First) };
-        if self.dwell.candidate.is_some() && step + 1 >= self.dwell.since + u64::from(self.config.dwell_k) {
+        let k = u64::from(self.config.dwell_k);
+        if self.dwell.candidate.is_some()
+            && self.dwell.blind_looks <= MAX_BLIND_CONFIRMS
+            && step + 1 >= (self.dwell.since + k).max(last + k)
+        {
             return Some(SceneTrigger::Confirm);
         }
-        if doorway {
+        let moved =
+            self.last_scene_at.is_none_or(|at| at.distance(self.pose().position()) >= self.config.doorway_min_move_m);
+        if doorway && moved {
             return Some(SceneTrigger::Doorway);
         }
         // until a label names the start place, look again four times as often
@@ -274,6 +296,7 @@ impl SpatialMemory {
             Some(obs) => {
                 self.counters.scene_analyses += 1;
                 self.last_scene_step = Some(self.steps);
+                self.last_scene_at = Some(self.pose().position());
                 let label = obs.place_type.clone();
                 let confirmed = self.observe_scene(obs, &mut events);
                 events.push(MemoryEvent::SceneAnalyzed {
@@ -322,7 +345,10 @@ impl SpatialMemory {
 
         if label.is_empty() || label == Place::UNKNOWN {
             // No usable label ("", "?!", "Unknown."): keep what was seen, in
-            // the current place, without touching the dwell filter.
+            // the current place; a pending switch stays pending.
+            if self.dwell.candidate.is_some() {
+                self.dwell.blind_looks += 1;
+            }
             self.merge_into_current(&objects, description);
             return false;
         }

@@ -229,7 +229,12 @@ fn scene_analysis_is_logged_with_its_trigger() {
         confirmed: false,
     }));
     // nothing due until the period has passed since the latest analysis, unless a doorway was crossed
+    // 1 m (doorway_min_move_m) or more from where the latest analysis ran
     assert_eq!(m.scene_trigger(false), None);
+    assert_eq!(m.scene_trigger(true), None, "a doorway right where the robot just looked shows nothing new");
+    for _ in 0..4 {
+        step(&mut m, F);
+    }
     assert_eq!(m.scene_trigger(true), Some(SceneTrigger::Doorway));
     let ev =
         m.observe_step(F, Some(SceneObservation::new("hallway")), StepFlags { doorway: true, ..StepFlags::default() });
@@ -250,6 +255,39 @@ fn scene_analysis_is_logged_with_its_trigger() {
     step(&mut m, F);
     assert_eq!(m.scene_trigger(false), Some(SceneTrigger::Periodic));
     assert_eq!(m.counters().scene_analyses, 3);
+}
+
+#[test]
+fn a_confirming_look_that_names_nothing_is_retried_once_then_left_to_the_cadence() {
+    let mut m = memory();
+    see(&mut m, F, "kitchen");
+    see(&mut m, F, "bedroom");
+    step(&mut m, F);
+    assert_eq!(m.scene_trigger(false), Some(SceneTrigger::Confirm));
+    // a bare wall: no label; the switch stays pending and the next look comes k - 1 = 2 steps later
+    see(&mut m, F, "");
+    assert_eq!(m.pending_switch().map(|p| p.0), Some("bedroom"));
+    assert_eq!(m.scene_trigger(false), None, "no analysis every step while the view names nothing");
+    step(&mut m, F);
+    assert_eq!(m.scene_trigger(false), Some(SceneTrigger::Confirm), "one retry");
+    see(&mut m, F, "");
+    for _ in 0..10 {
+        assert_eq!(m.scene_trigger(false), None, "after the retry only the cadence looks");
+        step(&mut m, F);
+    }
+    assert_eq!(m.pending_switch().map(|p| p.0), Some("bedroom"));
+    // the next look that names the pending type confirms it at once: it has held all along
+    let ev = see(&mut m, F, "bedroom");
+    assert!(ev.iter().any(|e| matches!(e, MemoryEvent::PlaceCreated { .. })), "{ev:?}");
+}
+
+#[test]
+fn doorway_min_move_zero_analyses_at_every_crossing() {
+    let mut m = SpatialMemory::new(MemoryConfig { doorway_min_move_m: 0.0, ..MemoryConfig::default() }).unwrap();
+    see(&mut m, F, "kitchen");
+    assert_eq!(m.scene_trigger(true), Some(SceneTrigger::Doorway));
+    let bad = MemoryConfig { doorway_min_move_m: f64::NAN, ..MemoryConfig::default() };
+    assert!(SpatialMemory::new(bad).unwrap_err().to_string().contains("doorway_min_move_m"));
 }
 
 /// Runs a place switch to `label` with k = 3 observations.

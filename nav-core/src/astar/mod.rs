@@ -103,34 +103,54 @@ impl CostMap {
     pub fn from_grid(grid: &OccupancyGrid, cfg: &CostMapConfig) -> Self {
         let (w, h) = (grid.width(), grid.height());
         let res = grid.resolution();
-        let blocked_by_map: Vec<bool> = grid.cells().iter().map(|c| c.state.is_blocking()).collect();
-        let mut costs: Vec<f32> = grid
-            .cells()
-            .iter()
-            .map(|c| match c.state {
+        let unknown = cfg.unknown_cost.max(f32::MIN_POSITIVE);
+        let mut blocked_by_map = Vec::with_capacity(w * h);
+        let mut costs = Vec::with_capacity(w * h);
+        // the box around the blocking cells: only cells near an obstacle change cost
+        let (mut x0, mut y0, mut x1, mut y1) = (w, h, 0, 0);
+        for (i, c) in grid.cells().iter().enumerate() {
+            let blocked = c.state.is_blocking();
+            if blocked {
+                let (x, y) = (i % w, i / w);
+                (x0, y0, x1, y1) = (x0.min(x), y0.min(y), x1.max(x + 1), y1.max(y + 1));
+            }
+            blocked_by_map.push(blocked);
+            costs.push(match c.state {
                 CellState::Obstacle | CellState::Wall => f32::INFINITY,
-                CellState::Unknown => cfg.unknown_cost.max(f32::MIN_POSITIVE),
+                CellState::Unknown => unknown,
                 CellState::Free | CellState::Explored => 1.0,
-            })
-            .collect();
+            });
+        }
         let need_dt = cfg.inflation_cells > 0 || cfg.robot_radius_m > 0.0;
-        if need_dt && blocked_by_map.iter().any(|b| *b) {
-            let clearance = grid.clearance_map();
+        if need_dt && x0 < x1 {
             let infl = i64::from(cfg.inflation_cells);
-            for i in 0..w * h {
-                if blocked_by_map[i] {
-                    continue;
-                }
-                let d_m = f64::from(clearance[i]);
-                if cfg.robot_radius_m > 0.0 && d_m < cfg.robot_radius_m {
-                    costs[i] = f32::INFINITY;
-                    continue;
-                }
-                if infl > 0 {
-                    let d_cells = d_m / res;
-                    // Chebyshev neighbourhood: any obstacle within `infl` cells on both axes.
-                    if d_cells <= infl as f64 * SQRT_2 + 1e-3 && chebyshev_near(&blocked_by_map, w, h, i, infl) {
-                        costs[i] = costs[i].max(cfg.inflated_cost(d_cells));
+            // the farthest an obstacle reaches: the robot's radius or the inflation
+            let reach_cells = (cfg.robot_radius_m / res).max(infl as f64 * SQRT_2 + 1e-3);
+            let margin = if reach_cells.is_finite() { reach_cells.ceil() as usize + 1 } else { w.max(h) };
+            let (x0, y0) = (x0.saturating_sub(margin), y0.saturating_sub(margin));
+            let (x1, y1) = ((x1 + margin).min(w), (y1 + margin).min(h));
+            let clearance = grid.clearance_window(x0, y0, x1, y1);
+            let boxes = BoxCounts::new(&blocked_by_map, w, (x0, y0, x1, y1));
+            for y in y0..y1 {
+                for x in x0..x1 {
+                    let i = y * w + x;
+                    if blocked_by_map[i] {
+                        continue;
+                    }
+                    let d_m = f64::from(clearance[(y - y0) * (x1 - x0) + (x - x0)]);
+                    if cfg.robot_radius_m > 0.0 && d_m < cfg.robot_radius_m {
+                        costs[i] = f32::INFINITY;
+                        continue;
+                    }
+                    if infl > 0 {
+                        let d_cells = d_m / res;
+                        // Chebyshev neighbourhood: any obstacle within `infl` cells on both axes (an
+                        // obstacle within `infl` cells straight-line is one; only the corners need a look)
+                        let near = d_cells <= infl as f64
+                            || (d_cells <= infl as f64 * SQRT_2 + 1e-3 && boxes.any_within(x, y, infl as usize));
+                        if near {
+                            costs[i] = costs[i].max(cfg.inflated_cost(d_cells));
+                        }
                     }
                 }
             }
@@ -248,17 +268,39 @@ impl CostMap {
     }
 }
 
-fn chebyshev_near(blocked: &[bool], w: usize, h: usize, i: usize, r: i64) -> bool {
-    let (x, y) = ((i % w) as i64, (i / w) as i64);
-    for dy in -r..=r {
-        for dx in -r..=r {
-            let (nx, ny) = (x + dx, y + dy);
-            if nx >= 0 && ny >= 0 && (nx as usize) < w && (ny as usize) < h && blocked[ny as usize * w + nx as usize] {
-                return true;
+/// Blocking cells counted over a window of the grid (a summed-area
+/// table): whether any lies in a square around a cell is four lookups.
+struct BoxCounts {
+    sums: Vec<u32>,
+    x0: usize,
+    y0: usize,
+    ww: usize,
+    wh: usize,
+}
+
+impl BoxCounts {
+    /// The table of `blocked` (row-major, `w` wide) over `[x0, x1) × [y0, y1)`.
+    fn new(blocked: &[bool], w: usize, (x0, y0, x1, y1): (usize, usize, usize, usize)) -> Self {
+        let (ww, wh) = (x1 - x0, y1 - y0);
+        let mut sums = vec![0u32; (ww + 1) * (wh + 1)];
+        for y in 0..wh {
+            let mut row = 0u32;
+            for x in 0..ww {
+                row += u32::from(blocked[(y + y0) * w + x + x0]);
+                sums[(y + 1) * (ww + 1) + x + 1] = sums[y * (ww + 1) + x + 1] + row;
             }
         }
+        Self { sums, x0, y0, ww, wh }
     }
-    false
+
+    /// Whether a counted cell lies within `r` cells of grid cell `(x, y)`
+    /// on both axes (the Chebyshev neighbourhood), clipped to the window.
+    fn any_within(&self, x: usize, y: usize, r: usize) -> bool {
+        let (lx, ly) = ((x - self.x0).saturating_sub(r), (y - self.y0).saturating_sub(r));
+        let (hx, hy) = ((x - self.x0 + r + 1).min(self.ww), (y - self.y0 + r + 1).min(self.wh));
+        let at = |x: usize, y: usize| self.sums[y * (self.ww + 1) + x];
+        at(hx, hy) + at(lx, ly) > at(lx, hy) + at(hx, ly)
+    }
 }
 
 /// Octile distance between two cells (the search heuristic).

@@ -287,3 +287,57 @@ proptest! {
         }
     }
 }
+
+/// The cost rule of [`CostMap::from_grid`] cell by cell, by brute force
+/// over every blocking cell: the reference its windowed, table-driven
+/// version must equal.
+fn brute_force_costs(g: &OccupancyGrid, cfg: &CostMapConfig) -> Vec<f32> {
+    let (w, h) = (g.width(), g.height());
+    let blocked: Vec<usize> = (0..w * h).filter(|i| g.cells()[*i].state.is_blocking()).collect();
+    (0..w * h)
+        .map(|i| {
+            let base = match g.cells()[i].state {
+                CellState::Obstacle | CellState::Wall => return f32::INFINITY,
+                CellState::Unknown => cfg.unknown_cost.max(f32::MIN_POSITIVE),
+                CellState::Free | CellState::Explored => 1.0,
+            };
+            let (x, y) = ((i % w) as i64, (i / w) as i64);
+            let d2 = blocked.iter().map(|j| ((*j % w) as i64 - x).pow(2) + ((*j / w) as i64 - y).pow(2)).min();
+            let Some(d2) = d2 else { return base };
+            let d_m = f64::from(((d2 as f64).sqrt() * g.resolution()) as f32);
+            if cfg.robot_radius_m > 0.0 && d_m < cfg.robot_radius_m {
+                return f32::INFINITY;
+            }
+            let r = i64::from(cfg.inflation_cells);
+            let cheb = blocked.iter().any(|j| ((*j % w) as i64 - x).abs() <= r && ((*j / w) as i64 - y).abs() <= r);
+            if r > 0 && cheb { base.max(cfg.inflated_cost(d_m / g.resolution())) } else { base }
+        })
+        .collect()
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(200))]
+    #[test]
+    fn cost_map_equals_the_brute_force_rule(
+        w in 1usize..=60, h in 1usize..=60,
+        cells in proptest::collection::vec(0u8..40, 3600),
+        inflation in 0u32..8, radius in 0.0f64..0.6, unknown_cost in 1.0f32..60.0,
+    ) {
+        let mut g = open_grid(w, h);
+        for (i, cell) in cells.iter().enumerate().take(w * h) {
+            let p = g.pos_of(i);
+            match cell {
+                0 => g.set(p, CellState::Obstacle, 1.0),
+                1 => g.set(p, CellState::Wall, 1.0),
+                2..=15 => g.set(p, CellState::Unknown, 0.0),
+                _ => {}
+            }
+        }
+        let cfg = CostMapConfig { unknown_cost, robot_radius_m: radius, inflation_cells: inflation, near_obstacle_multiplier: 4.0 };
+        let m = CostMap::from_grid(&g, &cfg);
+        let want = brute_force_costs(&g, &cfg);
+        for (i, c) in want.iter().enumerate() {
+            prop_assert_eq!(m.cost(g.pos_of(i)), *c, "cell {}", i);
+        }
+    }
+}

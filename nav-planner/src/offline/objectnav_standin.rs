@@ -117,6 +117,11 @@ pub struct Eyes {
     /// robot's width, metres; index `k` is `k · 30°` (CCW from the front).
     /// Empty when the panorama has no depth.
     pub free_m: Vec<f64>,
+    /// The bearing within ±12° of each direction that looks free the
+    /// farthest, degrees CCW from the front (a door seen a little off the
+    /// 30° direction: a model points at the opening it sees). Empty: the
+    /// directions themselves.
+    pub aim_deg: Vec<f64>,
 }
 
 impl Eyes {
@@ -129,7 +134,7 @@ impl Eyes {
     pub fn of(panorama: Option<&Panorama>, camera_height_m: Option<f64>) -> Self {
         let Some(p) = panorama else { return Self::default() };
         let objects = panorama_objects(p);
-        let mut free_m = visual_scan(p, camera_height_m).map(|s| free_by_direction(&s)).unwrap_or_default();
+        let (mut free_m, aim_deg) = visual_scan(p, camera_height_m).map(|s| free_by_direction(&s)).unwrap_or_default();
         // furniture in a direction blocks it at its distance (low objects sit below the rows
         // around the optical centre that the scan reads)
         for (k, free) in free_m.iter_mut().enumerate() {
@@ -138,11 +143,16 @@ impl Eyes {
                 *free = free.min((d.distance_m - 0.1).max(0.0));
             }
         }
-        Self { objects, free_m }
+        Self { objects, free_m, aim_deg }
     }
 
     fn free(&self, k: usize) -> f64 {
         self.free_m.get(k).copied().unwrap_or(0.0)
+    }
+
+    /// The bearing to head for in direction `k`, degrees.
+    fn aim(&self, k: usize) -> f64 {
+        self.aim_deg.get(k).copied().unwrap_or_else(|| normalize_angle((k as f64 * 30.0).to_radians()).to_degrees())
     }
 }
 
@@ -160,13 +170,24 @@ fn visual_scan(p: &Panorama, camera_height_m: Option<f64>) -> Option<LaserScan> 
     any.then(|| b.finish())
 }
 
-fn free_by_direction(scan: &LaserScan) -> Vec<f64> {
+/// How far each 30° direction looks free and the bearing that shows it:
+/// the best of the bearings within ±12° of the direction (a door seen a
+/// little off it still shows the way on, as a model sees the opening in the
+/// picture), the direction itself on a tie.
+fn free_by_direction(scan: &LaserScan) -> (Vec<f64>, Vec<f64>) {
     (0..12)
         .map(|k| {
-            let a = normalize_angle(f64::from(k) * 30f64.to_radians());
-            f64::from(corridor_clearance_dir(scan, a, Eyes::HALF_WIDTH_M)).min(10.0)
+            let mut best = (f64::NEG_INFINITY, 0.0);
+            for off in [0.0, -6.0, 6.0, -12.0, 12.0] {
+                let deg = normalize_angle((f64::from(k) * 30.0 + off).to_radians()).to_degrees();
+                let free = f64::from(corridor_clearance_dir(scan, deg.to_radians(), Eyes::HALF_WIDTH_M)).min(10.0);
+                if free > best.0 + 0.05 {
+                    best = (free, deg);
+                }
+            }
+            best
         })
-        .collect()
+        .unzip()
 }
 
 /// The parts of the Navigation Context text the stand-in reads.
@@ -332,7 +353,7 @@ impl OfflineObjectNavPlanner {
         }
         match self.best_direction(target, &seen, eyes, &ctx) {
             Some((k, related)) => {
-                let angle = normalize_angle(f64::from(k) * 30f64.to_radians()).to_degrees();
+                let angle = eyes.aim(k as usize);
                 let (scene, why) = match related {
                     Some(l) => (room.clone(), format!("toward the {l}, where a {target} is likely")),
                     None if ctx.memory => {
@@ -344,7 +365,7 @@ impl OfflineObjectNavPlanner {
             }
             None => {
                 let k = (0..12).max_by(|a, b| eyes.free(*a).total_cmp(&eyes.free(*b))).unwrap_or(6);
-                let angle = normalize_angle(f64::from(k as u32) * 30f64.to_radians()).to_degrees();
+                let angle = eyes.aim(k);
                 Self::decision(false, angle, "corridor", "nothing looks open; turning to the most open side".into())
             }
         }
@@ -462,7 +483,7 @@ mod tests {
         let mut free = vec![0.3; 12];
         free[0] = 5.0;
         free[6] = 5.0;
-        let eyes = Eyes { objects: Vec::new(), free_m: free };
+        let eyes = Eyes { objects: Vec::new(), free_m: free, aim_deg: Vec::new() };
         let fresh = "TARGET: bed\n\nNAVIGATION CONTEXT: (memory off)\n";
         let d = ObjectNavDecision::parse(&s.answer(fresh, &eyes)).expect("valid");
         assert_eq!(d.angle, 0.0, "straight ahead when nothing is known");

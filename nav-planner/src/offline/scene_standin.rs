@@ -9,7 +9,7 @@ use crate::protocol::scene::{SceneAnalyzer, SceneInput};
 use async_trait::async_trait;
 use nav_core::lidar::{ArcStat, arc_distance};
 use nav_memory::SceneObservation;
-use std::f64::consts::{FRAC_PI_2, PI};
+use std::f64::consts::FRAC_PI_2;
 
 /// Classifies scenes without a model: a corridor when the LiDAR sees walls
 /// close on both sides and open space ahead or behind; otherwise the room
@@ -38,8 +38,7 @@ impl OfflineSceneAnalyzer {
         if let Some(scan) = input.scan {
             // a corridor: narrow across, long along, whichever way the robot faces, and no
             // furniture right here (rooms seen through its doors do not count)
-            let (width, length, parallel) = corridor_shape(scan);
-            if width < 1.8 && length > 3.5 && parallel && seen.iter().all(|(_, r)| *r > 2.0) {
+            if is_corridor(scan) && seen.iter().all(|(_, r)| *r > 2.0) {
                 return Some(
                     SceneObservation::new("corridor").with_description("narrow passage with walls on both sides"),
                 );
@@ -60,26 +59,71 @@ impl OfflineSceneAnalyzer {
     }
 }
 
-/// The narrowest width across the robot's position (the median ranges of
-/// two opposite 10° arcs, added, over every 10° direction), the length at
-/// right angles to it, metres, and whether the walls run parallel (the
-/// widths 20° either side are what two parallel walls give, not a piece of
-/// furniture on one side).
-fn corridor_shape(scan: &nav_core::lidar::LaserScan) -> (f64, f64, bool) {
+/// Whether the robot stands in a corridor by its scan: for some axis
+/// (every 5°), walls run along both sides — at least [`WALL_COVER`] of the
+/// stretch [`WALL_SPAN_M`] either side of the robot holds scan points on
+/// each side's wall line (two walls with doors in them, not a door's two
+/// jambs or a piece of furniture beside the robot) — at most
+/// [`CORRIDOR_MAX_WIDTH_M`] apart, and the way along the axis is open for
+/// more than [`CORRIDOR_MIN_LENGTH_M`] (the median ranges of 10° arcs both
+/// ways, added).
+fn is_corridor(scan: &nav_core::lidar::LaserScan) -> bool {
     let arc = |c: f64| f64::from(arc_distance(scan, c, 5f64.to_radians(), ArcStat::Percentile(0.5))).min(12.0);
-    let chord = |c: f64| arc(c) + arc(c + PI);
-    let (mut width, mut at) = (f64::INFINITY, 0.0);
-    for k in 0..18 {
-        let c = f64::from(k) * 10f64.to_radians();
-        let w = chord(c);
-        if w < width {
-            width = w;
-            at = c;
+    let points: Vec<(f64, f64)> = (0..scan.len())
+        .filter_map(|i| {
+            let r = scan.ranges[i];
+            (r.is_finite() && r >= scan.range_min && r <= scan.range_max).then(|| {
+                let a = scan.angle(i);
+                (f64::from(r) * a.cos(), f64::from(r) * a.sin())
+            })
+        })
+        .collect();
+    (0..36).any(|k| {
+        let across = f64::from(k) * 5f64.to_radians();
+        let sides = [1.0, -1.0].map(|side| wall_cover(&points, across, side));
+        sides.iter().all(|(_, cover)| *cover >= WALL_COVER)
+            && sides[0].0 + sides[1].0 <= CORRIDOR_MAX_WIDTH_M
+            && arc(across + FRAC_PI_2) + arc(across - FRAC_PI_2) > CORRIDOR_MIN_LENGTH_M
+    })
+}
+
+/// A corridor's walls are at most this far apart, metres (rooms are wider).
+const CORRIDOR_MAX_WIDTH_M: f64 = 2.0;
+/// A corridor is open along its axis for more than this, metres.
+const CORRIDOR_MIN_LENGTH_M: f64 = 3.5;
+/// How far along the corridor either side of the robot its walls are
+/// looked for, metres.
+const WALL_SPAN_M: f64 = 1.6;
+/// The share of [`WALL_SPAN_M`] bins on each side that must hold a wall
+/// point: a corridor's doors leave gaps of about a metre.
+const WALL_COVER: f64 = 0.55;
+
+/// For the points (robot frame) on the `side` (+1 or −1) of the axis at
+/// right angles to `across` within [`WALL_SPAN_M`] along it: the wall
+/// line's distance, their lower-quartile distance across (doors let a
+/// minority of the points through), and the share of 0.2 m bins along the
+/// axis holding a point within 0.2 m of that line.
+fn wall_cover(points: &[(f64, f64)], across: f64, side: f64) -> (f64, f64) {
+    const BIN_M: f64 = 0.2;
+    let (cn, sn) = (across.cos(), across.sin());
+    let mut near: Vec<(f64, f64)> = points
+        .iter()
+        .map(|(x, y)| (side * (x * cn + y * sn), -x * sn + y * cn))
+        .filter(|(v, u)| *v > 0.05 && u.abs() < WALL_SPAN_M)
+        .collect();
+    if near.is_empty() {
+        return (f64::INFINITY, 0.0);
+    }
+    near.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let line = near[near.len() / 4].0;
+    let bins = (2.0 * WALL_SPAN_M / BIN_M).round() as usize;
+    let mut hit = vec![false; bins];
+    for (v, u) in near {
+        if (v - line).abs() <= 0.2 {
+            hit[(((u + WALL_SPAN_M) / BIN_M) as usize).min(bins - 1)] = true;
         }
     }
-    let tilt = 20f64.to_radians();
-    let parallel = [at - tilt, at + tilt].iter().all(|c| chord(*c) < width / tilt.cos() + 0.25);
-    (width, chord(at + FRAC_PI_2), parallel)
+    (line, hit.iter().filter(|h| **h).count() as f64 / bins as f64)
 }
 
 #[async_trait]
@@ -137,5 +181,62 @@ mod tests {
         let obs = a.classify(&SceneInput { frame: None, depth: None, labels: None, scan: Some(&corridor) }).unwrap();
         assert_eq!(obs.place_type, "corridor");
         assert!(a.classify(&SceneInput { frame: None, depth: None, labels: None, scan: None }).is_none());
+    }
+
+    /// A scan from (0, 0) of wall segments `[x0, y0, x1, y1]` (0.5° beams,
+    /// 12 m range).
+    fn scan_of(walls: &[[f64; 4]]) -> LaserScan {
+        let mut s = LaserScan::full_circle(720, 0.05, 12.0, f32::INFINITY);
+        for i in 0..s.len() {
+            let (dx, dy) = (s.angle(i).cos(), s.angle(i).sin());
+            for [x0, y0, x1, y1] in walls {
+                // ray (t·dx, t·dy) against the segment p0 + u·(p1 − p0)
+                let (ex, ey) = (x1 - x0, y1 - y0);
+                let den = dx * ey - dy * ex;
+                if den.abs() < 1e-12 {
+                    continue;
+                }
+                let t = (x0 * ey - y0 * ex) / den;
+                let u = (x0 * dy - y0 * dx) / den;
+                if t > 0.0 && (0.0..=1.0).contains(&u) && (t as f32) < s.ranges[i] {
+                    s.ranges[i] = t as f32;
+                }
+            }
+        }
+        s
+    }
+
+    fn label_of(scan: &LaserScan) -> Option<String> {
+        OfflineSceneAnalyzer::new()
+            .classify(&SceneInput { frame: None, depth: None, labels: None, scan: Some(scan) })
+            .map(|o| o.place_type)
+    }
+
+    #[test]
+    fn a_corridor_with_doors_in_both_walls_is_a_corridor() {
+        // a 1.6 m corridor along x, 12 m long, a 1 m door on each side near the robot
+        let mut walls =
+            vec![[-6.0, 0.8, -0.3, 0.8], [0.7, 0.8, 6.0, 0.8], [-6.0, -0.8, -1.2, -0.8], [-0.2, -0.8, 6.0, -0.8]];
+        walls.extend([[-6.0, -0.8, -6.0, 0.8], [6.0, -0.8, 6.0, 0.8]]);
+        // the rooms behind the doors
+        walls.extend([[-3.0, 0.8, -3.0, 4.0], [3.0, 0.8, 3.0, 4.0], [-3.0, 4.0, 3.0, 4.0]]);
+        walls.extend([[-3.0, -0.8, -3.0, -4.0], [3.0, -0.8, 3.0, -4.0], [-3.0, -4.0, 3.0, -4.0]]);
+        assert_eq!(label_of(&scan_of(&walls)).as_deref(), Some("corridor"));
+    }
+
+    #[test]
+    fn a_door_between_two_rooms_or_a_gap_beside_furniture_is_no_corridor() {
+        // standing in a 0.9 m door in a wall along y between two 4 x 6 m rooms
+        let door = [[0.0, 0.45, 0.0, 3.0], [0.0, -0.45, 0.0, -3.0], [-4.0, -3.0, 4.0, -3.0], [-4.0, 3.0, 4.0, 3.0]];
+        let mut rooms = door.to_vec();
+        rooms.extend([[-4.0, -3.0, -4.0, 3.0], [4.0, -3.0, 4.0, 3.0]]);
+        // the door's jambs are thin: its walls run across the way on, not along it
+        let rooms: Vec<[f64; 4]> = rooms.iter().map(|[a, b, c, d]| [*b, *a, *d, *c]).collect();
+        assert_ne!(label_of(&scan_of(&rooms)).as_deref(), Some("corridor"));
+        // between a wall and a 1 m wide cabinet in a 4 x 6 m room: narrow, but only for a metre
+        let mut room =
+            vec![[-3.0, -0.8, 3.0, -0.8], [-3.0, 3.2, 3.0, 3.2], [-3.0, -0.8, -3.0, 3.2], [3.0, -0.8, 3.0, 3.2]];
+        room.extend([[-0.5, 0.8, 0.5, 0.8], [-0.5, 0.8, -0.5, 1.4], [0.5, 0.8, 0.5, 1.4]]);
+        assert_ne!(label_of(&scan_of(&room)).as_deref(), Some("corridor"));
     }
 }
