@@ -279,7 +279,7 @@ step = 0
 for line in sys.stdin:
     req = json.loads(line); i = req["id"]; op = req["op"]
     if op == "hello":
-        res = {"protocol": "navkit-bridge", "version": 1, "server_version": "0",
+        res = {"protocol": "navkit-bridge", "version": "v" * (20 << 20) if mode == "bigtype" else 1, "server_version": "0",
                "backend": {"name": "fake", "version": "0", "simulator": "fake", "simulator_version": "0"},
                "capabilities": {"rgb": True, "depth": True, "pose": False, "detections": True, "panorama": True, "metrics": True},
                "actions": ["forward", "turn_left", "turn_right", "stop"],
@@ -287,6 +287,8 @@ for line in sys.stdin:
                "camera": {"width": W, "height": H, "hfov_deg": 0.0 if mode == "hfov" else 75.0},
                "observation": req.get("observation", {}), "max_steps": 500, "scenes": ["x"]}
         r = {"id": i, "result": res}
+    elif op == "reset" and mode == "bigreset":
+        r = {"id": i, "result": {"episode": "e" * (20 << 20)}}
     elif op == "reset" and mode == "leak":
         r = {"id": i, "error": {"kind": "backend", "message": "reset failed for sk-resetleak0123456789abcdef"}}
     elif op == "reset":
@@ -299,7 +301,7 @@ for line in sys.stdin:
         done = req.get("action") == "stop" or step >= 20
         res = {"observation": obs(step), "info": {"collided": False, "moved_m": 0.25, "steps": step}, "done": done}
         if done:
-            res["metrics"] = {"success": True, "spl": 55.0 if mode == "spl" else 0.5, "distance_to_goal": 0.0}
+            res["metrics"] = {"success": "yes" if mode == "success" else True, "spl": 55.0 if mode == "spl" else 0.5, "distance_to_goal": 0.0}
         r = {"id": i, "result": res}
     elif op == "panorama":
         n = req.get("views", 12)
@@ -340,12 +342,23 @@ fn bridge_values_out_of_range_are_named() {
         ("target", "episode.target_object"),
         ("distance", "episode.success_distance_m"),
         ("spl", "metrics.spl"),
+        ("success", "metrics.success must be a boolean, got \"yes\""),
+        // a 20 MB string where a number belongs: the parser's error quoted it whole
+        ("bigtype", "\", expected u32 at line 1"),
     ] {
         let o = run(mode);
         assert!(matches!(o.code, Some(2 | 3)), "{mode}: {o:?}");
-        assert!(o.stderr.contains(field), "{mode}: {}", o.stderr);
-        assert!(o.stderr.len() < 4000, "{mode}: a short message");
+        assert!(o.stderr.contains(field), "{mode}: {}", &o.stderr[..o.stderr.len().min(3000)]);
+        assert!(o.stderr.len() < 4000, "{mode}: a short message, not {} bytes", o.stderr.len());
+        assert!(!o.stderr.contains("Some("), "{mode}: {}", o.stderr);
+        assert!(mode != "bigtype" || o.stderr.contains("characters in all"), "{}", o.stderr);
     }
+    // the same at a reset: the --json report (standard output) carries the cut reason
+    let bridge = format!("python3 {} bigreset", script.display());
+    let o = limited::nav_limited(&["habitat", "--bridge", &bridge, "--episodes", "1", "--json"], None, WALL);
+    assert_eq!(o.code, Some(3), "{}", &o.stderr[..o.stderr.len().min(3000)]);
+    assert!(o.stdout.len() < 10_000 && o.stdout.contains("characters in all"), "{} bytes", o.stdout.len());
+    assert!(o.stderr.len() < 4000 && !o.stderr.contains("index Some"), "{} bytes", o.stderr.len());
 }
 
 /// A key with a line break inside (`OPENAI_API_KEY="$(cat key.txt)"` of a
@@ -496,4 +509,22 @@ fn too_many_extra_headers_are_a_config_error_not_a_panic() {
         assert!(o.stderr.contains("extra_headers") && o.stderr.contains("at most 64"), "{}", o.stderr);
         assert!(!o.stderr.contains("panicked"), "{}", o.stderr);
     }
+}
+
+/// A warning quoting a file: a grounding file that is one 200 KB JSON
+/// string was skipped with a 200 KB warning (a parser's error quotes the
+/// whole value); every diagnostic is cut to its start and end.
+#[test]
+fn a_diagnostic_quoting_a_huge_value_is_cut() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("huge.json");
+    std::fs::write(&file, serde_json::to_string(&"[".repeat(200_000)).unwrap()).unwrap();
+    let o = limited::nav_limited(&["grounding", "merge", file.to_str().unwrap()], None, WALL);
+    assert_eq!(o.code, Some(0), "{o:?}");
+    assert!(
+        o.stderr.contains("skipped") && o.stderr.contains("huge.json"),
+        "{}",
+        &o.stderr[..o.stderr.len().min(3000)]
+    );
+    assert!(o.stderr.len() < 5000 && o.stderr.contains("characters in all"), "{} bytes", o.stderr.len());
 }

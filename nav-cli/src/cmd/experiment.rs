@@ -19,13 +19,13 @@ use std::io::{BufRead, IsTerminal, Read};
 use std::path::{Path, PathBuf};
 use std::sync::mpsc::Receiver;
 
-/// One line on standard error that never panics (a closed stderr loses the
-/// line, not the run).
+/// One line on standard error through [`crate::exit::diag_line`]: it never
+/// panics (a closed stderr loses the line, not the run), is scrubbed of keys
+/// and cut when it quotes a long input.
 macro_rules! warn_line {
-    ($($arg:tt)*) => {{
-        use std::io::Write as _;
-        let _ = writeln!(std::io::stderr(), $($arg)*);
-    }};
+    ($($arg:tt)*) => {
+        crate::exit::diag_line(&format!($($arg)*))
+    };
 }
 
 /// The longest `--experiment` name, bytes (a folder name on common file
