@@ -276,6 +276,10 @@ def obs(step):
             "rgb": {"encoding": "raw", "shape": [H, W, 3], "data": base64.b64encode(bytes(W * H * 3)).decode()},
             "depth": {"encoding": "f32le", "shape": [H, W], "data": base64.b64encode(struct.pack("<f", 2.0) * (W * H)).decode()}}
 step = 0
+if mode == "stderr":
+    import subprocess
+    # 3 GB of zero bytes on our stderr, never a newline, before the handshake
+    subprocess.run(["head", "-c", "3000000000", "/dev/zero"], stdout=2)
 for line in sys.stdin:
     req = json.loads(line); i = req["id"]; op = req["op"]
     if op == "hello":
@@ -359,6 +363,24 @@ fn bridge_values_out_of_range_are_named() {
     assert_eq!(o.code, Some(3), "{}", &o.stderr[..o.stderr.len().min(3000)]);
     assert!(o.stdout.len() < 10_000 && o.stdout.contains("characters in all"), "{} bytes", o.stdout.len());
     assert!(o.stderr.len() < 4000 && !o.stderr.contains("index Some"), "{} bytes", o.stderr.len());
+}
+
+/// A bridge whose stderr does not end a line (a progress bar, a crashing
+/// simulator's binary output): the line was kept growing until the
+/// allocator aborted (2.2 GB in 4 s, exit 134); now it is skipped past the
+/// limit and the episode runs.
+#[test]
+fn a_bridge_stderr_without_newlines_is_skipped() {
+    if !Command::new("python3").arg("--version").output().is_ok_and(|o| o.status.success()) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let script = dir.path().join("fake_bridge.py");
+    std::fs::write(&script, FAKE_BRIDGE).unwrap();
+    let bridge = format!("python3 {} stderr", script.display());
+    let o = limited::nav_limited(&["habitat", "--bridge", &bridge, "--episodes", "1"], None, WALL);
+    assert_eq!(o.code, Some(0), "{}", &o.stderr[..o.stderr.len().min(3000)]);
+    assert!(o.stdout.contains("SUCCESS"), "{}", o.stdout);
 }
 
 /// A key with a line break inside (`OPENAI_API_KEY="$(cat key.txt)"` of a
