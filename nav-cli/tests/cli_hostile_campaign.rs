@@ -251,6 +251,26 @@ fn unwritable_outputs_name_what_and_why() {
         assert!(last.contains("full.mcap") && last.contains("No space left"), "{}", o.stderr);
         assert!(o.stderr.lines().filter(|l| l.contains("WARN")).count() <= 2, "{}", o.stderr);
         assert!(!o.stderr.contains("internal error"), "{}", o.stderr);
+        // recordings that cannot be written stop the suite at the first (each episode ran in full,
+        // a model paid, then failed at its end, and every queued episode did the same)
+        let rec = dir.path().join("rec");
+        std::fs::create_dir(&rec).unwrap();
+        for seed in 0..3 {
+            let name = format!("builtin_simple-candidates-offline-memon-seed{seed}.mcap");
+            std::os::unix::fs::symlink("/dev/full", rec.join(name)).unwrap();
+        }
+        let o = limited::nav_limited(
+            &["eval", "--arenas", "simple", "--configs", "candidates:offline", "--seeds", "3", "--jobs", "1"]
+                .into_iter()
+                .chain(["--record-dir", rec.to_str().unwrap()])
+                .collect::<Vec<_>>(),
+            None,
+            WALL,
+        );
+        assert_eq!(o.code, Some(3), "{o:?}");
+        assert!(o.stderr.contains("No space left") && o.stderr.contains("the suite stopped"), "{}", o.stderr);
+        assert!(!o.stderr.contains("internal error"), "{}", o.stderr);
+        assert_eq!(o.stderr.matches("could not run").count(), 1, "one episode tried: {}", o.stderr);
         let o = limited::nav_limited(
             &["eval", "--arenas", "simple", "--configs", "candidates:offline", "--jsonl", "/dev/full"],
             None,
