@@ -53,11 +53,15 @@ impl ExperimentArgs {
     /// for a name that is not a plain directory name).
     pub fn store(&self) -> Result<Option<GroundingStore>, Exit> {
         let Some(name) = &self.experiment else { return Ok(None) };
+        // control characters (a line break, a terminal's escape sequence) would go into folder names and paths printed later
         let plain = Path::new(name).components().count() == 1
             && !matches!(name.as_str(), "" | "." | "..")
-            && !name.contains(['/', '\\']);
+            && !name.contains(['/', '\\'])
+            && !name.chars().any(char::is_control);
         if !plain {
-            return Err(usage(format!("--experiment {name:?}: expected a plain directory name")));
+            return Err(usage(format!(
+                "--experiment {name:?}: expected a plain directory name (no /, no control characters)"
+            )));
         }
         // a file system's longest name (checked before the episode, not when its files are written)
         if name.len() > MAX_EXPERIMENT_NAME_BYTES {
