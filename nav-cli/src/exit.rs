@@ -49,6 +49,16 @@ pub fn scrub(message: &str) -> String {
     nav_planner::vlm::scrub_credentials(message)
 }
 
+/// Longest diagnostic or final message `nav` prints, characters.
+pub const MAX_MESSAGE_CHARS: usize = 4000;
+
+/// A diagnostic or final message as printed: [`scrub`]bed, and cut to
+/// [`MAX_MESSAGE_CHARS`] keeping its start and end (a parser's error can
+/// quote a whole file's worth of a string value).
+pub fn message_text(message: &str) -> String {
+    scrub(&nav_core::bounded::cut_middle(message, MAX_MESSAGE_CHARS))
+}
+
 /// A command's result: the exit code on success.
 pub type CmdResult = Result<i32, Exit>;
 
@@ -100,14 +110,14 @@ pub fn print(text: &str) -> Result<(), Exit> {
         .map_err(|e| write_error(STDOUT, &e))
 }
 
-/// Writes `text`, [`scrub`]bed, and a newline to standard error. Never panics (unlike
+/// Writes `text` as [`message_text`] prints it and a newline to standard error. Never panics (unlike
 /// `eprintln!`, which panics when standard error is full or closed): a
 /// diagnostic that cannot be written is dropped, since there is nowhere
 /// left to report it, and the command's output and exit code stand.
 pub fn diag_line(text: &str) {
     use std::io::Write;
-    // a diagnostic can quote what a user typed (a URL with a key in it)
-    let text = scrub(text);
+    // a diagnostic can quote what a user typed (a URL with a key in it) or a whole input
+    let text = message_text(text);
     let mut err = std::io::stderr().lock();
     let _ = err.write_all(text.as_bytes()).and_then(|()| err.write_all(b"\n")).and_then(|()| err.flush());
 }

@@ -134,7 +134,7 @@ fn main() {
             let (code, message) = e.code_and_message();
             if let Some(m) = message {
                 // stderr may be closed or full too: never panic over a message
-                let _ = writeln!(std::io::stderr(), "{}", exit::scrub(&m));
+                let _ = writeln!(std::io::stderr(), "{}", exit::message_text(&m));
             }
             code
         }

@@ -84,13 +84,24 @@ fn dropped_lines_are_named_and_typed_status_is_kept() {
 }
 
 #[test]
-fn an_overlong_experiment_name_is_refused_before_the_episode() {
+fn an_overlong_or_control_character_experiment_name_is_refused_before_the_episode() {
     let tmp = tempfile::tempdir().unwrap();
     let name = "e".repeat(256);
     let o =
         limited::nav_limited(&["run", "--experiment", &name, "--logs-dir", tmp.path().to_str().unwrap()], None, WALL);
     assert_eq!(o.code, Some(2), "{o:?}");
     assert!(o.stderr.contains("255") && !o.stderr.contains("internal error"), "{o:?}");
+    // a line break or an escape sequence would become part of a folder name
+    for name in ["a\nb", "\u{1b}[31mred", "tab\there"] {
+        let o = limited::nav_limited(
+            &["run", "--experiment", name, "--logs-dir", tmp.path().to_str().unwrap(), "--max-steps", "3"],
+            None,
+            WALL,
+        );
+        assert_eq!(o.code, Some(2), "{name:?}: {o:?}");
+        assert!(o.stderr.contains("control characters") && !o.stderr.contains('\u{1b}'), "{o:?}");
+        assert_eq!(std::fs::read_dir(tmp.path()).unwrap().count(), 0, "no folder made");
+    }
 }
 
 proptest! {

@@ -225,7 +225,8 @@ fn final_messages_never_quote_a_key() {
 
 /// Output that cannot be written is exit 3 naming what and why, not an
 /// "internal error": a `--logs-dir` that is a file, a recording on a full
-/// device (the cause, `No space left on device`, named).
+/// device (the first failure's cause, `No space left on device`, named in
+/// the final message, and the recording stopped there).
 #[test]
 fn unwritable_outputs_name_what_and_why() {
     let dir = tempfile::tempdir().unwrap();
@@ -241,10 +242,35 @@ fn unwritable_outputs_name_what_and_why() {
     if Path::new("/dev/full").exists() {
         let full = dir.path().join("full.mcap");
         std::os::unix::fs::symlink("/dev/full", &full).unwrap();
-        let o = limited::nav_limited(&["run", "--record", full.to_str().unwrap()], None, WALL);
+        let o = limited::nav_limited(&["run", "--record", full.to_str().unwrap(), "--max-steps", "30"], None, WALL);
         assert_eq!(o.code, Some(3), "{o:?}");
-        assert!(o.stderr.contains("full.mcap") && o.stderr.contains("No space left"), "{}", o.stderr);
+        // the final message names the first failure (it said "attempted another
+        // write after a write method failed"), and the recording stops there
+        // (the writer warned once per message: 290 lines for 30 steps)
+        let last = o.stderr.lines().last().unwrap_or_default();
+        assert!(last.contains("full.mcap") && last.contains("No space left"), "{}", o.stderr);
+        assert!(o.stderr.lines().filter(|l| l.contains("WARN")).count() <= 2, "{}", o.stderr);
         assert!(!o.stderr.contains("internal error"), "{}", o.stderr);
+        // recordings that cannot be written stop the suite at the first (each episode ran in full,
+        // a model paid, then failed at its end, and every queued episode did the same)
+        let rec = dir.path().join("rec");
+        std::fs::create_dir(&rec).unwrap();
+        for seed in 0..3 {
+            let name = format!("builtin_simple-candidates-offline-memon-seed{seed}.mcap");
+            std::os::unix::fs::symlink("/dev/full", rec.join(name)).unwrap();
+        }
+        let o = limited::nav_limited(
+            &["eval", "--arenas", "simple", "--configs", "candidates:offline", "--seeds", "3", "--jobs", "1"]
+                .into_iter()
+                .chain(["--record-dir", rec.to_str().unwrap()])
+                .collect::<Vec<_>>(),
+            None,
+            WALL,
+        );
+        assert_eq!(o.code, Some(3), "{o:?}");
+        assert!(o.stderr.contains("No space left") && o.stderr.contains("the suite stopped"), "{}", o.stderr);
+        assert!(!o.stderr.contains("internal error"), "{}", o.stderr);
+        assert_eq!(o.stderr.matches("could not run").count(), 1, "one episode tried: {}", o.stderr);
         let o = limited::nav_limited(
             &["eval", "--arenas", "simple", "--configs", "candidates:offline", "--jsonl", "/dev/full"],
             None,
@@ -270,10 +296,14 @@ def obs(step):
             "rgb": {"encoding": "raw", "shape": [H, W, 3], "data": base64.b64encode(bytes(W * H * 3)).decode()},
             "depth": {"encoding": "f32le", "shape": [H, W], "data": base64.b64encode(struct.pack("<f", 2.0) * (W * H)).decode()}}
 step = 0
+if mode == "stderr":
+    import subprocess
+    # 3 GB of zero bytes on our stderr, never a newline, before the handshake
+    subprocess.run(["head", "-c", "3000000000", "/dev/zero"], stdout=2)
 for line in sys.stdin:
     req = json.loads(line); i = req["id"]; op = req["op"]
     if op == "hello":
-        res = {"protocol": "navkit-bridge", "version": 1, "server_version": "0",
+        res = {"protocol": "navkit-bridge", "version": "v" * (20 << 20) if mode == "bigtype" else 1, "server_version": "0",
                "backend": {"name": "fake", "version": "0", "simulator": "fake", "simulator_version": "0"},
                "capabilities": {"rgb": True, "depth": True, "pose": False, "detections": True, "panorama": True, "metrics": True},
                "actions": ["forward", "turn_left", "turn_right", "stop"],
@@ -281,6 +311,8 @@ for line in sys.stdin:
                "camera": {"width": W, "height": H, "hfov_deg": 0.0 if mode == "hfov" else 75.0},
                "observation": req.get("observation", {}), "max_steps": 500, "scenes": ["x"]}
         r = {"id": i, "result": res}
+    elif op == "reset" and mode == "bigreset":
+        r = {"id": i, "result": {"episode": "e" * (20 << 20)}}
     elif op == "reset" and mode == "leak":
         r = {"id": i, "error": {"kind": "backend", "message": "reset failed for sk-resetleak0123456789abcdef"}}
     elif op == "reset":
@@ -293,7 +325,7 @@ for line in sys.stdin:
         done = req.get("action") == "stop" or step >= 20
         res = {"observation": obs(step), "info": {"collided": False, "moved_m": 0.25, "steps": step}, "done": done}
         if done:
-            res["metrics"] = {"success": True, "spl": 55.0 if mode == "spl" else 0.5, "distance_to_goal": 0.0}
+            res["metrics"] = {"success": "yes" if mode == "success" else True, "spl": 55.0 if mode == "spl" else 0.5, "distance_to_goal": 0.0}
         r = {"id": i, "result": res}
     elif op == "panorama":
         n = req.get("views", 12)
@@ -334,12 +366,41 @@ fn bridge_values_out_of_range_are_named() {
         ("target", "episode.target_object"),
         ("distance", "episode.success_distance_m"),
         ("spl", "metrics.spl"),
+        ("success", "metrics.success must be a boolean, got \"yes\""),
+        // a 20 MB string where a number belongs: the parser's error quoted it whole
+        ("bigtype", "\", expected u32 at line 1"),
     ] {
         let o = run(mode);
         assert!(matches!(o.code, Some(2 | 3)), "{mode}: {o:?}");
-        assert!(o.stderr.contains(field), "{mode}: {}", o.stderr);
-        assert!(o.stderr.len() < 4000, "{mode}: a short message");
+        assert!(o.stderr.contains(field), "{mode}: {}", &o.stderr[..o.stderr.len().min(3000)]);
+        assert!(o.stderr.len() < 4000, "{mode}: a short message, not {} bytes", o.stderr.len());
+        assert!(!o.stderr.contains("Some("), "{mode}: {}", o.stderr);
+        assert!(mode != "bigtype" || o.stderr.contains("characters in all"), "{}", o.stderr);
     }
+    // the same at a reset: the --json report (standard output) carries the cut reason
+    let bridge = format!("python3 {} bigreset", script.display());
+    let o = limited::nav_limited(&["habitat", "--bridge", &bridge, "--episodes", "1", "--json"], None, WALL);
+    assert_eq!(o.code, Some(3), "{}", &o.stderr[..o.stderr.len().min(3000)]);
+    assert!(o.stdout.len() < 10_000 && o.stdout.contains("characters in all"), "{} bytes", o.stdout.len());
+    assert!(o.stderr.len() < 4000 && !o.stderr.contains("index Some"), "{} bytes", o.stderr.len());
+}
+
+/// A bridge whose stderr does not end a line (a progress bar, a crashing
+/// simulator's binary output): the line was kept growing until the
+/// allocator aborted (2.2 GB in 4 s, exit 134); now it is skipped past the
+/// limit and the episode runs.
+#[test]
+fn a_bridge_stderr_without_newlines_is_skipped() {
+    if !Command::new("python3").arg("--version").output().is_ok_and(|o| o.status.success()) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let script = dir.path().join("fake_bridge.py");
+    std::fs::write(&script, FAKE_BRIDGE).unwrap();
+    let bridge = format!("python3 {} stderr", script.display());
+    let o = limited::nav_limited(&["habitat", "--bridge", &bridge, "--episodes", "1"], None, WALL);
+    assert_eq!(o.code, Some(0), "{}", &o.stderr[..o.stderr.len().min(3000)]);
+    assert!(o.stdout.contains("SUCCESS"), "{}", o.stdout);
 }
 
 /// A key with a line break inside (`OPENAI_API_KEY="$(cat key.txt)"` of a
@@ -490,4 +551,22 @@ fn too_many_extra_headers_are_a_config_error_not_a_panic() {
         assert!(o.stderr.contains("extra_headers") && o.stderr.contains("at most 64"), "{}", o.stderr);
         assert!(!o.stderr.contains("panicked"), "{}", o.stderr);
     }
+}
+
+/// A warning quoting a file: a grounding file that is one 200 KB JSON
+/// string was skipped with a 200 KB warning (a parser's error quotes the
+/// whole value); every diagnostic is cut to its start and end.
+#[test]
+fn a_diagnostic_quoting_a_huge_value_is_cut() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("huge.json");
+    std::fs::write(&file, serde_json::to_string(&"[".repeat(200_000)).unwrap()).unwrap();
+    let o = limited::nav_limited(&["grounding", "merge", file.to_str().unwrap()], None, WALL);
+    assert_eq!(o.code, Some(0), "{o:?}");
+    assert!(
+        o.stderr.contains("skipped") && o.stderr.contains("huge.json"),
+        "{}",
+        &o.stderr[..o.stderr.len().min(3000)]
+    );
+    assert!(o.stderr.len() < 5000 && o.stderr.contains("characters in all"), "{} bytes", o.stderr.len());
 }

@@ -76,11 +76,12 @@ fn saved_session() -> String {
 proptest::proptest! {
     #![proptest_config(proptest::prelude::ProptestConfig { cases: 12, failure_persistence: None, ..Default::default() })]
 
-    /// Deep nesting, huge item counts and non-finite coordinates are each
-    /// exit 2 naming the file, quickly, under a 4 GiB address-space limit.
+    /// Deep nesting (also behind a tag, or under JSON-style keys), huge
+    /// item counts and non-finite coordinates are each exit 2 naming the
+    /// file, quickly, under a 4 GiB address-space limit.
     #[test]
     fn hostile_memory_files_are_exit_2(
-        kind in 0u8..4,
+        kind in 0u8..6,
         depth in 33usize..60_000,
         items in 20_001usize..150_000,
         bad in proptest::sample::select(vec![".nan", ".inf", "-.inf", ".NaN"]),
@@ -92,6 +93,8 @@ proptest::proptest! {
                 (0..depth.min(2000)).map(|i| format!("{}- x\n", " ".repeat(2 * i))).collect::<String>()
             ),
             2 => format!("format: navkit-exploration\nversion: 1\nexploration:\n  rooms:\n{}", "  - 1\n".repeat(items)),
+            3 => format!("format: navkit-exploration\nversion: 1\nexploration: !!seq {}", "[".repeat(depth)),
+            4 => format!("format: navkit-exploration\nversion: 1\nexploration: {{\"rooms\":{}", "[".repeat(depth)),
             _ => {
                 let s = saved_session();
                 // the first coordinate of the file (a room's entry point)

@@ -2,7 +2,9 @@
 //! closed port, to a server answering 401 and to one answering 404 for the
 //! model each end `nav run` within 10 s with exit 5 and one line naming the
 //! URL and the cause, never the key; `nav eval` stops the suite on it
-//! instead of failing every episode.
+//! instead of failing every episode. A server whose errors spell the key
+//! out in altered forms gets no piece of it into stderr, the step log or
+//! the recording.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 #[path = "support/vlm_server.rs"]
@@ -83,4 +85,50 @@ async fn eval_stops_the_suite_on_a_closed_port() {
     assert!(stderr.contains(&url) && stderr.contains("connection refused"), "stderr:\n{stderr}");
     assert!(!stderr.contains("episode(s) could not run"), "the suite stops, not every episode fails:\n{stderr}");
     assert!(!stderr.contains(KEY));
+}
+
+/// A server answering 400 with the key spelled out: one character at a
+/// time (`s k - t e s t`), as a JSON array of its characters, in pieces of 7
+/// and percent-encoded. Every form reached stderr, the step log and the
+/// recording (zstd even stored the array's characters side by side, the
+/// key in plain text).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_key_spelled_out_in_an_error_reaches_no_output() {
+    let chars: Vec<String> = KEY.chars().map(String::from).collect();
+    let forms = [
+        chars.join(" "),
+        serde_json::to_string(&chars).unwrap(),
+        KEY.as_bytes().chunks(7).map(|c| std::str::from_utf8(c).unwrap()).collect::<Vec<_>>().join(" "),
+        KEY.bytes().map(|b| format!("%{b:02X}")).collect(),
+    ];
+    let server = StatusServer::start(400, &format!("Incorrect API key provided: {}", forms.join(" or "))).await;
+    let dir = tempfile::tempdir().unwrap();
+    let (log, rec) = (dir.path().join("steps.jsonl"), dir.path().join("run.mcap"));
+    let mut args = run_args(&server.base_url());
+    args.extend(
+        ["--max-steps", "3", "--log", log.to_str().unwrap(), "--record", rec.to_str().unwrap()].map(String::from),
+    );
+    let (out, _) = nav(args).await;
+    let stderr = String::from_utf8_lossy(&out.stderr).to_string();
+    assert!(matches!(out.status.code(), Some(0 | 1)), "the run goes on with fallbacks: {stderr}");
+    assert!(stderr.contains("HTTP 400") && stderr.contains("[REDACTED]"), "{stderr}");
+    let letters = |t: &str| t.chars().filter(char::is_ascii_alphanumeric).collect::<String>();
+    let secret = &letters(KEY)[6..];
+    let recording = std::fs::read(&rec).unwrap();
+    // the recording's messages as written (its chunks are compressed)
+    let mut messages = String::new();
+    for m in mcap::MessageStream::new(&recording).unwrap() {
+        messages.push_str(&String::from_utf8_lossy(&m.unwrap().data));
+    }
+    assert!(messages.contains("HTTP 400"), "the recording holds the failed calls");
+    for (what, text) in [
+        ("stderr", stderr.clone()),
+        ("stdout", String::from_utf8_lossy(&out.stdout).to_string()),
+        ("step log", std::fs::read_to_string(&log).unwrap()),
+        ("recording", String::from_utf8_lossy(&recording).to_string()),
+        ("recorded messages", messages.clone()),
+    ] {
+        assert!(!letters(&text).contains(&secret[..10]), "{what}: {}", &text[..text.len().min(3000)]);
+        assert!(!text.contains("%6B%2D%74"), "{what}");
+    }
 }

@@ -1,7 +1,8 @@
 //! `nav replay` trusts nothing in a step log: the arena in step 0 is
 //! validated as `--arena-file` is (an obstacle covering the start is exit 2
 //! naming it), and poses far outside the arena cost a line to the
-//! picture's edge, not kilometres of rasterizing.
+//! picture's edge, not kilometres of rasterizing. The summary prints the
+//! log's strings escaped and cut, and counts its events in linear time.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 #[path = "support/limited.rs"]
@@ -53,4 +54,30 @@ fn poses_kilometres_away_are_drawn_at_the_edge_quickly() {
     }
     let o = replay(&lines);
     assert_eq!(o.code, Some(0), "{o:?}");
+}
+
+/// A shared log is input from outside: its strings reached the terminal
+/// raw (an escape sequence in the target retitled it, a 100,000-character
+/// target was printed whole), and a log of 200,000 distinct event names
+/// took minutes to count (each name was looked for in a list).
+#[test]
+fn the_summary_escapes_cuts_and_counts_in_linear_time() {
+    let target = format!("\u{1b}]0;pwned\u{7}{}", "t".repeat(100_000));
+    let mut lines = vec![line(0, 0.0, Some(json!({"arena": "house_a", "target": target, "protocol": "a\u{1b}[2Jb"})))];
+    for step in 1..=200u64 {
+        let mut r: Value = serde_json::from_str(&line(step, 0.0, None)).unwrap();
+        r["events"] = (0..1000).map(|k| json!({"event": format!("e{step}_{k}")})).collect();
+        r["action"] = json!("stop\u{1b}[31m");
+        lines.push(r.to_string());
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("run.jsonl");
+    std::fs::write(&log, lines.join("\n") + "\n").unwrap();
+    let o = limited::nav_limited(&["replay", log.to_str().unwrap()], None, WALL);
+    assert_eq!(o.code, Some(0), "{o:?}");
+    assert!(!o.stdout.contains('\u{1b}') && !o.stdout.contains('\u{7}'), "{}", &o.stdout[..500]);
+    assert!(o.stdout.contains("target \\u{1b}]0;pwned\\u{7}ttt"), "{}", &o.stdout[..500]);
+    assert!(o.stdout.contains("last action: stop\\u{1b}[31m"), "{}", o.stdout);
+    assert!(o.stdout.contains("e1_0 1, e1_1 1") && o.stdout.contains("and 199968 more kinds"), "{}", o.stdout);
+    assert!(o.stdout.lines().all(|l| l.chars().count() < 2000), "{}", o.stdout);
 }

@@ -57,6 +57,30 @@ pub fn human_bytes(limit: u64) -> String {
     }
 }
 
+/// `text` cut to about `max_chars` characters when it is longer: its start
+/// and its end around `… (N characters in all) …`. For messages that quote
+/// input from outside: a parser's error quotes a whole string value (a
+/// 20 MB one from a bridge), and its end says what was expected and where.
+///
+/// ```
+/// use nav_core::bounded::cut_middle;
+/// assert_eq!(cut_middle("short", 10), "short");
+/// let long = format!("invalid type: string \"{}\", expected u32", "v".repeat(1000));
+/// let cut = cut_middle(&long, 60);
+/// assert!(cut.starts_with("invalid type: string \"vvv") && cut.ends_with("expected u32"));
+/// assert!(cut.contains("(1037 characters in all)") && cut.chars().count() < 100);
+/// ```
+pub fn cut_middle(text: &str, max_chars: usize) -> std::borrow::Cow<'_, str> {
+    let n = text.chars().count();
+    if n <= max_chars {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let tail = max_chars / 4;
+    let head = max_chars - tail;
+    let at = |k: usize| text.char_indices().nth(k).map_or(text.len(), |(i, _)| i);
+    std::borrow::Cow::Owned(format!("{}… ({n} characters in all) …{}", &text[..at(head)], &text[at(n - tail)..]))
+}
+
 /// Reads all of `reader` as UTF-8, at most `limit` bytes: one byte more is
 /// [`too_large`]. Only `limit + 1` bytes are ever buffered.
 ///

@@ -758,6 +758,11 @@ pub fn run(args: EvalArgs) -> CmdResult {
             Ok(_) => {}
             // the model cannot be reached: every further episode would fail the same way, so the suite stops
             Err(e @ Exit::ModelLink(_)) => return Err(e),
+            // output that cannot be written (a recording on a full disk): every further episode would
+            // run in full (paying a model) and fail the same way at its end, so the suite stops too
+            Err(Exit::Output(m)) => {
+                return Err(Exit::Output(format!("{m} (the suite stopped: no further episode was started)")));
+            }
             Err(e) => errors.push(e),
         }
         Ok(())

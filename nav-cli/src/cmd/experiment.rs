@@ -19,13 +19,13 @@ use std::io::{BufRead, IsTerminal, Read};
 use std::path::{Path, PathBuf};
 use std::sync::mpsc::Receiver;
 
-/// One line on standard error that never panics (a closed stderr loses the
-/// line, not the run).
+/// One line on standard error through [`crate::exit::diag_line`]: it never
+/// panics (a closed stderr loses the line, not the run), is scrubbed of keys
+/// and cut when it quotes a long input.
 macro_rules! warn_line {
-    ($($arg:tt)*) => {{
-        use std::io::Write as _;
-        let _ = writeln!(std::io::stderr(), $($arg)*);
-    }};
+    ($($arg:tt)*) => {
+        crate::exit::diag_line(&format!($($arg)*))
+    };
 }
 
 /// The longest `--experiment` name, bytes (a folder name on common file
@@ -53,11 +53,15 @@ impl ExperimentArgs {
     /// for a name that is not a plain directory name).
     pub fn store(&self) -> Result<Option<GroundingStore>, Exit> {
         let Some(name) = &self.experiment else { return Ok(None) };
+        // control characters (a line break, a terminal's escape sequence) would go into folder names and paths printed later
         let plain = Path::new(name).components().count() == 1
             && !matches!(name.as_str(), "" | "." | "..")
-            && !name.contains(['/', '\\']);
+            && !name.contains(['/', '\\'])
+            && !name.chars().any(char::is_control);
         if !plain {
-            return Err(usage(format!("--experiment {name:?}: expected a plain directory name")));
+            return Err(usage(format!(
+                "--experiment {name:?}: expected a plain directory name (no /, no control characters)"
+            )));
         }
         // a file system's longest name (checked before the episode, not when its files are written)
         if name.len() > MAX_EXPERIMENT_NAME_BYTES {

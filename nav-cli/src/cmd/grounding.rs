@@ -5,7 +5,6 @@ use crate::config::NavConfig;
 use crate::exit::{CmdResult, internal, runtime, usage};
 use clap::Subcommand;
 use nav_memory::grounding::{GroundingRequest, MergeFormat, load_grounding_file, merge_files, render_txt};
-use std::io::Write;
 use std::path::PathBuf;
 
 /// Grounding subcommands.
@@ -42,7 +41,7 @@ pub fn run(cmd: GroundingCommand) -> CmdResult {
                 merge_files(&files, format.parse::<MergeFormat>().map_err(|e| usage(format!("--format: {e}")))?)
                     .map_err(|e| usage(e.to_string()))?;
             for w in &merged.warnings {
-                let _ = writeln!(std::io::stderr(), "nav: warning: {w}");
+                crate::exit::diag!("nav: warning: {w}");
             }
             crate::exit::print(&merged.render_prompt_section())?;
             Ok(0)

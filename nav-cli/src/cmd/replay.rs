@@ -4,6 +4,7 @@ use crate::exit::{CmdResult, usage};
 use clap::Args;
 use nav_hal::arena::Arena;
 use nav_planner::navigator::{StepRecord, read_log};
+use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
@@ -122,20 +123,27 @@ fn summary(log: &Path, records: &[StepRecord], truncated: bool) -> String {
         s,
         "  planner calls {calls} | VLM calls {vlm} ({failed} failed) | tokens {prompt}+{completion} | fallbacks {fallbacks}"
     );
-    let mut events: Vec<(String, usize)> = Vec::new();
+    // counted through an index (a log can hold millions of distinct names)
+    let mut events: Vec<(&str, usize)> = Vec::new();
+    let mut index: HashMap<&str, usize> = HashMap::new();
     for name in records.iter().flat_map(|r| &r.events).filter_map(|e| e.get("event").and_then(|v| v.as_str())) {
-        match events.iter_mut().find(|(n, _)| n == name) {
-            Some((_, count)) => *count += 1,
-            None => events.push((name.to_string(), 1)),
-        }
+        let i = *index.entry(name).or_insert_with(|| {
+            events.push((name, 0));
+            events.len() - 1
+        });
+        events[i].1 += 1;
     }
     if !events.is_empty() {
-        let list: Vec<String> = events.iter().map(|(n, c)| format!("{n} {c}")).collect();
+        let mut list: Vec<String> =
+            events.iter().take(MAX_EVENT_KINDS).map(|(n, c)| format!("{} {c}", shown(n))).collect();
+        if events.len() > MAX_EVENT_KINDS {
+            list.push(format!("and {} more kinds", events.len() - MAX_EVENT_KINDS));
+        }
         let _ = writeln!(s, "  events: {}", list.join(", "));
     }
-    let _ = writeln!(s, "  last action: {}", last.map_or("none", |r| r.action.as_str()));
+    let _ = writeln!(s, "  last action: {}", last.map_or("none".into(), |r| shown(&r.action)));
     let logged = records.iter().rev().find_map(|r| r.info.get("success").and_then(|v| v.as_bool()));
-    let reached = events.iter().any(|(n, _)| n == "goal_reached");
+    let reached = index.contains_key("goal_reached");
     let _ = write!(
         s,
         "  success: {}",
@@ -152,5 +160,30 @@ fn summary(log: &Path, records: &[StepRecord], truncated: bool) -> String {
 
 /// A step-0 field as text: strings without their quotes.
 fn value_text(v: &serde_json::Value) -> String {
-    v.as_str().map_or_else(|| v.to_string(), str::to_string)
+    shown(&v.as_str().map_or_else(|| v.to_string(), str::to_string))
+}
+
+/// The most event kinds the summary lists (by first appearance).
+const MAX_EVENT_KINDS: usize = 32;
+
+/// The most characters of one logged string the summary prints.
+const MAX_SHOWN_CHARS: usize = 120;
+
+/// A string from the log as the summary prints it: a log is input from
+/// outside, so control characters (a terminal's escape sequences) are
+/// printed escaped and a long string is cut.
+fn shown(text: &str) -> String {
+    let mut out = String::new();
+    for (i, c) in text.chars().enumerate() {
+        if i == MAX_SHOWN_CHARS {
+            out.push('…');
+            break;
+        }
+        if c.is_control() {
+            out.extend(c.escape_default());
+        } else {
+            out.push(c);
+        }
+    }
+    out
 }

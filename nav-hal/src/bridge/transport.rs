@@ -18,6 +18,9 @@ pub(crate) struct LineReader<R> {
     inner: R,
     buf: Vec<u8>,
     max: usize,
+    /// Inside a line already reported too long: its rest is skipped up to
+    /// its newline, never kept.
+    skipping: bool,
 }
 
 /// Why no line could be read.
@@ -31,16 +34,33 @@ pub(crate) enum LineError {
 
 impl<R: AsyncBufRead + Unpin> LineReader<R> {
     pub fn new(inner: R, max: usize) -> Self {
-        Self { inner, buf: Vec::new(), max }
+        Self { inner, buf: Vec::new(), max, skipping: false }
     }
 
     /// The next line without its newline; `None` at end of input (a
-    /// trailing partial line is dropped).
+    /// trailing partial line is dropped). A line over the limit is
+    /// [`LineError::TooLong`] once, and at most the limit of it is ever
+    /// held: the next call skips its rest and reads the line after it (a
+    /// child's stderr that never ends a line grew until the allocator
+    /// aborted).
     pub async fn next_line(&mut self) -> Result<Option<Vec<u8>>, LineError> {
         loop {
             let avail = self.inner.fill_buf().await.map_err(LineError::Io)?;
             if avail.is_empty() {
                 return Ok(None);
+            }
+            if self.skipping {
+                match avail.iter().position(|&b| b == b'\n') {
+                    Some(pos) => {
+                        self.inner.consume(pos + 1);
+                        self.skipping = false;
+                    }
+                    None => {
+                        let n = avail.len();
+                        self.inner.consume(n);
+                    }
+                }
+                continue;
             }
             if let Some(pos) = avail.iter().position(|&b| b == b'\n') {
                 self.buf.extend_from_slice(&avail[..pos]);
@@ -56,7 +76,10 @@ impl<R: AsyncBufRead + Unpin> LineReader<R> {
             self.buf.extend_from_slice(avail);
             self.inner.consume(n);
             if self.buf.len() > self.max {
-                return Err(LineError::TooLong(self.buf.len()));
+                let n = self.buf.len();
+                self.buf = Vec::new();
+                self.skipping = true;
+                return Err(LineError::TooLong(n));
             }
         }
     }
@@ -265,6 +288,20 @@ mod tests {
         tx.write_all(b"0123456789abcdefghij\n").await.unwrap();
         assert!(matches!(r.next_line().await, Err(LineError::TooLong(_))));
         drop(tx);
+        assert!(r.next_line().await.unwrap().is_none());
+    }
+
+    /// An endless line (a child's stderr without a newline) is reported too
+    /// long once and skipped without being kept; the line after it is read.
+    #[tokio::test]
+    async fn an_endless_line_is_skipped_in_bounded_memory() {
+        use tokio::io::AsyncReadExt as _;
+        let endless = tokio::io::repeat(b'x').take(64 << 20).chain(&b"\nok\n"[..]);
+        let mut r = LineReader::new(BufReader::new(endless), 1 << 16);
+        assert!(matches!(r.next_line().await, Err(LineError::TooLong(_))));
+        assert!(r.buf.capacity() <= 1 << 18, "{} bytes kept", r.buf.capacity());
+        assert_eq!(r.next_line().await.unwrap().unwrap(), b"ok");
+        assert!(r.buf.capacity() <= 1 << 18, "{} bytes kept", r.buf.capacity());
         assert!(r.next_line().await.unwrap().is_none());
     }
 }

@@ -126,28 +126,28 @@ impl SimMetrics {
         let success = match map.remove("success") {
             Some(Value::Bool(b)) => b,
             Some(Value::Number(n)) => n.as_f64().is_some_and(|v| v > 0.0),
-            other => return Err(protocol(format!("metrics.success must be a boolean, got {other:?}"))),
+            Some(other) => return Err(protocol(format!("metrics.success must be a boolean, got {other}"))),
+            None => return Err(protocol("metrics.success is missing")),
         };
         let spl = match map.remove("spl") {
             // a rounding hair over 1 is 1; 55 is not an SPL
             Some(Value::Number(n)) => match n.as_f64() {
                 Some(v) if (0.0..=1.0 + 1e-9).contains(&v) => v.min(1.0),
-                other => return Err(protocol(format!("metrics.spl must be in [0, 1], got {other:?}"))),
+                _ => return Err(protocol(format!("metrics.spl must be in [0, 1], got {n}"))),
             },
             Some(Value::Null) => 0.0,
-            other => return Err(protocol(format!("metrics.spl must be a number, got {other:?}"))),
+            Some(other) => return Err(protocol(format!("metrics.spl must be a number, got {other}"))),
+            None => return Err(protocol("metrics.spl is missing")),
         };
         let distance_to_goal = match map.remove("distance_to_goal") {
             Some(Value::Number(n)) => match n.as_f64() {
                 Some(d) if d.is_finite() && d >= 0.0 => Some(d),
-                other => {
-                    return Err(protocol(format!(
-                        "metrics.distance_to_goal must be non-negative metres, got {other:?}"
-                    )));
+                _ => {
+                    return Err(protocol(format!("metrics.distance_to_goal must be non-negative metres, got {n}")));
                 }
             },
             Some(Value::Null) | None => None,
-            other => return Err(protocol(format!("metrics.distance_to_goal must be a number, got {other:?}"))),
+            Some(other) => return Err(protocol(format!("metrics.distance_to_goal must be a number, got {other}"))),
         };
         Ok(Self { success, spl, distance_to_goal, extra: map.into_iter().collect() })
     }
@@ -512,8 +512,19 @@ pub(crate) fn decode_depth(depth: &WireDepth, stamp_s: f64) -> Result<DepthFrame
     Ok(DepthFrame { width: w, height: h, depth_m, stamp_s })
 }
 
+/// Longest protocol error message, characters: a parser's error quotes a
+/// whole string value of the reply (a bridge's 20 MB string went into the
+/// message, the report and every step's fallback reason); longer messages
+/// keep their start and end.
+pub const MAX_PROTOCOL_MESSAGE_CHARS: usize = 2000;
+
 pub(crate) fn protocol(message: impl Into<String>) -> HalError {
-    HalError::Protocol { message: message.into() }
+    let message = message.into();
+    let message = match nav_core::bounded::cut_middle(&message, MAX_PROTOCOL_MESSAGE_CHARS) {
+        std::borrow::Cow::Borrowed(_) => message,
+        std::borrow::Cow::Owned(cut) => cut,
+    };
+    HalError::Protocol { message }
 }
 
 /// Turns the round-trip time and the server's timing into a report.

@@ -148,12 +148,27 @@ fn scan_line(line: &str, mut flow: usize, mut quote: Option<u8>, line_no: usize)
                     at_node = false;
                     in_plain = false;
                 }
+                // inside a flow collection a bracket always opens one (a YAML
+                // parser ends a plain scalar there, and takes `"a":[` as a key
+                // and its value)
+                b'[' | b'{' if at_node || flow > 0 => {
+                    flow += 1;
+                    items += 1;
+                    at_node = true;
+                    in_plain = false;
+                    if flow > MAX_DEPTH {
+                        return Err(format!("line {line_no}: nested deeper than {MAX_DEPTH} levels"));
+                    }
+                }
                 _ if at_node => match b {
-                    b'[' | b'{' => {
-                        flow += 1;
-                        items += 1;
-                        if flow > MAX_DEPTH {
-                            return Err(format!("line {line_no}: nested deeper than {MAX_DEPTH} levels"));
+                    // a tag (`!!seq`, `!x`, `!<tag:…>`) is a property of the node after it
+                    b'!' => {
+                        let end: &[u8] = if bytes.get(i + 1) == Some(&b'<') { b">" } else { b" \t,[]{}" };
+                        while bytes.get(i + 1).is_some_and(|n| !end.contains(n)) {
+                            i += 1;
+                        }
+                        if end == b">" {
+                            i += 1;
                         }
                     }
                     b'-' | b'?' if blank_after => {}
@@ -203,6 +218,20 @@ mod tests {
         assert!(check("- a [b\n  &c\n- d\n").is_ok());
         assert!(check("name: x\nb: *x\n").unwrap_err().contains("aliases"));
         assert!(check("- &x\n").unwrap_err().contains("aliases"));
+        // a tag before the node, and JSON-style keys inside flow collections,
+        // hid the nesting after them (a 200 KB file took a minute to refuse)
+        for text in [
+            format!("a: !!seq {}", "[".repeat(100_000)),
+            format!("a: !x {}", "[".repeat(1000)),
+            format!("a: !<tag:yaml.org,2002:seq> {}", "[".repeat(1000)),
+            format!("a: {}", "!!seq [".repeat(1000)),
+            format!("a: [{{\"k\":{}", "[".repeat(1000)),
+            format!("a: {}", "{\"k\":".repeat(1000)),
+        ] {
+            assert!(check(&text).unwrap_err().contains("deeper"), "{}", &text[..40]);
+        }
+        assert!(check(&format!("a: !!seq [{}]", "1,".repeat(30_000))).unwrap_err().contains("items"));
+        assert!(check("a: !!str x\nb: !!seq [1, 2]\nc: [x, \"y\"]\nd: {e: [f]}\n").is_ok());
     }
 
     #[test]
@@ -233,7 +262,7 @@ mod tests {
 
         /// Random nesting deeper than the limit is refused.
         #[test]
-        fn random_deep_nesting_is_refused(opens in proptest::collection::vec(prop_oneof![Just("["), Just("{a: "), Just("- [")], 33..300)) {
+        fn random_deep_nesting_is_refused(opens in proptest::collection::vec(prop_oneof![Just("["), Just("{a: "), Just("- ["), Just("!!seq ["), Just("{\"a\":")], 33..300)) {
             let text: String = opens.concat();
             prop_assert!(check(&text).is_err());
         }

@@ -58,6 +58,12 @@ pub fn is_mcap(path: &Path) -> bool {
 /// as the longest step log `nav replay` reads).
 pub const MAX_MESSAGES: usize = crate::navigator::MAX_LOG_STEPS;
 
+/// The most bytes of messages [`read_messages`] keeps from one recording,
+/// all together: as much as `nav replay` reads of a step log. Chunks are
+/// capped one by one, but the messages kept from each add up, and a small
+/// file of compressed chunks can declare gigabytes of them.
+pub const MAX_MESSAGE_BYTES: u64 = crate::navigator::MAX_LOG_BYTES;
+
 /// One message of a recording, as written.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RecordedMessage {
@@ -155,6 +161,11 @@ pub fn messages_from_bytes(bytes: &[u8], topics: &[&str]) -> Result<Vec<Recorded
 }
 
 fn messages_of(bytes: &[u8], topics: &[&str]) -> Result<Vec<RecordedMessage>, String> {
+    messages_within(bytes, topics, MAX_MESSAGE_BYTES)
+}
+
+/// [`messages_of`] keeping at most `max_bytes` of messages.
+fn messages_within(bytes: &[u8], topics: &[&str], max_bytes: u64) -> Result<Vec<RecordedMessage>, String> {
     if !bytes.starts_with(MCAP_MAGIC) {
         return Err("not an MCAP file (it does not start with the MCAP magic bytes)".into());
     }
@@ -164,7 +175,7 @@ fn messages_of(bytes: &[u8], topics: &[&str]) -> Result<Vec<RecordedMessage>, St
     let footer_at = bytes.len() - MCAP_MAGIC.len() - FOOTER_LEN;
     let data_end = check_data_section(bytes, footer_at)?;
     check_summary(bytes, data_end, footer_at)?;
-    let mut reader = TopicReader { topics, ..TopicReader::default() };
+    let mut reader = TopicReader { topics, max_bytes, ..TopicReader::default() };
     let mut at = MCAP_MAGIC.len();
     while let Some((op, body, next)) = record_at(bytes, at, footer_at)? {
         if op == OP_DATA_END {
@@ -257,6 +268,9 @@ struct TopicReader<'t> {
     channels: HashMap<u16, Option<String>>,
     messages: Vec<RecordedMessage>,
     decompressed: u64,
+    /// Bytes of the messages kept so far, and the most that may be kept.
+    kept: u64,
+    max_bytes: u64,
 }
 
 impl TopicReader<'_> {
@@ -281,14 +295,21 @@ impl TopicReader<'_> {
                     None => return Err(format!("corrupt MCAP recording: a message on unknown channel {channel}")),
                     Some(None) => {}
                     Some(Some(topic)) => {
+                        let what = || {
+                            if topic == STEP_TOPIC { "step records".to_string() } else { format!("{topic} messages") }
+                        };
                         if self.messages.len() >= MAX_MESSAGES {
-                            let what = if topic == STEP_TOPIC {
-                                "step records".to_string()
-                            } else {
-                                format!("{topic} messages")
-                            };
                             return Err(format!(
-                                "the recording holds more than {MAX_MESSAGES} {what}, the most nav replay reads"
+                                "the recording holds more than {MAX_MESSAGES} {}, the most nav replay reads",
+                                what()
+                            ));
+                        }
+                        self.kept = self.kept.saturating_add(f.rest().len() as u64);
+                        if self.kept > self.max_bytes {
+                            return Err(format!(
+                                "the recording's {} hold more than {}, the most nav replay reads",
+                                what(),
+                                nav_core::bounded::human_bytes(self.max_bytes)
                             ));
                         }
                         let data = f.rest().to_vec();
@@ -526,6 +547,45 @@ mod tests {
         assert!(e.contains("Channel"), "{e}");
         assert!(steps_from_bytes(&file(&[message(3, &step())])).unwrap_err().to_string().contains("unknown channel"));
         assert!(steps_from_bytes(&file(&[chunk(1, "lz4", b"x")])).unwrap_err().to_string().contains("lz4"));
+    }
+
+    /// A zstd frame of `prefix`, `n` copies of `byte` (RLE blocks, a few
+    /// bytes each) and `suffix`: a tiny frame that decompresses to `n` bytes.
+    fn zstd_rle(prefix: &[u8], byte: u8, mut n: usize, suffix: &[u8]) -> Vec<u8> {
+        let block =
+            |last: u32, kind: u32, size: usize| ((last | kind << 1 | (size as u32) << 3).to_le_bytes())[..3].to_vec();
+        let mut v = 0xFD2F_B528u32.to_le_bytes().to_vec();
+        v.extend([0x00, 0x38]); // no content size, a 128 KiB window
+        v.extend(block(0, 0, prefix.len()));
+        v.extend_from_slice(prefix);
+        while n > 0 {
+            let k = n.min(128 << 10);
+            v.extend(block(0, 1, k));
+            v.push(byte);
+            n -= k;
+        }
+        v.extend(block(1, 0, suffix.len()));
+        v.extend_from_slice(suffix);
+        v
+    }
+
+    #[test]
+    fn the_messages_kept_from_all_chunks_together_are_capped() {
+        // one message record of `size` bytes in each chunk: its header, then
+        // a step record padded with spaces
+        let pad = 1 << 20;
+        let header = message(1, b"");
+        let head = [&header[..1], &((header.len() - 9 + 10 + pad) as u64).to_le_bytes(), &header[9..], b"{\"step\":0"]
+            .concat();
+        let frame = zstd_rle(&head, b' ', pad, b"}");
+        let size = (head.len() + pad + 1) as u64;
+        let one = chunk(size, "zstd", &frame);
+        let two = file(&[channel(1, STEP_TOPIC), one.clone(), one]);
+        assert_eq!(messages_within(&two, &[STEP_TOPIC], 3 << 20).unwrap().len(), 2);
+        let e = messages_within(&two, &[STEP_TOPIC], 3 << 19).unwrap_err();
+        assert!(e.contains("step records hold more than"), "{e}");
+        // other topics' messages are not kept, so not counted
+        assert!(messages_within(&two, &["/other"], 1).unwrap().is_empty());
     }
 
     proptest::proptest! {

@@ -16,10 +16,11 @@ use nav_hal::hal::Panorama;
 use serde_json::{Value, json};
 use std::collections::{BTreeMap, HashMap};
 use std::fs::File;
-use std::io::BufWriter;
+use std::io::{BufWriter, Seek, SeekFrom, Write};
 use std::net::SocketAddr;
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 
 /// Most points the `/scene` path keeps (thinned by half past it).
 const MAX_PATH_POINTS: usize = 4096;
@@ -28,7 +29,9 @@ const MAX_PATH_POINTS: usize = 4096;
 /// (so two recordings in one process never mix) with its sinks.
 pub(super) struct Out {
     ctx: Arc<Context>,
-    file: Option<(PathBuf, McapWriterHandle<BufWriter<File>>)>,
+    file: Option<(PathBuf, McapWriterHandle<BufWriter<Watched>>)>,
+    /// The file's first write failure, when it had one.
+    failed: Failure,
     #[cfg(feature = "live")]
     server: Option<(SocketAddr, ::foxglove::WebSocketServerHandle)>,
     channels: HashMap<String, Arc<RawChannel>>,
@@ -43,8 +46,9 @@ impl Out {
     /// The context with the file and the live server `options` ask for.
     pub(super) fn open(options: &RecordOptions) -> Result<Self, RecordError> {
         let ctx = Context::new();
+        let failed = Failure { path: options.file.clone().unwrap_or_default(), ..Failure::default() };
         let file = match &options.file {
-            Some(path) => Some((path.clone(), create_file(&ctx, path)?)),
+            Some(path) => Some((path.clone(), create_file(&ctx, path, &failed)?)),
             None => None,
         };
         #[cfg(feature = "live")]
@@ -59,6 +63,7 @@ impl Out {
         Ok(Self {
             ctx,
             file,
+            failed,
             #[cfg(feature = "live")]
             server,
             channels: HashMap::new(),
@@ -98,6 +103,20 @@ impl Out {
         self.now_ns = ns;
         *self.messages.entry(channel.topic().to_string()).or_default() += 1;
         channel.log_with_meta(&self.buf, PartialMetadata::with_log_time(ns));
+        if self.file.is_some() && self.failed.flag.load(Ordering::Relaxed) {
+            self.drop_file();
+        }
+    }
+
+    /// After the file's first write failure (a full disk) the recording
+    /// stops: the file is closed, so later messages go only to the live
+    /// view (the MCAP writer would refuse each one with a warning), and the
+    /// failure's cause is what [`Out::close`] reports.
+    fn drop_file(&mut self) {
+        if let Some((_, handle)) = self.file.take() {
+            let _ = handle.close();
+        }
+        self.error.get_or_insert_with(|| self.failed.cause().unwrap_or_else(|| "a write failed".into()));
     }
 
     /// Writes the Foxglove message `msg` (Protobuf) on `topic` at `ns`.
@@ -142,9 +161,17 @@ impl Out {
             // stops accepting and closes the viewers' connections, without waiting for them
             server.stop().detach_all();
         }
-        let Some((path, handle)) = self.file.take() else { return Ok((None, 0)) };
-        if let Err(e) = handle.close() {
-            self.error.get_or_insert_with(|| nav_core::error::error_chain(&e));
+        let path = match (&self.file, &self.error) {
+            (Some((path, _)), _) => path.clone(),
+            (None, Some(_)) => self.failed.path.clone(),
+            (None, None) => return Ok((None, 0)),
+        };
+        if let Some((_, handle)) = self.file.take() {
+            if let Err(e) = handle.close() {
+                // the first failure's cause, not the writer's "another write after a failure"
+                let cause = self.failed.cause().unwrap_or_else(|| nav_core::error::error_chain(&e));
+                self.error.get_or_insert(cause);
+            }
         }
         if let Some(e) = &self.error {
             return Err(RecordError::Write { path, message: e.clone() });
@@ -154,8 +181,67 @@ impl Out {
     }
 }
 
-/// A new MCAP file at `path` (zstd chunks) receiving every channel of `ctx`.
-fn create_file(ctx: &Arc<Context>, path: &std::path::Path) -> Result<McapWriterHandle<BufWriter<File>>, RecordError> {
+/// The first write failure of a recording's file, shared by the file and
+/// the recorder.
+#[derive(Clone, Default)]
+struct Failure {
+    /// Set once `cause` holds a failure.
+    flag: Arc<AtomicBool>,
+    cause: Arc<Mutex<Option<String>>>,
+    /// The file's path, for the report after the file is closed.
+    path: PathBuf,
+}
+
+impl Failure {
+    /// The first failure's cause.
+    fn cause(&self) -> Option<String> {
+        self.cause.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone()
+    }
+
+    /// Keeps `r`'s error when it is the first.
+    fn note<T>(&self, r: std::io::Result<T>) -> std::io::Result<T> {
+        if let Err(e) = &r {
+            self.cause.lock().unwrap_or_else(std::sync::PoisonError::into_inner).get_or_insert_with(|| e.to_string());
+            self.flag.store(true, Ordering::Relaxed);
+        }
+        r
+    }
+}
+
+/// A recording's file, noting its first write failure: the MCAP writer
+/// reports every write after a failure only as "attempted another write
+/// after a write method failed", which hides a full disk.
+struct Watched {
+    file: File,
+    failed: Failure,
+}
+
+impl Write for Watched {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let r = self.file.write(buf);
+        self.failed.note(r)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        let r = self.file.flush();
+        self.failed.note(r)
+    }
+}
+
+impl Seek for Watched {
+    fn seek(&mut self, pos: SeekFrom) -> std::io::Result<u64> {
+        let r = self.file.seek(pos);
+        self.failed.note(r)
+    }
+}
+
+/// A new MCAP file at `path` (zstd chunks) receiving every channel of `ctx`;
+/// its first write failure goes to `failed`.
+fn create_file(
+    ctx: &Arc<Context>,
+    path: &std::path::Path,
+    failed: &Failure,
+) -> Result<McapWriterHandle<BufWriter<Watched>>, RecordError> {
     if path.extension().and_then(|e| e.to_str()) != Some("mcap") {
         return Err(RecordError::NotMcap { path: path.to_path_buf() });
     }
@@ -164,6 +250,7 @@ fn create_file(ctx: &Arc<Context>, path: &std::path::Path) -> Result<McapWriterH
         std::fs::create_dir_all(dir).map_err(io)?;
     }
     let file = File::create(path).map_err(io)?;
+    let file = Watched { file, failed: failed.clone() };
     let options = McapWriteOptions::new()
         .compression(Some(McapCompression::Zstd))
         .profile("")

@@ -210,9 +210,11 @@ const MIN_ENCODED_RUN: usize = (MIN_FRAGMENT_CHARS * 4).div_ceil(3);
 
 /// `text` with every altered form of `secret` replaced by `[REDACTED]`: any
 /// piece of [`MIN_FRAGMENT_CHARS`] characters or more of the secret or of
-/// the secret reversed, and any base64 (standard or URL-safe) or hex run
-/// whose decoded bytes hold such a piece. Linear in the text for a given
-/// secret.
+/// the secret reversed, any base64 (standard or URL-safe), hex (also of
+/// UTF-16) or percent-encoded run whose decoded bytes hold such a piece,
+/// and such a piece of its letters and digits spelled out with anything
+/// between them (`s k - t e s t`, `["s","k"]`). Linear in the text for a
+/// given secret.
 fn redact_altered(text: &str, secret: &str) -> String {
     let reversed: String = secret.chars().rev().collect();
     let mut hide: Vec<(usize, usize)> = Vec::new();
@@ -232,6 +234,12 @@ fn redact_altered(text: &str, secret: &str) -> String {
             hide.push((start, end));
         }
     }
+    for (start, end) in percent_runs(text) {
+        if holds_piece(&percent_decode(&text[start..end])) {
+            hide.push((start, end));
+        }
+    }
+    hide.extend(spelled_out(text, secret));
     if hide.is_empty() {
         return text.to_string();
     }
@@ -251,6 +259,99 @@ fn redact_altered(text: &str, secret: &str) -> String {
         at = e;
     }
     out.push_str(&text[at..]);
+    out
+}
+
+/// A fullwidth form (`ＳＥＣ`) as its ASCII letter or digit, and any
+/// ASCII letter or digit as itself; `None` for everything else.
+fn letter_or_digit(c: char) -> Option<char> {
+    let c = match u32::from(c) {
+        0xFF01..=0xFF5E => char::from_u32(u32::from(c) - 0xFEE0).unwrap_or(c),
+        _ => c,
+    };
+    c.is_ascii_alphanumeric().then_some(c)
+}
+
+/// The byte ranges of `text` that spell out a piece of `secret`'s letters
+/// and digits (or of them reversed) with anything between them: `s k - t e
+/// s t`, a JSON array of its characters, pieces of 7 characters apart, zero-
+/// width spaces between them, fullwidth letters. Each range runs from the
+/// piece's first letter to its last.
+fn spelled_out(text: &str, secret: &str) -> Vec<(usize, usize)> {
+    let core: String = secret.chars().filter_map(letter_or_digit).collect();
+    if core.len() < MIN_FRAGMENT_CHARS {
+        return Vec::new();
+    }
+    // the text's letters and digits, each with its byte range in `text`
+    let mut compact = String::new();
+    let mut at: Vec<(usize, usize)> = Vec::new();
+    for (i, c) in text.char_indices() {
+        if let Some(a) = letter_or_digit(c) {
+            compact.push(a);
+            at.push((i, i + c.len_utf8()));
+        }
+    }
+    let reversed: String = core.chars().rev().collect();
+    let mut out = Vec::new();
+    for form in [core.as_str(), reversed.as_str()] {
+        for w in 0..=form.len() - MIN_FRAGMENT_CHARS {
+            let piece = &form[w..w + MIN_FRAGMENT_CHARS];
+            out.extend(compact.match_indices(piece).map(|(i, m)| (at[i].0, at[i + m.len() - 1].1)));
+        }
+    }
+    out
+}
+
+/// The byte ranges of maximal runs of URL characters holding at least
+/// [`MIN_FRAGMENT_CHARS`] percent escapes (`%73%6B`, `sk%2Dtest`).
+fn percent_runs(text: &str) -> Vec<(usize, usize)> {
+    let bytes = text.as_bytes();
+    let escape =
+        |i: usize| bytes[i] == b'%' && bytes.get(i + 1..i + 3).is_some_and(|h| h.iter().all(u8::is_ascii_hexdigit));
+    let plain = |b: u8| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b'~' | b'+');
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < bytes.len() {
+        let (start, mut escapes) = (i, 0usize);
+        loop {
+            if i < bytes.len() && escape(i) {
+                escapes += 1;
+                i += 3;
+            } else if i < bytes.len() && plain(bytes[i]) {
+                i += 1;
+            } else {
+                break;
+            }
+        }
+        if escapes >= MIN_FRAGMENT_CHARS {
+            out.push((start, i));
+        }
+        i = i.max(start + 1);
+    }
+    out
+}
+
+/// `run` with its percent escapes decoded.
+fn percent_decode(run: &str) -> Vec<u8> {
+    let bytes = run.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let hex = bytes
+            .get(i + 1..i + 3)
+            .and_then(|h| std::str::from_utf8(h).ok())
+            .and_then(|h| u8::from_str_radix(h, 16).ok());
+        match (bytes[i], hex) {
+            (b'%', Some(b)) => {
+                out.push(b);
+                i += 3;
+            }
+            (b, _) => {
+                out.push(b);
+                i += 1;
+            }
+        }
+    }
     out
 }
 
@@ -305,7 +406,12 @@ fn decodings(run: &str) -> Vec<Vec<u8>> {
         for skip in 0..2.min(core.len()) {
             let digits: Vec<u8> =
                 core.bytes().skip(skip).filter_map(|b| (b as char).to_digit(16)).map(|d| d as u8).collect();
-            out.push(digits.chunks_exact(2).map(|p| (p[0] << 4) | p[1]).collect());
+            let decoded: Vec<u8> = digits.chunks_exact(2).map(|p| (p[0] << 4) | p[1]).collect();
+            if decoded.contains(&0) {
+                // UTF-16 (`0073006b…`): the same letters with zero bytes between them
+                out.push(decoded.iter().copied().filter(|&b| b != 0).collect());
+            }
+            out.push(decoded);
         }
     }
     out
@@ -428,10 +534,29 @@ mod tests {
             hex.clone(),
             hex.to_uppercase(),
             format!("x{}", &b64(&format!("..{key}"))[3..]),
+            // percent-encoded, as UTF-16
+            key.bytes().map(|b| format!("%{b:02X}")).collect(),
+            "SECRET123".bytes().map(|b| format!("%{b:02x}")).collect(),
+            key.encode_utf16().map(|u| format!("{u:04x}")).collect(),
         ] {
             let body = format!("invalid key ending {leak}, try again");
             let clean = redact(&body, &[key]);
             assert_eq!(clean, "invalid key ending [REDACTED], try again", "{leak}");
+        }
+        // spelled out with separators or cut into short pieces: from its first
+        // letter to its last
+        let chars: Vec<String> = key.chars().map(String::from).collect();
+        for leak in [
+            chars.join(" "),
+            serde_json::to_string(&chars).unwrap(),
+            key.as_bytes().chunks(7).map(|c| std::str::from_utf8(c).unwrap()).collect::<Vec<_>>().join(" "),
+            chars.join("\u{200b}"),
+            key.chars().map(|c| char::from_u32(u32::from(c) + 0xFEE0).unwrap()).collect(),
+        ] {
+            let clean = redact(&format!("invalid key ending {leak}, try again"), &[key]);
+            let letters: String = clean.chars().filter(char::is_ascii_alphanumeric).collect();
+            assert!(clean.contains(REDACTED) && !letters.contains("SECRET"), "{leak}: {clean}");
+            assert!(clean.starts_with("invalid key ending ") && clean.ends_with(", try again"), "{clean}");
         }
         // ordinary text stays
         let text = "The kitchen is north of the hallway; SGVsbG8gd29ybGQh is base64 of something else.";
@@ -450,7 +575,8 @@ mod tests {
             suffix in "[ -~]{0,40}",
             from in 0usize..40,
             len in 8usize..48,
-            form in 0u8..4,
+            form in 0u8..6,
+            sep in "[ ,\"'\\-]{1,3}",
         ) {
             use base64::Engine as _;
             let from = from.min(key.len() - 8);
@@ -460,11 +586,20 @@ mod tests {
                 0 => piece.to_string(),
                 1 => rev.clone(),
                 2 => base64::engine::general_purpose::STANDARD.encode(piece),
-                _ => piece.bytes().map(|b| format!("{b:02x}")).collect(),
+                3 => piece.bytes().map(|b| format!("{b:02x}")).collect(),
+                4 => piece.bytes().map(|b| format!("%{b:02X}")).collect(),
+                _ => piece.chars().map(String::from).collect::<Vec<_>>().join(&sep),
             };
             let clean = redact(&format!("{prefix} {leak} {suffix}"), &[&key]);
-            prop_assert!(!clean.contains(&leak), "{clean}");
-            prop_assert!(!clean.contains(piece) && !clean.contains(&rev), "{clean}");
+            let letters: String = piece.chars().filter(char::is_ascii_alphanumeric).collect();
+            if form < 5 {
+                prop_assert!(!clean.contains(&leak), "{clean}");
+                prop_assert!(!clean.contains(piece) && !clean.contains(&rev), "{clean}");
+            } else if letters.len() >= 8 {
+                // spelled out: none of its 8 letters and digits in a row survive, whatever is between them
+                let left: String = clean.chars().filter(char::is_ascii_alphanumeric).collect();
+                prop_assert!(!left.contains(&letters[..8]) || prefix.contains(&letters[..8]) || suffix.contains(&letters[..8]), "{clean}");
+            }
         }
 
         #[test]

@@ -360,7 +360,8 @@ impl BridgeRunner {
                 Err(e) => {
                     // the bridge inherits the credential variables and may echo one
                     let why = crate::vlm::scrub_credentials(&e.to_string());
-                    report.aborted = Some(format!("episode {} (index {:?}): {why}", k + 1, spec.index));
+                    let index = spec.index.map_or_else(String::new, |i| format!(" (index {i})"));
+                    report.aborted = Some(format!("episode {}{index}: {why}", k + 1));
                     break;
                 }
             }
