@@ -125,3 +125,29 @@ fn bad_shards_and_bad_lines_are_bad_input() {
     let o = nav(&["eval", "merge", "/nonexistent.jsonl"]);
     assert_eq!(o.status.code(), Some(2));
 }
+
+#[test]
+fn configs_without_arenas_run_in_the_default_suites_houses() {
+    // the map baseline's row: the same houses the default suite's ObjectNav rows use
+    let out = ok(&nav(&[
+        "eval",
+        "--configs",
+        "objectnav:frontier:on",
+        "--house-seeds",
+        "1",
+        "--procedural",
+        "1",
+        "--jobs",
+        "2",
+        "--json",
+    ]));
+    let v: Value = serde_json::from_str(&out).unwrap();
+    let s = v["summaries"].as_array().unwrap();
+    let mut arenas: Vec<&str> = s.iter().map(|e| e["arena"].as_str().unwrap()).collect();
+    arenas.sort_unstable();
+    assert_eq!(arenas, ["house_a", "house_b", "house_c", "proc_1"]);
+    assert!(s.iter().all(|e| e["planner"] == "frontier" && e["protocol"] == "objectnav"), "{out}");
+    let bad = nav(&["eval", "--configs", "objectnav:nosuch:on", "--house-seeds", "1", "--procedural", "0"]);
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("nosuch"), "{}", String::from_utf8_lossy(&bad.stderr));
+}

@@ -11,7 +11,9 @@ use nav_planner::navigator::episode::{
     COST_LIMIT_END, EpisodeError, EpisodeSpec, PlannerChoice, RunSummary, run_episode,
 };
 use nav_planner::navigator::estimate::{EpisodeEstimate, SuiteEstimate, TokenCounter, estimate_episode};
-use nav_planner::navigator::eval::{EpisodeKey, EvalConfig, EvalReport, default_suite, default_suite_len, shard};
+use nav_planner::navigator::eval::{
+    EpisodeKey, EvalConfig, EvalReport, default_suite, default_suite_len, house_suite, house_suite_len, shard,
+};
 use nav_planner::offline::VlmNoise;
 use nav_planner::protocol::ProtocolKind;
 use nav_planner::vlm::CostBudget;
@@ -54,8 +56,12 @@ pub struct EvalArgs {
     /// Seeds per arena when --arenas is given (0..N).
     #[arg(long, default_value_t = 1)]
     seeds: u64,
-    /// Configurations when --arenas is given: PROTOCOL:PLANNER[:on|off], comma-separated.
-    #[arg(long, value_delimiter = ',', default_value = "objectnav:offline:on")]
+    /// Configurations, PROTOCOL:PLANNER[:on|off], comma-separated: with
+    /// --arenas, run in those arenas (default objectnav:offline:on);
+    /// without, run instead of the default suite in its houses (the
+    /// built-in houses × --house-seeds and --procedural houses), e.g.
+    /// `--configs objectnav:map:on` for the map baseline.
+    #[arg(long, value_delimiter = ',')]
     configs: Vec<String>,
     /// Procedurally generated houses in the default suite.
     #[arg(long, default_value_t = 50)]
@@ -329,11 +335,17 @@ pub const MAX_SUITE_EPISODES: u64 = 100_000;
 /// The suite's size before it is built: exit 2 naming the options when it
 /// is over [`MAX_SUITE_EPISODES`].
 fn check_suite_len(args: &EvalArgs) -> Result<(), Exit> {
-    let (n, options) = if args.arenas.is_empty() {
-        (default_suite_len(args.house_seeds, args.procedural), "--house-seeds and --procedural")
-    } else {
-        let n = (args.arenas.len() as u64).saturating_mul(args.configs.len() as u64).saturating_mul(args.seeds.max(1));
+    let (n, options) = if !args.arenas.is_empty() {
+        let configs = args.configs.len().max(1) as u64;
+        let n = (args.arenas.len() as u64).saturating_mul(configs).saturating_mul(args.seeds.max(1));
         (n, "--arenas × --configs × --seeds")
+    } else if !args.configs.is_empty() {
+        (
+            house_suite_len(args.house_seeds, args.procedural, args.configs.len()),
+            "--configs, --house-seeds and --procedural",
+        )
+    } else {
+        (default_suite_len(args.house_seeds, args.procedural), "--house-seeds and --procedural")
     };
     if n > MAX_SUITE_EPISODES {
         return Err(usage(format!(
@@ -351,13 +363,19 @@ fn suite(args: &EvalArgs, config: &NavConfig) -> Result<Vec<EpisodeSpec>, Exit> 
         explore: config.explore.clone(),
         candidates: config.candidates.clone(),
     };
-    if args.arenas.is_empty() {
+    if args.arenas.is_empty() && args.configs.is_empty() {
         return default_suite(&base, args.house_seeds, args.procedural).map_err(|e| usage(e.to_string()));
     }
+    if args.arenas.is_empty() {
+        let configs = args.configs.iter().map(|c| parse_config(c)).collect::<Result<Vec<_>, Exit>>()?;
+        return house_suite(&base, args.house_seeds, args.procedural, &configs).map_err(|e| usage(e.to_string()));
+    }
+    let default_configs = [String::from("objectnav:offline:on")];
+    let configs = if args.configs.is_empty() { &default_configs[..] } else { &args.configs[..] };
     let mut out = Vec::new();
     for name in &args.arenas {
         let arena = Arena::builtin(name).map_err(|e| usage(e.to_string()))?;
-        for c in &args.configs {
+        for c in configs {
             let (protocol, planner, memory) = parse_config(c)?;
             for seed in 0..args.seeds.max(1) {
                 out.push(base.spec(arena.clone(), format!("builtin:{name}"), protocol, planner, memory, seed));

@@ -68,14 +68,22 @@ pub fn default_suite_len(house_seeds: u64, procedural: u64) -> u64 {
     houses.saturating_mul(3).saturating_add(SEED_ARENAS.len() as u64 + 2)
 }
 
-/// The default suite: objectnav in the built-in houses (seeds
-/// `0..house_seeds`) and `procedural` generated houses (episode seed = house
-/// seed), each with the frontier baseline and the offline stand-in with
-/// memory off and on (the map baseline runs with `--configs
-/// objectnav:map:on`); the
-/// candidates protocol's offline planner in the four [`SEED_ARENAS`]; the
-/// explore protocol's offline planner in `exploration` and `house_a`.
-pub fn default_suite(base: &EvalConfig, house_seeds: u64, procedural: u64) -> Result<Vec<EpisodeSpec>, HalError> {
+/// The number of episodes [`house_suite`] builds (saturating).
+pub fn house_suite_len(house_seeds: u64, procedural: u64, configs: usize) -> u64 {
+    (HOUSES.len() as u64).saturating_mul(house_seeds.max(1)).saturating_add(procedural).saturating_mul(configs as u64)
+}
+
+/// The default suite's houses — the built-in houses with seeds
+/// `0..house_seeds` and `procedural` generated houses (episode seed = house
+/// seed) — each run with every configuration (protocol, planner, memory
+/// on), configuration by configuration: e.g. the map baseline over the
+/// same houses the default suite's rows use.
+pub fn house_suite(
+    base: &EvalConfig,
+    house_seeds: u64,
+    procedural: u64,
+    configs: &[(ProtocolKind, PlannerChoice, bool)],
+) -> Result<Vec<EpisodeSpec>, HalError> {
     let mut houses: Vec<(Arena, String, u64)> = Vec::new();
     for name in HOUSES {
         let a = Arena::builtin(name)?;
@@ -89,13 +97,28 @@ pub fn default_suite(base: &EvalConfig, house_seeds: u64, procedural: u64) -> Re
         houses.push((generate_house(seed), format!("procedural:{seed}"), seed));
     }
     let mut out = Vec::new();
-    for (planner, memory) in
-        [(PlannerChoice::Frontier, true), (PlannerChoice::Offline, false), (PlannerChoice::Offline, true)]
-    {
+    for &(protocol, planner, memory) in configs {
         for (a, src, seed) in &houses {
-            out.push(base.spec(a.clone(), src.clone(), ProtocolKind::Objectnav, planner, memory, *seed));
+            out.push(base.spec(a.clone(), src.clone(), protocol, planner, memory, *seed));
         }
     }
+    Ok(out)
+}
+
+/// The default suite: objectnav in the built-in houses (seeds
+/// `0..house_seeds`) and `procedural` generated houses (episode seed = house
+/// seed), each with the frontier baseline and the offline stand-in with
+/// memory off and on (the map baseline runs with `--configs
+/// objectnav:map:on`); the
+/// candidates protocol's offline planner in the four [`SEED_ARENAS`]; the
+/// explore protocol's offline planner in `exploration` and `house_a`.
+pub fn default_suite(base: &EvalConfig, house_seeds: u64, procedural: u64) -> Result<Vec<EpisodeSpec>, HalError> {
+    let configs = [
+        (ProtocolKind::Objectnav, PlannerChoice::Frontier, true),
+        (ProtocolKind::Objectnav, PlannerChoice::Offline, false),
+        (ProtocolKind::Objectnav, PlannerChoice::Offline, true),
+    ];
+    let mut out = house_suite(base, house_seeds, procedural, &configs)?;
     for name in SEED_ARENAS {
         out.push(base.spec(
             Arena::builtin(name)?,
