@@ -64,9 +64,16 @@ pub const SEED_ARENAS: [&str; 4] = ["simple", "exploration", "dead_end", "narrow
 /// candidates arenas and the two explore arenas. A caller checks it
 /// against a limit before building the suite.
 pub fn default_suite_len(house_seeds: u64, procedural: u64) -> u64 {
-    let houses = (HOUSES.len() as u64).saturating_mul(house_seeds.max(1)).saturating_add(procedural);
-    houses.saturating_mul(3).saturating_add(SEED_ARENAS.len() as u64 + 2)
+    house_suite_len(house_seeds, procedural, DEFAULT_HOUSE_CONFIGS.len()).saturating_add(SEED_ARENAS.len() as u64 + 2)
 }
+
+/// The configurations the default suite runs in its houses: the frontier
+/// baseline and the offline stand-in with memory off and on.
+const DEFAULT_HOUSE_CONFIGS: [(ProtocolKind, PlannerChoice, bool); 3] = [
+    (ProtocolKind::Objectnav, PlannerChoice::Frontier, true),
+    (ProtocolKind::Objectnav, PlannerChoice::Offline, false),
+    (ProtocolKind::Objectnav, PlannerChoice::Offline, true),
+];
 
 /// The number of episodes [`house_suite`] builds (saturating).
 pub fn house_suite_len(house_seeds: u64, procedural: u64, configs: usize) -> u64 {
@@ -113,12 +120,7 @@ pub fn house_suite(
 /// candidates protocol's offline planner in the four [`SEED_ARENAS`]; the
 /// explore protocol's offline planner in `exploration` and `house_a`.
 pub fn default_suite(base: &EvalConfig, house_seeds: u64, procedural: u64) -> Result<Vec<EpisodeSpec>, HalError> {
-    let configs = [
-        (ProtocolKind::Objectnav, PlannerChoice::Frontier, true),
-        (ProtocolKind::Objectnav, PlannerChoice::Offline, false),
-        (ProtocolKind::Objectnav, PlannerChoice::Offline, true),
-    ];
-    let mut out = house_suite(base, house_seeds, procedural, &configs)?;
+    let mut out = house_suite(base, house_seeds, procedural, &DEFAULT_HOUSE_CONFIGS)?;
     for name in SEED_ARENAS {
         out.push(base.spec(
             Arena::builtin(name)?,

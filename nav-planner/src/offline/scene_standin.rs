@@ -69,15 +69,8 @@ impl OfflineSceneAnalyzer {
 /// ways, added).
 fn is_corridor(scan: &nav_core::lidar::LaserScan) -> bool {
     let arc = |c: f64| f64::from(arc_distance(scan, c, 5f64.to_radians(), ArcStat::Percentile(0.5))).min(12.0);
-    let points: Vec<(f64, f64)> = (0..scan.len())
-        .filter_map(|i| {
-            let r = scan.ranges[i];
-            (r.is_finite() && r >= scan.range_min && r <= scan.range_max).then(|| {
-                let a = scan.angle(i);
-                (f64::from(r) * a.cos(), f64::from(r) * a.sin())
-            })
-        })
-        .collect();
+    let points: Vec<(f64, f64)> =
+        scan.obstacle_beams().map(|(a, r)| (f64::from(r) * a.cos(), f64::from(r) * a.sin())).collect();
     (0..36).any(|k| {
         let across = f64::from(k) * 5f64.to_radians();
         let sides = [1.0, -1.0].map(|side| wall_cover(&points, across, side));
