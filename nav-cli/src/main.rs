@@ -109,8 +109,42 @@ fn init_tracing(verbose: u8) {
         .try_init();
 }
 
+/// Writes what clap has to say (help, version or a usage error) to the
+/// stream it belongs on and returns the exit code: clap's own `exit` ignores
+/// a failed write, so `nav --help >/dev/full` would exit 0 with the text
+/// lost. A failed write of help is exit 3 naming standard output (a closed
+/// pipe stays quiet).
+fn clap_exit(e: &clap::Error) -> i32 {
+    use std::io::IsTerminal;
+    let rendered = e.render();
+    let written = if e.use_stderr() {
+        let mut err = std::io::stderr().lock();
+        let text = if err.is_terminal() { rendered.ansi().to_string() } else { rendered.to_string() };
+        // a usage error on a full stderr: nothing else can carry it; the exit code still says it
+        let _ = err.write_all(text.as_bytes()).and_then(|()| err.flush());
+        Ok(())
+    } else {
+        let mut out = std::io::stdout().lock();
+        let text = if out.is_terminal() { rendered.ansi().to_string() } else { rendered.to_string() };
+        out.write_all(text.as_bytes()).and_then(|()| out.flush())
+    };
+    match written {
+        Ok(()) => e.exit_code(),
+        Err(w) => {
+            let (code, message) = exit::write_error(exit::STDOUT, &w).code_and_message();
+            if let Some(m) = message {
+                let _ = writeln!(std::io::stderr(), "{}", exit::message_text(&m));
+            }
+            code
+        }
+    }
+}
+
 fn main() {
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => std::process::exit(clap_exit(&e)),
+    };
     init_tracing(cli.verbose);
     let result = match cli.command {
         Command::Run(a) => cmd::run::run(a),

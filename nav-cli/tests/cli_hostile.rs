@@ -39,6 +39,10 @@ fn printing_commands(dir: &Path) -> Vec<Vec<String>> {
         s(&["prompt"]),
         s(&["parse", "--protocol", "objectnav", reply.to_str().unwrap()]),
         s(&["grounding", "merge", grounding.to_str().unwrap()]),
+        // help and version, which clap prints
+        s(&["--help"]),
+        s(&["run", "--help"]),
+        s(&["--version"]),
     ]
 }
 

@@ -51,6 +51,31 @@ fn every_named_input_refuses_a_fifo() {
     }
 }
 
+/// A FIFO with no reader blocks whoever opens it for writing: every named
+/// output (the eval lines and table, the step log, the recording, a plot,
+/// an exported arena) refuses it at once with an error naming it.
+#[test]
+fn every_named_output_refuses_a_fifo() {
+    let dir = tempfile::tempdir().unwrap();
+    let Some(fifo) = mkfifo(dir.path(), "out") else { return };
+    let Some(fifo_mcap) = mkfifo(dir.path(), "out.mcap") else { return };
+    let Some(fifo_svg) = mkfifo(dir.path(), "out.svg") else { return };
+    let (f, m, s) = (fifo.to_str().unwrap(), fifo_mcap.to_str().unwrap(), fifo_svg.to_str().unwrap());
+    let cases: Vec<Vec<&str>> = vec![
+        vec!["eval", "--arenas", "simple", "--configs", "explore:frontier:on", "--jsonl", f],
+        vec!["eval", "--arenas", "simple", "--configs", "explore:frontier:on", "--markdown", f],
+        vec!["run", "--arena", "simple", "--protocol", "explore", "--max-steps", "5", "--log", f],
+        vec!["run", "--arena", "simple", "--protocol", "explore", "--max-steps", "5", "--record", m],
+        vec!["run", "--arena", "simple", "--protocol", "explore", "--max-steps", "5", "--plot", s],
+    ];
+    for args in cases {
+        let o = limited::nav_limited(&args, None, WALL);
+        assert!(matches!(o.code, Some(2 | 3)), "{args:?}: {o:?}");
+        assert!(o.stderr.contains("not a regular file") && o.stderr.contains("out"), "{args:?}: {o:?}");
+        assert!(o.secs < 20.0, "{args:?} took {} s", o.secs);
+    }
+}
+
 /// A small valid arena as JSON, to be made hostile.
 fn arena() -> serde_json::Value {
     serde_json::json!({

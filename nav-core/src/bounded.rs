@@ -3,7 +3,8 @@
 //! of growing until the allocator gives up (`/dev/zero` as a file). The
 //! functions take a reader, so nav-core itself still opens nothing; the
 //! caller names the file in its error. [`refuse_fifo`] only looks at a
-//! path's metadata, so a caller can refuse a FIFO before opening it.
+//! path's metadata, so a caller can refuse a FIFO before opening it, for
+//! reading or for writing ([`create_regular`]).
 
 use std::io::{self, BufRead, Read};
 use std::path::Path;
@@ -22,7 +23,7 @@ pub fn refuse_fifo(path: &Path) -> io::Result<()> {
             if t.is_fifo() || t.is_socket() {
                 return Err(io::Error::new(
                     io::ErrorKind::InvalidInput,
-                    "a FIFO or socket, not a regular file (it is not read: it could block forever)",
+                    "a FIFO or socket, not a regular file (it is not opened: that could block forever)",
                 ));
             }
         }
@@ -37,6 +38,15 @@ pub fn refuse_fifo(path: &Path) -> io::Result<()> {
 pub fn open_regular(path: &Path) -> io::Result<std::fs::File> {
     refuse_fifo(path)?;
     std::fs::File::open(path)
+}
+
+/// Creates (or truncates) `path` for writing after [`refuse_fifo`]:
+/// opening a FIFO that has no reader for writing blocks forever, so every
+/// writer of a named output file calls this (or [`refuse_fifo`] before its
+/// own open).
+pub fn create_regular(path: &Path) -> io::Result<std::fs::File> {
+    refuse_fifo(path)?;
+    std::fs::File::create(path)
 }
 
 /// The error for input over `limit` bytes: `InvalidData`, naming the limit.

@@ -409,3 +409,40 @@ async fn staleness_is_per_source_and_names_the_source() {
     .expect("an all-null scan is a sensor fault");
     assert!(fault.starts_with("LiDAR /scan: sensor fault: only 0 of 720 beams valid"), "{fault}");
 }
+
+/// The connection runs on a runtime of its own. roslibrust's client holds a
+/// blocking lock across an await and its receive task takes the same lock:
+/// on the caller's runtime, HALs dropped while messages streamed in could
+/// block every worker and hang it. Here HALs come and go on a
+/// single-threaded runtime, and the link keeps receiving while that
+/// runtime's only thread is blocked.
+#[test]
+fn the_link_runs_apart_from_the_callers_runtime() {
+    let (url_tx, url_rx) = std::sync::mpsc::channel();
+    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+    let peer_thread = std::thread::spawn(move || {
+        let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+        rt.block_on(async {
+            let peer = peer_with(PeerConfig { tick_hz: 100.0, scan_hz: 50.0, ..PeerConfig::default() }).await;
+            url_tx.send(peer.url()).unwrap();
+            let _ = stop_rx.await;
+        });
+    });
+    let url = url_rx.recv().unwrap();
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    rt.block_on(async {
+        for _ in 0..10 {
+            drop(connected(&url, fast_config(&url)).await);
+        }
+        let hal = connected(&url, fast_config(&url)).await;
+        let scans = || hal.link_status().topics["/scan"].received;
+        let before = scans();
+        // block the caller's only thread: nothing of the caller's runtime runs
+        std::thread::sleep(Duration::from_millis(500));
+        let after = scans();
+        assert!(after >= before + 10, "scans kept arriving while the caller was blocked: {before} → {after}");
+    });
+    drop(rt);
+    stop_tx.send(()).unwrap();
+    peer_thread.join().unwrap();
+}

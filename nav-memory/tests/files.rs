@@ -229,3 +229,25 @@ fn merge_files_skips_corrupt_json_with_a_warning() {
     assert!(merged.is_empty());
     assert_eq!(merged.render_prompt_section(), "");
 }
+
+/// Grounding text from files, typed lines and models never carries control
+/// characters (an escape sequence would act on the terminal `nav grounding
+/// merge` prints to, and would reach the system prompt): each becomes a space.
+#[test]
+fn grounding_text_loses_its_control_characters() {
+    let dir = tempfile::tempdir().unwrap();
+    let esc = "the door\u{1b}[2J is red\u{7}";
+    let typed = CategoryFeedback::parse(&format!("spatial: {esc}")).unwrap();
+    assert_eq!(typed.spatial.as_deref(), Some("the door [2J is red"));
+    let json = serde_json::json!({
+        "stacked_grounding": {"spatial": [format!("[ Step1 - Success ] : {esc}")]},
+        "final_grounding": {"general_grounding_rules": {"content": format!("rule 1\n{esc}\r")}},
+    });
+    let doc = dir.path().join("g.json");
+    std::fs::write(&doc, json.to_string()).unwrap();
+    let text = dir.path().join("notes.txt");
+    std::fs::write(&text, format!("remember: {esc}\u{9b}31m")).unwrap();
+    let merged = merge_files(&[doc, text], MergeFormat::Both).unwrap().render_prompt_section();
+    assert!(!merged.chars().any(|c| c.is_control() && c != '\n' && c != '\t'), "{merged:?}");
+    assert!(merged.contains("the door [2J is red") && merged.contains("rule 1\n"), "{merged}");
+}

@@ -5,7 +5,9 @@ mod support;
 
 use serde_json::{Value, json};
 
-use nav_planner::vlm::{BackendConfig, Provider, VisionLanguageModel, VlmError, build_backend_with_env};
+use nav_planner::vlm::{
+    BackendConfig, ImageDetail, Part, Provider, VisionLanguageModel, VlmError, build_backend_with_env,
+};
 use support::server::{Recorded, Reply, ScriptedServer};
 use support::{Kit, TEST_KEY, explore_request, faults, follow_up_request, json_request, quick, unbase64};
 
@@ -254,4 +256,44 @@ async fn a_reply_that_echoes_the_key_is_scrubbed() {
     let reply = KIT.backend(&server.url()).complete(json_request()).await.unwrap();
     assert_eq!(reply.text, "your key is [REDACTED], going left");
     assert_eq!(reply.tool_calls[0].arguments, json!({"note": "[REDACTED]"}));
+}
+
+#[tokio::test]
+async fn a_priced_reply_without_usage_is_billed_on_a_high_estimate() {
+    let mut answer = completion(json!({"role": "assistant", "content": "ok"}), "stop");
+    answer.as_object_mut().unwrap().remove("usage");
+    let server = ScriptedServer::start(vec![Reply::json(answer.clone())]).await;
+    let req = json_request().image(Part::jpeg(support::fake_jpeg(), ImageDetail::Low));
+    let reply = KIT.backend(&server.url()).complete(req.clone()).await.unwrap();
+    assert!(reply.usage_estimated, "no usage from a priced model is estimated, not $0");
+    let text_chars = (req.system.len() + req.user_text().len()) as u64;
+    assert!(reply.usage.prompt_tokens >= nav_planner::vlm::Usage::ESTIMATED_IMAGE_TOKENS + text_chars / 4);
+    assert!(reply.usage.completion_tokens >= 1);
+    assert!(reply.cost_usd.unwrap() > 0.0, "{:?}", reply.cost_usd);
+
+    // a local model (no price) that leaves usage out stays at zero
+    let mut local = completion(json!({"role": "assistant", "content": "ok"}), "stop");
+    local.as_object_mut().unwrap().remove("usage");
+    local["model"] = json!("qwen2.5-vl:7b");
+    let server = ScriptedServer::start(vec![Reply::json(local)]).await;
+    let cfg = quick(
+        BackendConfig::new(Provider::OpenAi).with_model("qwen2.5-vl:7b").with_base_url(format!("{}/v1/", server.url())),
+    );
+    let reply = build_backend_with_env(&cfg, &|_| None).unwrap().complete(json_request()).await.unwrap();
+    assert!(!reply.usage_estimated);
+    assert_eq!(reply.usage, nav_planner::vlm::Usage::default());
+}
+
+#[tokio::test]
+async fn a_negative_or_text_usage_is_named_not_shown_as_a_huge_number() {
+    for bad in [json!(-5), json!(2.5), json!("many")] {
+        let mut answer = completion(json!({"role": "assistant", "content": "ok"}), "stop");
+        answer["usage"]["completion_tokens"] = bad.clone();
+        let server = ScriptedServer::start(vec![Reply::json(answer)]).await;
+        let err = KIT.backend(&server.url()).complete(json_request()).await.unwrap_err();
+        let text = err.to_string();
+        assert!(matches!(err, VlmError::InvalidResponse { .. }), "{bad}: {text}");
+        assert!(text.contains("completion not a count"), "{bad}: {text}");
+        assert!(!text.contains("18446744073709551615"), "{bad}: {text}");
+    }
 }

@@ -256,7 +256,9 @@ fn merge(args: &MergeArgs) -> CmdResult {
 fn report(report: EvalReport, json: bool, markdown: Option<&std::path::Path>) -> CmdResult {
     let md = report.markdown();
     if let Some(p) = markdown {
-        std::fs::write(p, &md).map_err(|e| crate::exit::write_error(&p.display().to_string(), &e))?;
+        nav_core::bounded::refuse_fifo(p)
+            .and_then(|()| std::fs::write(p, &md))
+            .map_err(|e| crate::exit::write_error(&p.display().to_string(), &e))?;
     }
     if json {
         print(&serde_json::to_string(&report).map_err(internal)?)?;
@@ -587,7 +589,9 @@ impl EpisodeLines {
         } else {
             options.write(true).create(true).truncate(true);
         }
-        let file = options.open(path).map_err(|e| usage(format!("--jsonl {}: {e}", path.display())))?;
+        let file = nav_core::bounded::refuse_fifo(path)
+            .and_then(|()| options.open(path))
+            .map_err(|e| usage(format!("--jsonl {}: {e}", path.display())))?;
         let whole = file.metadata().map_or(0, |m| m.len());
         Ok(Self { file, path: path.to_path_buf(), whole })
     }
@@ -808,7 +812,8 @@ pub fn run(args: EvalArgs) -> CmdResult {
             v["replay"] = serde_json::to_value(t).map_err(internal)?;
             print(&v.to_string())?;
             if let Some(p) = &args.markdown {
-                std::fs::write(p, report_.markdown())
+                nav_core::bounded::refuse_fifo(p)
+                    .and_then(|()| std::fs::write(p, report_.markdown()))
                     .map_err(|e| crate::exit::write_error(&p.display().to_string(), &e))?;
             }
         }

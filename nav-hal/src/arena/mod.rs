@@ -336,7 +336,8 @@ impl Arena {
     /// Writes the arena as pretty JSON.
     pub fn save(&self, path: impl AsRef<Path>) -> Result<(), HalError> {
         let path = path.as_ref();
-        std::fs::write(path, self.to_json_pretty() + "\n")
+        nav_core::bounded::refuse_fifo(path)
+            .and_then(|()| std::fs::write(path, self.to_json_pretty() + "\n"))
             .map_err(|source| HalError::Io { path: path.to_path_buf(), source })
     }
 

@@ -295,7 +295,9 @@ impl MapPicture {
                 ));
             }
         };
-        std::fs::write(path, bytes).map_err(|source| HalError::Io { path: path.to_path_buf(), source })
+        nav_core::bounded::refuse_fifo(path)
+            .and_then(|()| std::fs::write(path, bytes))
+            .map_err(|source| HalError::Io { path: path.to_path_buf(), source })
     }
 }
 

@@ -7,6 +7,7 @@ use super::msg::action_msgs::GoalStatus;
 use super::msg::geometry_msgs::{Point, Pose, PoseStamped, Quaternion, Twist};
 use super::msg::std_msgs::Header;
 use super::nav2::{nav2_goal_state, nav2_usable};
+use super::runtime::LinkRuntime;
 use super::state::{LastCommand, LinkStatus, Nav2Goal, RawImage, Sample, Shared};
 use crate::HalError;
 use crate::clock::MonotonicClock;
@@ -33,6 +34,8 @@ struct Commands {
     config: Arc<RosbridgeConfig>,
     shared: Arc<Shared>,
     tx: mpsc::Sender<Request>,
+    /// Where the connection task runs; closed when the last handle is gone.
+    _runtime: Arc<LinkRuntime>,
 }
 
 impl Commands {
@@ -234,8 +237,11 @@ pub struct RosbridgeHal {
 impl RosbridgeHal {
     /// Starts the connection task for `config.url` and returns at once; the
     /// HAL answers [`HalError::Disconnected`] until the first session is up
-    /// (see [`wait_connected`](Self::wait_connected)). Must be called
-    /// inside a tokio runtime.
+    /// (see [`wait_connected`](Self::wait_connected)). The connection runs
+    /// on a small runtime of its own (its threads are named
+    /// `navkit-rosbridge`), so the HAL works from any tokio runtime,
+    /// single-threaded ones included, and keeps its timing however busy the
+    /// caller's runtime is.
     pub fn start(config: RosbridgeConfig) -> Result<Self, HalError> {
         config.validate()?;
         let connector = RosbridgeConnector::new(config.url.trim(), RosbridgeConfig::secs(config.connect_timeout_s));
@@ -245,15 +251,15 @@ impl RosbridgeHal {
     /// [`start`](Self::start) with another roslibrust backend.
     pub fn start_with<C: Connect>(connector: C, config: RosbridgeConfig) -> Result<Self, HalError> {
         config.validate()?;
-        let runtime = tokio::runtime::Handle::try_current().map_err(|e| HalError::InvalidConfig {
-            field: "runtime".into(),
-            message: format!("RosbridgeHal needs a tokio runtime: {e}"),
-        })?;
         let config = Arc::new(config);
         let shared = Arc::new(Shared::new(connector.endpoint()));
         let (tx, rx) = mpsc::channel(64);
-        runtime.spawn(link::run(connector, Arc::clone(&config), Arc::clone(&shared), rx));
-        Ok(Self { commands: Commands { config, shared, tx }, rgb_cache: None, guard: None })
+        let runtime = LinkRuntime::spawn(link::run(connector, Arc::clone(&config), Arc::clone(&shared), rx))?;
+        Ok(Self {
+            commands: Commands { config, shared, tx, _runtime: Arc::new(runtime) },
+            rgb_cache: None,
+            guard: None,
+        })
     }
 
     /// [`start`](Self::start), then waits up to `connect_timeout_s` for the

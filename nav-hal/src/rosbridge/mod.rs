@@ -130,6 +130,7 @@ pub mod images;
 mod link;
 pub mod msg;
 mod nav2;
+mod runtime;
 #[cfg(feature = "rosbridge-sim")]
 pub mod sim_robot;
 mod state;

@@ -316,7 +316,7 @@ pub fn merge_files(paths: &[PathBuf], format: MergeFormat) -> Result<MergedGroun
         } else if text.trim().is_empty() {
             warn(path, "empty text file".to_string());
         } else {
-            texts.push(GroundingText { path: path.clone(), text: text.trim().to_string() });
+            texts.push(GroundingText { path: path.clone(), text: super::clean_text(text.trim()) });
         }
     }
     let mut merged = MergedGrounding::from_parts(format, json, texts);

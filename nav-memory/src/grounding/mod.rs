@@ -24,5 +24,5 @@ pub use merge::{
 pub use store::{EpisodeGrounding, GroundingStore, SaveFormat, load_grounding_file, render_txt};
 pub use types::{
     CategoryFeedback, ExprInfo, FinalGrounding, GroundingCategory, GroundingContent, GroundingFile, GroundingRequest,
-    StackedGrounding, StepFeedback, StepStatus,
+    StackedGrounding, StepFeedback, StepStatus, clean_text,
 };

@@ -6,6 +6,30 @@ use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::str::FromStr;
 
+/// `text` without control characters: each one (ESC, BEL, a carriage
+/// return, …) but newline and tab becomes a space. Grounding text comes
+/// from people and models, and goes into system prompts and onto terminals
+/// (`nav grounding merge` prints it), where an escape sequence would act.
+///
+/// ```
+/// assert_eq!(nav_memory::grounding::clean_text("red\u{1b}[2J door\u{7}\nnext"), "red [2J door \nnext");
+/// ```
+pub fn clean_text(text: &str) -> String {
+    text.chars().map(|c| if c.is_control() && c != '\n' && c != '\t' { ' ' } else { c }).collect()
+}
+
+fn clean_string<'de, D: serde::Deserializer<'de>>(d: D) -> Result<String, D::Error> {
+    String::deserialize(d).map(|s| clean_text(&s))
+}
+
+fn clean_option<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
+    Option::<String>::deserialize(d).map(|s| s.map(|s| clean_text(&s)))
+}
+
+fn clean_list<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<String>, D::Error> {
+    Vec::<String>::deserialize(d).map(|v| v.iter().map(|s| clean_text(s)).collect())
+}
+
 /// Outcome of the step the feedback is about.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum StepStatus {
@@ -124,12 +148,16 @@ impl FromStr for GroundingCategory {
 #[serde(default)]
 pub struct CategoryFeedback {
     /// User preference feedback.
+    #[serde(deserialize_with = "clean_option")]
     pub user_preference: Option<String>,
     /// Spatial feedback.
+    #[serde(deserialize_with = "clean_option")]
     pub spatial: Option<String>,
     /// Procedural feedback.
+    #[serde(deserialize_with = "clean_option")]
     pub procedural: Option<String>,
     /// General feedback.
+    #[serde(deserialize_with = "clean_option")]
     pub general: Option<String>,
 }
 
@@ -146,7 +174,7 @@ impl CategoryFeedback {
 
     /// Sets one category (empty text clears it).
     pub fn set(&mut self, category: GroundingCategory, text: impl Into<String>) {
-        let text = text.into();
+        let text = clean_text(&text.into());
         let value = if text.trim().is_empty() { None } else { Some(text.trim().to_string()) };
         match category {
             GroundingCategory::UserPreference => self.user_preference = value,
@@ -267,7 +295,7 @@ pub struct StepFeedback {
     /// Step number (as the user sees it, usually from 1).
     pub step_id: u32,
     /// The user's instruction at that step.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "clean_string")]
     pub instruction: String,
     /// Outcome.
     pub status: StepStatus,
@@ -282,12 +310,16 @@ pub struct StepFeedback {
 #[serde(default)]
 pub struct StackedGrounding {
     /// User preference entries.
+    #[serde(deserialize_with = "clean_list")]
     pub user_preference: Vec<String>,
     /// Spatial entries.
+    #[serde(deserialize_with = "clean_list")]
     pub spatial: Vec<String>,
     /// Procedural entries.
+    #[serde(deserialize_with = "clean_list")]
     pub procedural: Vec<String>,
     /// General entries.
+    #[serde(deserialize_with = "clean_list")]
     pub general: Vec<String>,
 }
 
@@ -295,7 +327,7 @@ impl StackedGrounding {
     /// Formats one entry exactly as the original grounding tool does:
     /// `[ Step1 - Success ] : text`.
     pub fn entry(step_id: u32, status: StepStatus, text: &str) -> String {
-        format!("[ Step{step_id} - {status} ] : {}", text.trim())
+        format!("[ Step{step_id} - {status} ] : {}", clean_text(text.trim()))
     }
 
     /// The entries of one category.
@@ -338,6 +370,7 @@ impl StackedGrounding {
 #[serde(default)]
 pub struct GroundingContent {
     /// The text (may be empty).
+    #[serde(deserialize_with = "clean_string")]
     pub content: String,
 }
 
@@ -387,7 +420,7 @@ impl FinalGrounding {
             GroundingCategory::Procedural => &mut self.procedural_grounding,
             GroundingCategory::General => &mut self.general_grounding_rules,
         };
-        slot.content = content.into();
+        slot.content = clean_text(&content.into());
     }
 
     /// True when every content is blank.

@@ -211,7 +211,8 @@ impl StepLog {
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
             std::fs::create_dir_all(dir).map_err(|source| LogError::Io { path: path.clone(), source })?;
         }
-        let file = File::create(&path).map_err(|source| LogError::Io { path: path.clone(), source })?;
+        let file =
+            nav_core::bounded::create_regular(&path).map_err(|source| LogError::Io { path: path.clone(), source })?;
         Ok(Self { sink: Sink::File { file, path }, lines: 0, last_step: None, tap: None, journal: None })
     }
 

@@ -249,7 +249,7 @@ fn create_file(
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
         std::fs::create_dir_all(dir).map_err(io)?;
     }
-    let file = File::create(path).map_err(io)?;
+    let file = nav_core::bounded::create_regular(path).map_err(io)?;
     let file = Watched { file, failed: failed.clone() };
     let options = McapWriteOptions::new()
         .compression(Some(McapCompression::Zstd))

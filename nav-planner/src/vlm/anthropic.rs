@@ -5,7 +5,7 @@ use std::time::Instant;
 use async_trait::async_trait;
 use reqwest::header::{HeaderMap, HeaderName};
 
-use super::http::{HttpTransport, call_deadline, finish, redact_error, secret_header};
+use super::http::{HttpTransport, bill_missing_usage, call_deadline, finish, redact_error, secret_header};
 use super::wire::anthropic::{AnthropicOptions, decode, encode, json_tool_name};
 use super::{
     BackendConfig, BackendInfo, PriceTable, Provider, Secret, VisionLanguageModel, VlmError, VlmRequest, VlmResponse,
@@ -99,7 +99,9 @@ impl VisionLanguageModel for AnthropicBackend {
         let deadline = call_deadline(req.timeout, &self.transport);
         let reply = self.transport.post_json(&self.url, headers, &body, started, deadline, &secrets).await?;
         let decoded = decode(&reply.body, json_tool_name(&req));
-        finish(decoded, &reply, started, &self.options.model, &self.prices, "anthropic", &secrets)
+        let mut response = finish(decoded, &reply, started, &self.options.model, &self.prices, "anthropic", &secrets)?;
+        bill_missing_usage(&mut response, &req, &self.prices, &self.options.model);
+        Ok(response)
     }
 
     fn describe(&self) -> BackendInfo {

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use async_trait::async_trait;
 use reqwest::header::{AUTHORIZATION, HeaderMap, HeaderName};
 
-use super::http::{HttpTransport, call_deadline, finish, redact_error, secret_header};
+use super::http::{HttpTransport, bill_missing_usage, call_deadline, finish, redact_error, secret_header};
 use super::vertex_token::TokenSource;
 use super::wire::gemini::{decode, encode};
 use super::{BackendConfig, BackendInfo, PriceTable, Provider, VisionLanguageModel, VlmError, VlmRequest, VlmResponse};
@@ -192,7 +192,10 @@ impl VisionLanguageModel for GeminiBackend {
                 return Err(redact_error(e, &secrets));
             }
         };
-        finish(decode(&reply.body), &reply, started, &self.model, &self.prices, self.provider, &secrets)
+        let mut response =
+            finish(decode(&reply.body), &reply, started, &self.model, &self.prices, self.provider, &secrets)?;
+        bill_missing_usage(&mut response, &req, &self.prices, &self.model);
+        Ok(response)
     }
 
     fn describe(&self) -> BackendInfo {

@@ -299,13 +299,17 @@ pub(crate) fn finish(
     };
     scrub_reply(&mut response, secrets);
     if !response.usage.is_plausible() {
+        // a negative, fractional or text count reads as u64::MAX (wire::count)
+        let shown = |n: u64| if n == u64::MAX { "not a count".to_string() } else { n.to_string() };
+        let u = &response.usage;
         let e = VlmError::InvalidResponse {
             message: format!(
-                "implausible token usage (prompt {}, completion {}, cached {}, cache write {}; at most {} each, never negative)",
-                response.usage.prompt_tokens,
-                response.usage.completion_tokens,
-                response.usage.cached_tokens,
-                response.usage.cache_write_tokens,
+                "implausible token usage (prompt {}, completion {}, cached {}, cache write {}; each must be a whole \
+                 number from 0 to {})",
+                shown(u.prompt_tokens),
+                shown(u.completion_tokens),
+                shown(u.cached_tokens),
+                shown(u.cache_write_tokens),
                 crate::vlm::Usage::MAX_CALL_TOKENS
             ),
         };
@@ -331,6 +335,38 @@ pub(crate) fn finish(
         "VLM call finished"
     );
     Ok(response)
+}
+
+/// Bills a reply of a priced model that carries no token usage at all
+/// (every count 0: no real call reads nothing; a proxy that strips `usage`,
+/// say) on [`Usage::estimate`](crate::vlm::Usage::estimate), so a spending
+/// limit still sees it; warns once per process. Unpriced models (local
+/// servers, which often leave usage out) are left at zero.
+pub(crate) fn bill_missing_usage(
+    response: &mut VlmResponse,
+    request: &crate::vlm::VlmRequest,
+    prices: &PriceTable,
+    configured_model: &str,
+) {
+    static WARNED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+    let price = prices.get(&response.model).or_else(|| prices.get(configured_model));
+    let Some(price) = price.filter(|p| p.input_per_mtok > 0.0 || p.output_per_mtok > 0.0) else { return };
+    if response.usage != crate::vlm::Usage::default() {
+        return;
+    }
+    response.usage = crate::vlm::Usage::estimate(request, response);
+    response.usage_estimated = true;
+    response.cost_usd = Some(price.cost(&response.usage));
+    if !WARNED.swap(true, std::sync::atomic::Ordering::Relaxed) {
+        tracing::warn!(
+            model = %response.model,
+            prompt_tokens = response.usage.prompt_tokens,
+            completion_tokens = response.usage.completion_tokens,
+            "the reply carries no token usage; billing a high estimate (4 characters a token, {} an image) so the \
+             spending limit still counts it",
+            crate::vlm::Usage::ESTIMATED_IMAGE_TOKENS
+        );
+    }
 }
 
 /// Removes `secrets` from a reply that echoes them (text, refusal, tool

@@ -8,7 +8,7 @@ use async_trait::async_trait;
 use reqwest::header::{AUTHORIZATION, HeaderMap};
 
 use super::config::is_local_url;
-use super::http::{HttpTransport, call_deadline, finish, redact_error, secret_header};
+use super::http::{HttpTransport, bill_missing_usage, call_deadline, finish, redact_error, secret_header};
 use super::wire::openai::{JsonMode, OpenAiOptions, decode, encode};
 use super::wire::tool_text::tool_call_from_text;
 use super::{
@@ -188,7 +188,10 @@ impl OpenAiBackend {
                 Err(e) => return Err(e),
             }
         };
-        finish(decode(&reply.body), &reply, started, &self.options.model, &self.prices, "openai", secrets)
+        let mut response =
+            finish(decode(&reply.body), &reply, started, &self.options.model, &self.prices, "openai", secrets)?;
+        bill_missing_usage(&mut response, req, &self.prices, &self.options.model);
+        Ok(response)
     }
 
     /// The structured-output mode in use (see [`JsonMode`]).

@@ -210,17 +210,19 @@ const MIN_ENCODED_RUN: usize = (MIN_FRAGMENT_CHARS * 4).div_ceil(3);
 
 /// `text` with every altered form of `secret` replaced by `[REDACTED]`: any
 /// piece of [`MIN_FRAGMENT_CHARS`] characters or more of the secret or of
-/// the secret reversed, any base64 (standard or URL-safe), hex (also of
-/// UTF-16) or percent-encoded run whose decoded bytes hold such a piece,
+/// the secret reversed (either also in rot13), any base64 (standard or
+/// URL-safe), hex (also of UTF-16), percent-encoded or character-code run
+/// (`115, 107`, `&#115;&#107;`, `&#x73;`) whose decoded bytes hold such a piece,
 /// and such a piece of its letters and digits spelled out with anything
 /// between them (`s k - t e s t`, `["s","k"]`). Linear in the text for a
 /// given secret.
 fn redact_altered(text: &str, secret: &str) -> String {
     let reversed: String = secret.chars().rev().collect();
+    let (rot, rot_reversed) = (rot13(secret), rot13(&reversed));
     let mut hide: Vec<(usize, usize)> = Vec::new();
     // the pieces as bytes, by byte length (one length for an ASCII secret)
     let mut pieces: std::collections::BTreeMap<usize, std::collections::HashSet<&[u8]>> = Default::default();
-    for form in [secret, reversed.as_str()] {
+    for form in [secret, reversed.as_str(), rot.as_str(), rot_reversed.as_str()] {
         let starts: Vec<usize> = form.char_indices().map(|(i, _)| i).chain([form.len()]).collect();
         for w in starts.windows(MIN_FRAGMENT_CHARS + 1) {
             let piece = &form[w[0]..w[MIN_FRAGMENT_CHARS]];
@@ -236,6 +238,11 @@ fn redact_altered(text: &str, secret: &str) -> String {
     }
     for (start, end) in percent_runs(text) {
         if holds_piece(&percent_decode(&text[start..end])) {
+            hide.push((start, end));
+        }
+    }
+    for (start, end, decoded) in char_code_runs(text) {
+        if holds_piece(&decoded) {
             hide.push((start, end));
         }
     }
@@ -259,6 +266,68 @@ fn redact_altered(text: &str, secret: &str) -> String {
         at = e;
     }
     out.push_str(&text[at..]);
+    out
+}
+
+/// `s` with its ASCII letters rotated by 13 places.
+fn rot13(s: &str) -> String {
+    s.chars()
+        .map(|c| match c {
+            'a'..='z' => char::from(b'a' + (c as u8 - b'a' + 13) % 26),
+            'A'..='Z' => char::from(b'A' + (c as u8 - b'A' + 13) % 26),
+            _ => c,
+        })
+        .collect()
+}
+
+/// Maximal runs of [`MIN_FRAGMENT_CHARS`] or more character codes, each
+/// with the UTF-8 bytes they spell: decimal numbers (`115, 107, 45`,
+/// `[115,107]`, HTML's `&#115;&#107;`) or HTML hex entities (`&#x73;`), at
+/// most three characters that are neither letters nor digits apart. A
+/// decimal number glued to a letter or digit before it is not a code.
+fn char_code_runs(text: &str) -> Vec<(usize, usize, Vec<u8>)> {
+    let b = text.as_bytes();
+    let mut out = Vec::new();
+    let mut run: Option<(usize, usize, Vec<u8>, usize)> = None; // start, end, bytes, codes
+    let mut close = |run: &mut Option<(usize, usize, Vec<u8>, usize)>| {
+        if let Some((start, end, bytes, codes)) = run.take() {
+            if codes >= MIN_FRAGMENT_CHARS {
+                out.push((start, end, bytes));
+            }
+        }
+    };
+    let mut i = 0;
+    while i < b.len() {
+        let hex = b.len() - i >= 3 && b[i] == b'&' && b[i + 1] == b'#' && (b[i + 2] | 0x20) == b'x';
+        let digits = if hex { i + 3 } else { i };
+        let glued = !hex && i > 0 && b[i - 1].is_ascii_alphanumeric();
+        let mut j = digits;
+        while j < b.len() && j - digits < 7 && if hex { b[j].is_ascii_hexdigit() } else { b[j].is_ascii_digit() } {
+            j += 1;
+        }
+        let code = (j > digits && !glued && !(j < b.len() && b[j].is_ascii_digit()))
+            .then(|| u32::from_str_radix(&text[digits..j], if hex { 16 } else { 10 }).ok())
+            .flatten()
+            .and_then(char::from_u32);
+        let Some(c) = code else {
+            i += 1;
+            continue;
+        };
+        let mut utf8 = [0u8; 4];
+        let joins = run.as_ref().is_some_and(|r| i - r.1 <= 3 && !b[r.1..i].iter().any(u8::is_ascii_alphanumeric));
+        if !joins {
+            close(&mut run);
+            let entity = !hex && i >= 2 && &b[i - 2..i] == b"&#";
+            run = Some((if entity { i - 2 } else { i }, j, Vec::new(), 0));
+        }
+        if let Some(r) = run.as_mut() {
+            r.1 = if j < b.len() && b[j] == b';' { j + 1 } else { j };
+            r.2.extend_from_slice(c.encode_utf8(&mut utf8).as_bytes());
+            r.3 += 1;
+        }
+        i = j;
+    }
+    close(&mut run);
     out
 }
 
@@ -538,6 +607,14 @@ mod tests {
             key.bytes().map(|b| format!("%{b:02X}")).collect(),
             "SECRET123".bytes().map(|b| format!("%{b:02x}")).collect(),
             key.encode_utf16().map(|u| format!("{u:04x}")).collect(),
+            // rot13, forwards and reversed
+            rot13(key),
+            rot13(&reversed),
+            // character codes: decimal, HTML entities (decimal and hex)
+            key.bytes().map(|b| b.to_string()).collect::<Vec<_>>().join(", "),
+            key.bytes().map(|b| b.to_string()).collect::<Vec<_>>().join(","),
+            key.bytes().map(|b| format!("&#{b};")).collect(),
+            key.bytes().map(|b| format!("&#x{b:x};")).collect(),
         ] {
             let body = format!("invalid key ending {leak}, try again");
             let clean = redact(&body, &[key]);
@@ -558,16 +635,19 @@ mod tests {
             assert!(clean.contains(REDACTED) && !letters.contains("SECRET"), "{leak}: {clean}");
             assert!(clean.starts_with("invalid key ending ") && clean.ends_with(", try again"), "{clean}");
         }
-        // ordinary text stays
+        // ordinary text stays, numbers too
         let text = "The kitchen is north of the hallway; SGVsbG8gd29ybGQh is base64 of something else.";
         assert_eq!(redact(text, &[key]), text);
+        let numbers = "poses 1, 2, 3, 4, 5, 6, 7, 8, 9, 10 and &#65;&#66;&#67;&#68;&#69;&#70;&#71;&#72; at 20251001";
+        assert_eq!(redact(numbers, &[key]), numbers);
         // a short secret is only redacted whole
         assert_eq!(redact("hunter2-lng and hunter2-l", &["hunter2-lng"]), "[REDACTED] and hunter2-l");
     }
 
     proptest! {
         /// Any piece of 8 or more characters of a key, as it is, reversed,
-        /// base64- or hex-encoded, inside any text, never survives.
+        /// base64-, hex- or percent-encoded, in rot13, as HTML character
+        /// codes or spelled out, inside any text, never survives.
         #[test]
         fn altered_pieces_never_survive(
             key in "[A-Za-z0-9_-]{16,48}",
@@ -575,7 +655,7 @@ mod tests {
             suffix in "[ -~]{0,40}",
             from in 0usize..40,
             len in 8usize..48,
-            form in 0u8..6,
+            form in 0u8..8,
             sep in "[ ,\"'\\-]{1,3}",
         ) {
             use base64::Engine as _;
@@ -588,11 +668,13 @@ mod tests {
                 2 => base64::engine::general_purpose::STANDARD.encode(piece),
                 3 => piece.bytes().map(|b| format!("{b:02x}")).collect(),
                 4 => piece.bytes().map(|b| format!("%{b:02X}")).collect(),
+                5 => rot13(piece),
+                6 => piece.bytes().map(|b| format!("&#{b};")).collect(),
                 _ => piece.chars().map(String::from).collect::<Vec<_>>().join(&sep),
             };
             let clean = redact(&format!("{prefix} {leak} {suffix}"), &[&key]);
             let letters: String = piece.chars().filter(char::is_ascii_alphanumeric).collect();
-            if form < 5 {
+            if form < 7 {
                 prop_assert!(!clean.contains(&leak), "{clean}");
                 prop_assert!(!clean.contains(piece) && !clean.contains(&rev), "{clean}");
             } else if letters.len() >= 8 {

@@ -70,6 +70,37 @@ impl Usage {
             .iter()
             .all(|&n| n <= Self::MAX_CALL_TOKENS)
     }
+
+    /// Tokens an image is counted as when a reply reports no usage: the
+    /// most a provider bills for one image at navkit's sizes (Anthropic's
+    /// ceiling; OpenAI's high detail at 640 × 480 is 765, Gemini's 258).
+    pub const ESTIMATED_IMAGE_TOKENS: u64 = 1_600;
+
+    /// A deliberately high estimate of what `request` and `response`
+    /// cost, for a reply that reports no usage at all: four characters of
+    /// text (system prompt, user text, earlier turns, tool definitions)
+    /// a token, [`ESTIMATED_IMAGE_TOKENS`](Self::ESTIMATED_IMAGE_TOKENS) an
+    /// image, and the reply's text and tool arguments at four characters a
+    /// token (at least one).
+    pub fn estimate(request: &crate::vlm::VlmRequest, response: &VlmResponse) -> Self {
+        let chars = |s: &str| s.chars().count() as u64;
+        let text = chars(&request.system)
+            + chars(&request.user_text())
+            + json_chars(&request.turns)
+            + json_chars(&request.tools);
+        let images = request.image_count() as u64 * Self::ESTIMATED_IMAGE_TOKENS;
+        let reply = chars(&response.text) + json_chars(&response.tool_calls);
+        Self {
+            prompt_tokens: text.div_ceil(4).saturating_add(images),
+            completion_tokens: reply.div_ceil(4).max(1),
+            ..Self::default()
+        }
+    }
+}
+
+/// Length of `v`'s JSON text in characters (0 when it does not serialize).
+fn json_chars<T: Serialize + ?Sized>(v: &T) -> u64 {
+    serde_json::to_string(v).map_or(0, |s| s.chars().count() as u64)
 }
 
 /// Sums saturate: totals never wrap.
@@ -109,6 +140,11 @@ pub struct VlmResponse {
     pub cost_usd: Option<f64>,
     /// HTTP attempts made (1 when the first succeeded).
     pub attempts: u32,
+    /// True when the reply of a priced model carried no token usage and
+    /// `usage` (and so `cost_usd`) is navkit's estimate from the request
+    /// instead (see [`Usage::estimate`]).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub usage_estimated: bool,
 }
 
 impl VlmResponse {
