@@ -247,3 +247,15 @@ fn away_from_the_checkout_the_bridge_child_gets_the_written_package_on_pythonpat
         assert_eq!(&written, text, "{file} as built into nav");
     }
 }
+
+/// A step log the disk cannot take aborts the run: exit 3 with the log and
+/// the cause named (and the report of what ran still printed), never
+/// "internal error".
+#[test]
+fn a_step_log_on_a_full_disk_aborts_with_the_cause_named() {
+    let o = nav(&["habitat", "--bridge", OPENROOM, "--episodes", "1", "--log", "/dev/full"]);
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(3), "{err}");
+    assert!(err.contains("the run was aborted") && err.contains("/dev/full") && err.contains("No space left"), "{err}");
+    assert!(!err.contains("internal error") && !err.contains("panicked"), "{err}");
+}

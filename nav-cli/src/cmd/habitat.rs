@@ -252,7 +252,8 @@ pub fn run(args: HabitatArgs) -> CmdResult {
         return Ok(super::EXIT_COST_LIMIT);
     }
     match &report.aborted {
-        Some(why) => Err(Exit::Internal(format!("the run was aborted: {why}"))),
+        // the bridge or an output failed (a protocol error, a full disk): exit 3, named, not an internal error
+        Some(why) => Err(Exit::Output(format!("the run was aborted: {why}"))),
         None => Ok(0),
     }
 }

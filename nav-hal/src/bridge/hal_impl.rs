@@ -134,7 +134,7 @@ impl Sensors for BridgeHal {
             }
             headings.push(heading_rad);
             let view_dets: Vec<Detection> = if self.config.detections && self.backend.observation.detections {
-                view.observation.detections.unwrap_or_default().into_iter().filter_map(|d| d.into_detection()).collect()
+                wire::detections_of(view.observation.detections)?
             } else {
                 Vec::new()
             };

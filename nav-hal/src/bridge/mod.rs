@@ -540,7 +540,7 @@ impl BridgeHal {
             Some(p) => Some(p.pose()?),
             None => None,
         };
-        let detections = obs.detections.unwrap_or_default().into_iter().filter_map(|d| d.into_detection()).collect();
+        let detections = wire::detections_of(obs.detections)?;
         self.latest = Some(Latest {
             rgb: obs.rgb,
             rgb_decoded: None,

@@ -401,6 +401,31 @@ impl WirePose {
     }
 }
 
+/// The most detections one view (or observation) may carry: a detector
+/// reports tens; thousands would only slow every step that draws or reads
+/// them.
+pub const MAX_DETECTIONS: usize = 256;
+
+/// The longest detection label, in characters.
+pub const MAX_LABEL_CHARS: usize = 128;
+
+/// A view's detections, checked: more than [`MAX_DETECTIONS`] or a label
+/// over [`MAX_LABEL_CHARS`] characters is a protocol error naming the
+/// count; detections without a bearing or distance are dropped.
+pub(crate) fn detections_of(list: Option<Vec<WireDetection>>) -> Result<Vec<Detection>, HalError> {
+    let list = list.unwrap_or_default();
+    if list.len() > MAX_DETECTIONS {
+        return Err(protocol(format!("{} detections in one view, over the limit of {MAX_DETECTIONS}", list.len())));
+    }
+    if let Some(d) = list.iter().find(|d| d.label.chars().count() > MAX_LABEL_CHARS) {
+        return Err(protocol(format!(
+            "a detection label of {} characters, over the limit of {MAX_LABEL_CHARS}",
+            d.label.chars().count()
+        )));
+    }
+    Ok(list.into_iter().filter_map(WireDetection::into_detection).collect())
+}
+
 impl WireDetection {
     /// Detections with a non-finite bearing or distance are dropped.
     pub fn into_detection(self) -> Option<Detection> {
@@ -591,6 +616,27 @@ mod tests {
         let wrong = WireImage::Raw { shape: [h, w, 3], data: "AAAA".into() };
         assert!(decode_rgb(&wrong, 90.0, 0.0, &mut PixelBudget::reply()).is_err());
         assert!(decode_rgb(&raw, f64::NAN, 0.0, &mut PixelBudget::reply()).is_err());
+    }
+
+    #[test]
+    fn detections_are_capped_in_count_and_label_length() {
+        let det = |label: &str| WireDetection {
+            label: label.into(),
+            bearing_rad: Some(0.1),
+            distance_m: Some(2.0),
+            bbox: None,
+        };
+        let ok: Vec<WireDetection> = (0..MAX_DETECTIONS).map(|_| det("chair")).collect();
+        assert_eq!(detections_of(Some(ok)).unwrap().len(), MAX_DETECTIONS);
+        let many: Vec<WireDetection> = (0..10_000).map(|_| det("chair")).collect();
+        let e = detections_of(Some(many)).unwrap_err().to_string();
+        assert!(e.contains("10000 detections") && e.contains("256"), "{e}");
+        let long = "x".repeat(MAX_LABEL_CHARS + 1);
+        let e = detections_of(Some(vec![det("sofa"), det(&long)])).unwrap_err().to_string();
+        assert!(e.contains("129 characters") && e.len() < 200, "{e}");
+        let partial = WireDetection { bearing_rad: None, ..det("lamp") };
+        assert_eq!(detections_of(Some(vec![partial, det("bed")])).unwrap().len(), 1, "no bearing: dropped");
+        assert!(detections_of(None).unwrap().is_empty());
     }
 
     #[test]

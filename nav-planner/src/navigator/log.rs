@@ -31,9 +31,33 @@ impl From<Pose2> for PoseRecord {
 }
 
 impl PoseRecord {
+    /// The largest coordinate a read-back pose may have, m: a thousand
+    /// kilometres, far past any arena or robot run; more is a damaged or
+    /// forged log (whose drawing and path sums would be nonsense).
+    pub const MAX_COORD_M: f64 = 1.0e6;
+
     /// Back to a pose.
     pub fn pose(&self) -> Pose2 {
         Pose2::new(self.x, self.y, self.yaw_deg.to_radians())
+    }
+
+    /// `Err` naming the field when a coordinate is over
+    /// [`MAX_COORD_M`](Self::MAX_COORD_M) or the heading is not within
+    /// ±3600°.
+    pub fn check(&self, what: &str) -> Result<(), String> {
+        let bad = |v: f64, max: f64| v.is_nan() || v.abs() > max;
+        if bad(self.x, Self::MAX_COORD_M) || bad(self.y, Self::MAX_COORD_M) {
+            return Err(format!(
+                "{what} ({:.3e}, {:.3e}) is over {:.0e} m from the origin",
+                self.x,
+                self.y,
+                Self::MAX_COORD_M
+            ));
+        }
+        if bad(self.yaw_deg, 3600.0) {
+            return Err(format!("{what} heading {:.3e}° is not an angle", self.yaw_deg));
+        }
+        Ok(())
     }
 }
 
@@ -134,6 +158,18 @@ pub struct StepRecord {
     /// `arena_file`, `protocol`, `planner`, `seed`, `target`).
     #[serde(default, skip_serializing_if = "serde_json::Map::is_empty")]
     pub info: serde_json::Map<String, Value>,
+}
+
+impl StepRecord {
+    /// Checks what a reader of a log or recording must not trust: the
+    /// poses ([`PoseRecord::check`]); `Err` says which and why.
+    pub fn check(&self) -> Result<(), String> {
+        self.pose.check(&format!("step {} pose", self.step))?;
+        match &self.gt_pose {
+            Some(p) => p.check(&format!("step {} ground-truth pose", self.step)),
+            None => Ok(()),
+        }
+    }
 }
 
 /// The longest step log line [`read_log`] takes (step 0 carries the arena;
@@ -373,7 +409,10 @@ pub fn read_log(path: impl AsRef<Path>) -> Result<(Vec<StepRecord>, bool), LogEr
             return Err(LogError::Parse { path, line: line_no, message });
         }
         match serde_json::from_str::<StepRecord>(&line) {
-            Ok(r) => out.push(r),
+            Ok(r) => {
+                r.check().map_err(|message| LogError::Parse { path: path.clone(), line: i + 1, message })?;
+                out.push(r);
+            }
             Err(_) if !line.trim_end().ends_with('}') => pending = Some((i + 1, "not a complete step record".into())),
             Err(e) => return Err(LogError::Parse { path, line: i + 1, message: e.to_string() }),
         }
@@ -384,6 +423,27 @@ pub fn read_log(path: impl AsRef<Path>) -> Result<(Vec<StepRecord>, bool), LogEr
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn absurd_poses_are_named_not_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("run.jsonl");
+        let good = serde_json::to_string(&StepRecord::default()).unwrap();
+        for (field, value, needle) in [
+            ("pose", serde_json::json!({"x": 1e300, "y": 0.0, "yaw_deg": 0.0}), "step 1 pose (1.000e300"),
+            ("gt_pose", serde_json::json!({"x": 0.0, "y": -2e6, "yaw_deg": 0.0}), "step 1 ground-truth pose"),
+            ("pose", serde_json::json!({"x": 0.0, "y": 0.0, "yaw_deg": 1e12}), "heading"),
+        ] {
+            let mut bad: serde_json::Value = serde_json::from_str(&good).unwrap();
+            bad["step"] = 1.into();
+            bad[field] = value;
+            std::fs::write(&path, format!("{good}\n{bad}\n")).unwrap();
+            let e = read_log(&path).unwrap_err().to_string();
+            assert!(e.contains("line 2") && e.contains(needle) && e.len() < 300, "{e}");
+        }
+        let ok = StepRecord { pose: Pose2::new(9.9e5, -9.9e5, 1.0).into(), ..StepRecord::default() };
+        assert!(ok.check().is_ok());
+    }
 
     #[test]
     fn file_log_round_trips_and_survives_truncation() {

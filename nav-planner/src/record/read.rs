@@ -147,9 +147,11 @@ pub fn steps_from_bytes(bytes: &[u8]) -> Result<Vec<StepRecord>, RecordError> {
     messages
         .iter()
         .map(|m| {
-            serde_json::from_slice(&m.data).map_err(|e| {
+            let record: StepRecord = serde_json::from_slice(&m.data).map_err(|e| {
                 RecordError::Corrupt(format!("{STEP_TOPIC} message {} is not a step record: {e}", m.sequence))
-            })
+            })?;
+            record.check().map_err(|e| RecordError::Corrupt(format!("{STEP_TOPIC} message {}: {e}", m.sequence)))?;
+            Ok(record)
         })
         .collect()
 }
