@@ -133,3 +133,22 @@ proptest! {
         prop_assert!(matches!(next.code, Some(0 | 1)), "{:?}", next);
     }
 }
+
+/// `nav grounding generate` adds a final grounding to a file and writes it
+/// back: when that would pass the 16 MiB every reader of grounding files
+/// takes, it writes nothing (the experiment stays readable) and says why.
+#[test]
+fn grounding_generate_never_writes_a_file_the_next_run_cannot_read() {
+    let tmp = tempfile::tempdir().unwrap();
+    let path = tmp.path().join("grounding_latest.json");
+    let entries: Vec<String> =
+        (0..150_000).map(|i| format!("[ Step{i} - WiP ] : fact number {i} {}", "x".repeat(40))).collect();
+    let doc = serde_json::json!({"expr_info": {"episode_id": 1}, "stacked_grounding": {"spatial": entries}});
+    std::fs::write(&path, doc.to_string()).unwrap();
+    let before = std::fs::read(&path).unwrap();
+    assert!(before.len() < 16 << 20);
+    let o = limited::nav_limited(&["grounding", "generate", path.to_str().unwrap()], None, WALL);
+    assert_eq!(o.code, Some(2), "{o:?}");
+    assert!(o.stderr.contains("16 MiB") && o.stderr.contains("nothing was written"), "{o:?}");
+    assert_eq!(std::fs::read(&path).unwrap(), before, "the file is unchanged");
+}

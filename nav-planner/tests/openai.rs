@@ -247,15 +247,20 @@ async fn structured_output_falls_back_and_remembers_what_worked() {
 #[tokio::test]
 async fn a_reply_that_echoes_the_key_is_scrubbed() {
     let echo = format!("your key is {TEST_KEY}, going left");
-    let server = ScriptedServer::start(vec![Reply::json(completion(
+    let mut answer = completion(
         json!({"role": "assistant", "content": echo, "tool_calls": [
-            {"id": "c1", "type": "function", "function": {"name": "f", "arguments": format!("{{\"note\": \"{TEST_KEY}\"}}")}}]}),
-        "tool_calls",
-    ))])
-    .await;
+            {"id": TEST_KEY, "type": "function", "function": {"name": "f", "arguments": format!("{{\"note\": \"{TEST_KEY}\"}}")}}]}),
+        TEST_KEY,
+    );
+    answer["model"] = json!(TEST_KEY);
+    let server = ScriptedServer::start(vec![Reply::json(answer)]).await;
     let reply = KIT.backend(&server.url()).complete(json_request()).await.unwrap();
     assert_eq!(reply.text, "your key is [REDACTED], going left");
     assert_eq!(reply.tool_calls[0].arguments, json!({"note": "[REDACTED]"}));
+    // every field a server fills in that nav prints or logs
+    let shown = serde_json::to_string(&reply).unwrap();
+    assert!(!shown.contains(TEST_KEY), "{shown}");
+    assert_eq!((reply.model.as_str(), reply.tool_calls[0].id.as_str()), ("[REDACTED]", "[REDACTED]"));
 }
 
 #[tokio::test]

@@ -2,7 +2,7 @@
 //! generate EPISODE_JSON [--vlm …]` (docs/GROUNDING.md).
 
 use crate::config::NavConfig;
-use crate::exit::{CmdResult, internal, runtime, usage};
+use crate::exit::{CmdResult, Exit, internal, runtime, usage};
 use clap::Subcommand;
 use nav_memory::grounding::{GroundingRequest, MergeFormat, load_grounding_file, merge_files, render_txt};
 use std::path::PathBuf;
@@ -61,10 +61,23 @@ fn generate(path: &std::path::Path, backend: &super::VlmArgs, config: Option<Pat
     file.final_grounding = Some(final_grounding);
     let mut json = serde_json::to_vec_pretty(&file).map_err(internal)?;
     json.push(b'\n');
-    nav_memory::write_atomic(path, &json).map_err(internal)?;
+    // never write a file the next run (or merge) refuses to read
+    let limit = nav_memory::snapshot::MAX_GROUNDING_BYTES;
+    if json.len() as u64 > limit {
+        return Err(usage(format!(
+            "{}: with its final grounding the file would be {} bytes, over the {} limit every reader of grounding \
+             files takes; nothing was written",
+            path.display(),
+            json.len(),
+            nav_core::bounded::human_bytes(limit)
+        )));
+    }
+    // a failed write (a full disk) is exit 3; the error names the file
+    let written = |e: nav_memory::MemoryError| Exit::Output(e.to_string());
+    nav_memory::write_atomic(path, &json).map_err(written)?;
     let txt = path.with_extension("txt");
     if txt.is_file() {
-        nav_memory::write_atomic(&txt, format!("{}\n", render_txt(&file)).as_bytes()).map_err(internal)?;
+        nav_memory::write_atomic(&txt, format!("{}\n", render_txt(&file)).as_bytes()).map_err(written)?;
     }
     crate::exit::print(&serde_json::to_string_pretty(&file.final_grounding).map_err(internal)?)?;
     Ok(0)

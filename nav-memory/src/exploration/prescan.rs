@@ -36,6 +36,15 @@ pub fn check(text: &str) -> Result<(), String> {
         let body = line.trim_start_matches(' ');
         let indent = line.len() - body.len();
         items += 1;
+        // a document marker (`---`, `...`) at column 0 ends any scalar going on, and what follows
+        // `--- ` is a node (`--- &a`): it is scanned, never taken as text
+        let marker = (indent == 0 && quote.is_none())
+            .then(|| body.strip_prefix("---").or_else(|| body.strip_prefix("...")))
+            .flatten()
+            .filter(|r| r.is_empty() || r.starts_with([' ', '\t']));
+        if marker.is_some() {
+            (block, plain) = (None, None);
+        }
         if let Some(b) = block {
             if body.trim().is_empty() || indent > b {
                 continue;
@@ -49,7 +58,7 @@ pub fn check(text: &str) -> Result<(), String> {
             }
         }
         // leading "- - x": each dash is a level (not inside a quoted scalar going on)
-        let mut rest = body;
+        let mut rest = marker.map_or(body, str::trim_start);
         let mut dashes = 0usize;
         if quote.is_none() {
             while let Some(r) = rest.strip_prefix('-').filter(|r| r.is_empty() || r.starts_with([' ', '\t'])) {
@@ -232,6 +241,19 @@ mod tests {
         }
         assert!(check(&format!("a: !!seq [{}]", "1,".repeat(30_000))).unwrap_err().contains("items"));
         assert!(check("a: !!str x\nb: !!seq [1, 2]\nc: [x, \"y\"]\nd: {e: [f]}\n").is_ok());
+        // a document marker is not a plain scalar whose text the rest of the file would be
+        // (behind `---` an alias bomb went unscanned and aborted nav at 3.6 GB)
+        for text in [
+            "---\nrooms: &a [1]\nb: *a\n".to_string(),
+            "--- &a\nrooms: [1]\n".to_string(),
+            "---\n&a\n".to_string(),
+            "...\n---\nb: *a\n".to_string(),
+        ] {
+            assert!(check(&text).unwrap_err().contains("aliases"), "{text}");
+        }
+        assert!(check(&format!("---\n{}", "- 1\n".repeat(30_000))).unwrap_err().contains("items"));
+        assert!(check(&format!("---\n{}", "[".repeat(100))).unwrap_err().contains("deeper"));
+        assert!(check("---\nname: x\n---text: y\n").is_ok());
     }
 
     #[test]

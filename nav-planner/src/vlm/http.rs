@@ -369,8 +369,8 @@ pub(crate) fn bill_missing_usage(
     }
 }
 
-/// Removes `secrets` from a reply that echoes them (text, refusal, tool
-/// arguments), so the step log and the terminal never show a key.
+/// Removes `secrets` from a reply that echoes them (text, refusal, model
+/// id, finish reason, tool call ids, names and arguments), so the step log and the terminal never show a key.
 fn scrub_reply(response: &mut VlmResponse, secrets: &[&str]) {
     let secrets: Vec<&str> = secrets.iter().copied().filter(|s| s.trim().len() >= 6).collect();
     // the key whole, a piece of it, reversed or encoded (see `redact_secrets`)
@@ -381,7 +381,17 @@ fn scrub_reply(response: &mut VlmResponse, secrets: &[&str]) {
     if let Some(r) = response.refusal.as_mut().filter(|r| leaks(r)) {
         *r = redact(r, &secrets);
     }
+    // the fields a server fills in that nav prints and logs too
+    for field in [Some(&mut response.model), response.finish_reason.as_mut()].into_iter().flatten() {
+        if leaks(field) {
+            *field = redact(field, &secrets);
+        }
+    }
     for call in &mut response.tool_calls {
+        if leaks(&call.id) || leaks(&call.name) {
+            call.id = redact(&call.id, &secrets);
+            call.name = redact(&call.name, &secrets);
+        }
         if leaks(&call.arguments.to_string()) {
             let clean = redact(&call.arguments.to_string(), &secrets);
             call.arguments = serde_json::from_str(&clean).unwrap_or(Value::String(clean));
