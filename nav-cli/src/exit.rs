@@ -46,7 +46,40 @@ impl Exit {
 /// what a user typed (`--base-url`) or what a bridge or worker said, and
 /// either may hold a key.
 pub fn scrub(message: &str) -> String {
-    nav_planner::vlm::scrub_credentials(message)
+    terminal_safe(&nav_planner::vlm::scrub_credentials(message))
+}
+
+/// `text` safe for a terminal: control characters other than newline and
+/// tab (ESC, BEL, carriage return, C1 codes such as U+009B) become `?`, so
+/// text from outside (a bridge's episode id, a server's error body, a
+/// summary line in an eval file) cannot move the cursor, clear the screen
+/// or retitle the window. Colour codes (`ESC[…m`), which the log's own
+/// colouring writes, stay.
+pub fn terminal_safe(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.char_indices();
+    while let Some((i, c)) = chars.next() {
+        if !c.is_control() || c == '\n' || c == '\t' {
+            out.push(c);
+            continue;
+        }
+        // a colour code: ESC [ digits and semicolons m (ESC is one byte)
+        let colour = (c == '\u{1b}')
+            .then(|| text[i + 1..].strip_prefix('['))
+            .flatten()
+            .map(|r| r.len() - r.trim_start_matches(|d: char| d.is_ascii_digit() || d == ';').len())
+            .filter(|&n| text[i + 2 + n..].starts_with('m'));
+        match colour {
+            Some(n) => {
+                out.push_str(&text[i..i + n + 3]);
+                for _ in 0..n + 2 {
+                    chars.next();
+                }
+            }
+            None => out.push('?'),
+        }
+    }
+    out
 }
 
 /// Longest diagnostic or final message `nav` prints, characters.
@@ -83,11 +116,31 @@ pub fn write_error(what: &str, e: &std::io::Error) -> Exit {
     }
 }
 
+/// Checks a named output before any work, so a run is not lost at its end:
+/// a FIFO or socket is refused (opening one blocks), and so is the path of
+/// one of the command's `inputs` (the report would overwrite what it was
+/// made from). Exit 2 naming `flag` and the path.
+pub fn check_output(flag: &str, path: &std::path::Path, inputs: &[&std::path::Path]) -> Result<(), Exit> {
+    nav_core::bounded::refuse_fifo(path).map_err(|e| usage(format!("{flag} {}: {e}", path.display())))?;
+    let same = |input: &std::path::Path| match (std::fs::canonicalize(path), std::fs::canonicalize(input)) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => path == input,
+    };
+    match inputs.iter().find(|i| same(i)) {
+        Some(i) => Err(usage(format!(
+            "{flag} {}: that is also the input {}; the output would overwrite it",
+            path.display(),
+            i.display()
+        ))),
+        None => Ok(()),
+    }
+}
+
 /// The name [`write_error`] and [`print`] use for standard output.
 pub const STDOUT: &str = "standard output";
 
-/// Writes `text` (without the credential variables' values) and a newline
-/// to standard output and flushes it. Never
+/// Writes `text` (without the credential variables' values, made
+/// [`terminal_safe`]) and a newline to standard output and flushes it. Never
 /// panics (unlike `println!`): a closed pipe is [`Exit::StdoutClosed`], a
 /// full device an [`Exit::Output`].
 pub fn print(text: &str) -> Result<(), Exit> {
@@ -103,6 +156,8 @@ pub fn print(text: &str) -> Result<(), Exit> {
         scrubbed = nav_planner::vlm::redact_secrets(text, &secrets);
         scrubbed.as_str()
     };
+    // what nav prints can quote text from outside (an eval file's arena name, a bridge's episode id)
+    let text = terminal_safe(text);
     let mut out = std::io::stdout().lock();
     out.write_all(text.as_bytes())
         .and_then(|()| out.write_all(b"\n"))
@@ -201,6 +256,15 @@ pub fn section_and_key(e: &nav_core::config::ConfigError) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn terminal_safe_keeps_colours_and_text_and_nothing_else() {
+        assert_eq!(terminal_safe("a\u{1b}[2Jb\u{7}c\r\u{9b}31m\n\td"), "a?[2Jb?c??31m\n\td");
+        assert_eq!(terminal_safe("\u{1b}[1;31mred\u{1b}[0m"), "\u{1b}[1;31mred\u{1b}[0m");
+        assert_eq!(terminal_safe("\u{1b}]0;title\u{7}"), "?]0;title?");
+        assert_eq!(terminal_safe("\u{1b}["), "?[");
+        assert_eq!(terminal_safe("plain ünïcode"), "plain ünïcode");
+    }
 
     #[test]
     fn a_closed_pipe_is_quiet_and_a_full_disk_is_exit_3() {

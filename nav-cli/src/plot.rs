@@ -9,12 +9,15 @@ use nav_hal::picture::MapPicture;
 use nav_planner::navigator::StepRecord;
 use std::path::Path;
 
-/// Checks that `path` ends in .png or .svg.
+/// Checks that `path` ends in .png or .svg and can be written at the end
+/// ([`check_output`](crate::exit::check_output)).
 pub fn check_extension(path: &Path) -> Result<(), Exit> {
     match path.extension().and_then(|e| e.to_str()).map(str::to_ascii_lowercase).as_deref() {
-        Some("png" | "svg") => Ok(()),
-        _ => Err(usage(format!("--plot {}: the file must end in .png or .svg", path.display()))),
+        Some("png" | "svg") => {}
+        _ => return Err(usage(format!("--plot {}: the file must end in .png or .svg", path.display()))),
     }
+    // checked before the run: a FIFO would block the write after it
+    crate::exit::check_output("--plot", path, &[])
 }
 
 /// Draws a run from its step records.

@@ -595,3 +595,33 @@ fn a_diagnostic_quoting_a_huge_value_is_cut() {
     );
     assert!(o.stderr.len() < 5000 && o.stderr.contains("characters in all"), "{} bytes", o.stderr.len());
 }
+
+/// Text from outside that nav prints (an eval file's arena name here; a
+/// bridge's episode id, a server's error body) never carries control
+/// characters to the terminal: ESC, BEL and C1 codes come out as `?`.
+#[test]
+fn printed_text_from_files_carries_no_control_characters() {
+    let dir = tempfile::tempdir().unwrap();
+    let jsonl = dir.path().join("e.jsonl");
+    let j = jsonl.to_str().unwrap();
+    let o = limited::nav_limited(
+        &["eval", "--arenas", "simple", "--configs", "explore:frontier:on", "--jsonl", j],
+        None,
+        WALL,
+    );
+    assert_eq!(o.code, Some(0), "{o:?}");
+    let text = std::fs::read_to_string(&jsonl).unwrap();
+    let mut line: serde_json::Value = serde_json::from_str(text.lines().next().unwrap()).unwrap();
+    line["arena"] = serde_json::json!("simple\u{1b}[2J\u{1b}]0;pwned\u{7}\u{9b}31m");
+    std::fs::write(&jsonl, format!("{line}\n")).unwrap();
+    let o = limited::nav_limited(&["eval", "merge", j], None, WALL);
+    assert_eq!(o.code, Some(0), "{o:?}");
+    assert!(o.stdout.contains("simple?[2J?]0;pwned??31m"), "{}", o.stdout);
+    // the report never overwrites the file it was merged from
+    let before = std::fs::read(&jsonl).unwrap();
+    let o = limited::nav_limited(&["eval", "merge", j, "--markdown", j], None, WALL);
+    assert_eq!(o.code, Some(2), "{o:?}");
+    assert!(o.stderr.contains("also the input"), "{o:?}");
+    assert_eq!(std::fs::read(&jsonl).unwrap(), before);
+    assert!(!o.stdout.chars().any(|c| c.is_control() && c != '\n' && c != '\t'), "{:?}", o.stdout);
+}

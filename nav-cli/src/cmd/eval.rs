@@ -243,6 +243,10 @@ fn once_each(all: Vec<RunSummary>) -> Vec<RunSummary> {
 
 /// `nav eval merge`: one report from many JSON-lines files.
 fn merge(args: &MergeArgs) -> CmdResult {
+    if let Some(m) = &args.markdown {
+        let inputs: Vec<&std::path::Path> = args.files.iter().map(PathBuf::as_path).collect();
+        crate::exit::check_output("--markdown", m, &inputs)?;
+    }
     let mut all = Vec::new();
     for path in &args.files {
         all.extend(read_summaries(path, false)?);
@@ -693,6 +697,9 @@ fn resumed(path: &std::path::Path, suite: &[EpisodeSpec]) -> Result<Vec<RunSumma
 pub fn run(args: EvalArgs) -> CmdResult {
     if let Some(EvalCommand::Merge(m)) = &args.command {
         return merge(m);
+    }
+    if let Some(m) = &args.markdown {
+        crate::exit::check_output("--markdown", m, &args.jsonl.iter().map(PathBuf::as_path).collect::<Vec<_>>())?;
     }
     let config = NavConfig::load_layers(args.preset, args.config.as_deref())?;
     let mut all = specs(&args, &config)?;
