@@ -111,6 +111,35 @@ fn resume_counts_each_episode_once_ignores_other_suites_and_checks_values() {
     }
 }
 
+/// A run killed mid-write (or a power loss) leaves a last line cut off or
+/// NUL-padded: `--resume` drops it with a warning, cuts the file back to
+/// its whole lines and runs that episode again; merge still refuses it.
+#[test]
+fn resume_drops_a_last_line_cut_off_by_a_kill() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out.jsonl");
+    let out_s = out.to_str().unwrap().to_string();
+    let mut args: Vec<&str> = SUITE.to_vec();
+    args.extend(["--jsonl", &out_s]);
+    let o = Command::new(env!("CARGO_BIN_EXE_nav")).args(&args).output().unwrap();
+    assert_eq!(o.status.code(), Some(0));
+    let whole: Vec<String> = std::fs::read_to_string(&out).unwrap().lines().map(str::to_string).collect();
+    let mut resume = args.clone();
+    resume.push("--resume");
+    for tail in [whole[5][..40].to_string(), format!("{}{}", &whole[5][..40], "\0".repeat(64)), "\0".repeat(100)] {
+        std::fs::write(&out, format!("{}\n{tail}", whole[..5].join("\n"))).unwrap();
+        let o = Command::new(env!("CARGO_BIN_EXE_nav")).args(["eval", "merge", &out_s]).output().unwrap();
+        assert_eq!(o.status.code(), Some(2), "merge refuses a damaged file");
+        let o = Command::new(env!("CARGO_BIN_EXE_nav")).args(&resume).output().unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(0), "{err}");
+        assert!(err.contains("line 6 was cut off"), "{err}");
+        let report: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        assert_eq!(report["summaries"].as_array().unwrap().len(), 6);
+        assert_eq!(lines_of(&out).len(), 6, "whole lines only");
+    }
+}
+
 #[test]
 fn fifos_are_refused_not_waited_on() {
     let dir = tempfile::tempdir().unwrap();

@@ -152,3 +152,26 @@ fn grounding_generate_never_writes_a_file_the_next_run_cannot_read() {
     assert!(o.stderr.contains("16 MiB") && o.stderr.contains("nothing was written"), "{o:?}");
     assert_eq!(std::fs::read(&path).unwrap(), before, "the file is unchanged");
 }
+
+/// Feedback is kept in the experiment's files, printed by `grounding merge`
+/// and put into later system prompts: a key typed into it by mistake (a
+/// known key shape) is never kept.
+#[test]
+fn a_key_typed_into_feedback_is_never_kept() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let key = "sk-proj-abcdEFGH1234ijklMNOP5678";
+    let typed = dir.join("typed.txt");
+    std::fs::write(&typed, format!("spatial: the kitchen; my key is {key}\n")).unwrap();
+    let o = run_in(dir, "k1", "-", Some(&typed));
+    assert!(matches!(o.code, Some(0 | 1)), "{o:?}");
+    let file = dir.join("fb.jsonl");
+    let entry = serde_json::json!({"step_id": 1, "status": "WiP", "feedback": {"general": format!("use {key}")}});
+    std::fs::write(&file, format!("{entry}\n")).unwrap();
+    let o = run_in(dir, "k2", file.to_str().unwrap(), None);
+    assert!(matches!(o.code, Some(0 | 1)), "{o:?}");
+    for exp in ["k1", "k2"] {
+        let json = std::fs::read_to_string(dir.join(format!("logs/{exp}/grounding/grounding_latest.json"))).unwrap();
+        assert!(!json.contains(key) && json.contains("[REDACTED]"), "{exp}: {json}");
+    }
+}

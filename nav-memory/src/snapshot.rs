@@ -22,8 +22,27 @@ pub const SNAPSHOT_VERSION: u32 = 1;
 /// Writes `bytes` to `path` atomically: a temporary file in the same
 /// directory is written, flushed to disk and renamed over `path`, so readers
 /// see either the old or the new content, never a partial file. Creates the
-/// parent directory if needed.
+/// parent directory if needed. A symbolic link is followed: its target is
+/// replaced and the link kept (a link that leads nowhere, or in a loop, is
+/// an error naming it).
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), MemoryError> {
+    let resolved;
+    let path = match std::fs::symlink_metadata(path) {
+        Ok(m) if m.file_type().is_symlink() => {
+            let link_error = |source| MemoryError::Io { op: "following the link", path: path.to_path_buf(), source };
+            resolved = match std::fs::canonicalize(path) {
+                Ok(target) => target,
+                // a link to a file not made yet: the file it names
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                    let target = std::fs::read_link(path).map_err(link_error)?;
+                    path.parent().map_or(target.clone(), |dir| dir.join(&target))
+                }
+                Err(e) => return Err(link_error(e)),
+            };
+            resolved.as_path()
+        }
+        _ => path,
+    };
     let dir = match path.parent() {
         Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
         _ => PathBuf::from("."),

@@ -251,3 +251,38 @@ fn grounding_text_loses_its_control_characters() {
     assert!(!merged.chars().any(|c| c.is_control() && c != '\n' && c != '\t'), "{merged:?}");
     assert!(merged.contains("the door [2J is red") && merged.contains("rule 1\n"), "{merged}");
 }
+
+/// A memory file reached through a symbolic link: the save replaces the
+/// link's target and keeps the link; a link to a file not made yet creates
+/// that file; a link in a loop is there but unreadable (an error naming it,
+/// nothing overwritten).
+#[cfg(unix)]
+#[test]
+fn memory_files_behind_symbolic_links() {
+    let dir = tempfile::tempdir().unwrap();
+    let target = dir.path().join("real.yaml");
+    let link = dir.path().join("mem.yaml");
+    let mut m = ExplorationMemory::new(0.0);
+    m.record_discovery("kitchen", "a stove", Significance::Room, Point2::new(1.0, 2.0));
+    // a link to a file not made yet: not present, and the save creates the target
+    std::os::unix::fs::symlink(&target, &link).unwrap();
+    assert!(!ExplorationMemory::file_present(&link));
+    m.save(&link).unwrap();
+    assert!(std::fs::symlink_metadata(&link).unwrap().file_type().is_symlink(), "the link is kept");
+    assert!(target.is_file() && ExplorationMemory::file_present(&link));
+    let first = std::fs::read(&target).unwrap();
+    m.record_discovery("hallway", "long", Significance::Room, Point2::new(3.0, 2.0));
+    m.save(&link).unwrap();
+    assert!(std::fs::symlink_metadata(&link).unwrap().file_type().is_symlink());
+    assert_ne!(std::fs::read(&target).unwrap(), first, "the target was updated");
+    assert_eq!(ExplorationMemory::load(&link).unwrap(), m);
+    // a loop
+    let a = dir.path().join("a.yaml");
+    let b = dir.path().join("b.yaml");
+    std::os::unix::fs::symlink(&b, &a).unwrap();
+    std::os::unix::fs::symlink(&a, &b).unwrap();
+    assert!(ExplorationMemory::file_present(&a), "a loop is there, to be refused by its load");
+    assert!(ExplorationMemory::load(&a).is_err());
+    assert!(m.save(&a).unwrap_err().to_string().contains("a.yaml"));
+    assert!(std::fs::symlink_metadata(&a).unwrap().file_type().is_symlink(), "nothing overwritten");
+}

@@ -212,3 +212,17 @@ async fn a_bridge_that_dies_ends_the_run_with_the_finished_episodes_kept() {
     assert!(report.episodes.iter().all(|e| e.judged_by_simulator));
     assert!(report.table().contains("aborted after"));
 }
+
+/// Episode `k` is index `first_index + k` and seed `seed + k`: a run whose
+/// last episode would wrap past `u64::MAX` is refused before anything runs.
+#[test]
+fn indices_and_seeds_that_would_wrap_are_refused() {
+    let wraps = |first_index, seed| BridgeRunConfig { episodes: 3, first_index, seed, ..BridgeRunConfig::default() };
+    let e = BridgeRunner::new(wraps(u64::MAX, None)).unwrap_err().to_string();
+    assert!(e.contains("first_index") && e.contains("largest index"), "{e}");
+    let e = BridgeRunner::new(wraps(0, Some(u64::MAX - 1))).unwrap_err().to_string();
+    assert!(e.contains("seed") && e.contains("largest seed"), "{e}");
+    let edge = wraps(u64::MAX - 2, Some(u64::MAX - 2));
+    assert!(BridgeRunner::new(edge.clone()).is_ok());
+    assert_eq!(edge.episode_spec(2).seed, Some(u64::MAX));
+}

@@ -184,14 +184,33 @@ const MAX_SUMMARY_LINE_BYTES: u64 = 1 << 20;
 /// file (a FIFO with no writer would block forever). A missing file is
 /// empty with `missing_ok`.
 fn read_summaries(path: &std::path::Path, missing_ok: bool) -> Result<Vec<RunSummary>, Exit> {
+    let (summaries, cut) = read_summaries_to_cut(path, missing_ok)?;
+    match cut {
+        Some(cut) => Err(usage(format!("{}, line {}: not an episode summary: {}", path.display(), cut.line, cut.why))),
+        None => Ok(summaries),
+    }
+}
+
+/// A last line cut off by a kill or a power loss (no newline at its end, or
+/// NUL bytes in it): where it starts, so `--resume` can drop it.
+struct CutLine {
+    line: usize,
+    offset: u64,
+    why: String,
+}
+
+/// [`read_summaries`], with a last line that was cut off returned apart
+/// instead of failing the file (any other bad line is an error).
+fn read_summaries_to_cut(path: &std::path::Path, missing_ok: bool) -> Result<(Vec<RunSummary>, Option<CutLine>), Exit> {
     let file = match super::open_regular(path) {
         Ok(f) => f,
-        Err(e) if missing_ok && e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) if missing_ok && e.kind() == std::io::ErrorKind::NotFound => return Ok((Vec::new(), None)),
         Err(e) => return Err(usage(format!("{}: {e}", path.display()))),
     };
     let mut reader = std::io::BufReader::new(file);
     let mut buf = Vec::new();
     let mut out = Vec::new();
+    let mut offset = 0u64;
     for line in 1.. {
         buf.clear();
         let n = nav_core::bounded::read_line_limited(&mut reader, MAX_SUMMARY_LINE_BYTES, &mut buf)
@@ -199,15 +218,27 @@ fn read_summaries(path: &std::path::Path, missing_ok: bool) -> Result<Vec<RunSum
         if n == 0 {
             break;
         }
+        let start = offset;
+        offset += n as u64;
         if buf.iter().all(u8::is_ascii_whitespace) {
             continue;
         }
-        let s: RunSummary = serde_json::from_slice(&buf)
-            .map_err(|e| usage(format!("{}, line {line}: not an episode summary: {e}", path.display())))?;
-        check_summary(&s).map_err(|e| usage(format!("{}, line {line}: {e}", path.display())))?;
-        out.push(s);
+        match serde_json::from_slice::<RunSummary>(&buf) {
+            Ok(s) => {
+                check_summary(&s).map_err(|e| usage(format!("{}, line {line}: {e}", path.display())))?;
+                out.push(s);
+            }
+            Err(e) => {
+                let cut_off = !buf.ends_with(b"\n") || buf.contains(&0);
+                let last = std::io::BufRead::fill_buf(&mut reader).is_ok_and(|rest| rest.iter().all(|b| *b == 0));
+                if cut_off && last {
+                    return Ok((out, Some(CutLine { line, offset: start, why: e.to_string() })));
+                }
+                return Err(usage(format!("{}, line {line}: not an episode summary: {e}", path.display())));
+            }
+        }
     }
-    Ok(out)
+    Ok((out, None))
 }
 
 /// The ranges a summary's values must lie in (what an episode can
@@ -680,7 +711,21 @@ fn estimate(args: &EvalArgs, config: &NavConfig, all: Vec<EpisodeSpec>, jobs: us
 /// warning naming how many.
 fn resumed(path: &std::path::Path, suite: &[EpisodeSpec]) -> Result<Vec<RunSummary>, Exit> {
     let keys: std::collections::HashSet<EpisodeKey> = suite.iter().map(EpisodeKey::of_spec).collect();
-    let all = once_each(read_summaries(path, true)?);
+    let (all, cut) = read_summaries_to_cut(path, true)?;
+    if let Some(cut) = cut {
+        // a run killed mid-write: its last line is dropped, and the file cut back to the lines before it so
+        // the episodes run now follow whole lines
+        let file = std::fs::OpenOptions::new().write(true).open(path);
+        file.and_then(|f| f.set_len(cut.offset))
+            .map_err(|e| crate::exit::write_error(&path.display().to_string(), &e))?;
+        crate::exit::diag!(
+            "nav: warning: --resume {}: line {} was cut off ({}); dropped, that episode runs again",
+            path.display(),
+            cut.line,
+            cut.why
+        );
+    }
+    let all = once_each(all);
     let n = all.len();
     let ours: Vec<RunSummary> = all.into_iter().filter(|s| keys.contains(&EpisodeKey::of_summary(s))).collect();
     if ours.len() < n {

@@ -263,6 +263,9 @@ fn apply_typed(line: &str, step_id: u32, instruction: &str, record: &mut Episode
     if line.trim().is_empty() {
         return;
     }
+    // feedback is kept, printed and put into later system prompts: never a key typed by mistake
+    let line = nav_planner::vlm::scrub_credentials(line);
+    let line = line.as_str();
     // a line starting with `Success:`, `Failure:` or `WiP:` sets the step's status (WiP otherwise)
     match CategoryFeedback::parse_typed(line) {
         Ok((status, fb)) => {
@@ -321,6 +324,9 @@ pub fn read_feedback_file(path: &Path) -> Result<Vec<StepFeedback>, Exit> {
 /// One `--feedback` line as an entry (`at` names the file and line): a
 /// category other than the four is dropped with a warning.
 fn feedback_entry(line: &str, at: &str) -> Result<StepFeedback, Exit> {
+    // as typed feedback: no key (a known key shape or a credential variable's value) is kept
+    let line = nav_planner::vlm::scrub_credentials(line);
+    let line = line.as_str();
     let bad = |e: serde_json::Error| {
         usage(format!(
             "{at}: {e} (expected {{\"step_id\": N, \"instruction\": \"...\", \"status\": \"Success|Failure|WiP\", \"feedback\": {{\"spatial\": \"...\"}}}})"

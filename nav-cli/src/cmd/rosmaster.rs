@@ -226,7 +226,8 @@ pub fn run(args: RosmasterArgs) -> CmdResult {
     let recording = args.record.open_realtime()?;
     let setup = Setup::new(&args, &config, recording.as_ref())?;
     let task = objectnav_task(&args, &setup)?;
-    let memory = match args.memory_file.as_deref().filter(|p| p.exists()) {
+    // a link in a loop is there, and its load says what is wrong (a link to a file not made yet is not)
+    let memory = match args.memory_file.as_deref().filter(|p| nav_memory::ExplorationMemory::file_present(p)) {
         Some(p) => Some(nav_memory::ExplorationMemory::load(p).map_err(|e| usage(format!("--memory-file: {e}")))?),
         None => None,
     };

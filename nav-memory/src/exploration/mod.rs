@@ -436,6 +436,16 @@ impl ExplorationMemory {
         snapshot::write_atomic(path, text.as_bytes())
     }
 
+    /// Whether a memory file is at `path` for [`load`](Self::load) to read:
+    /// a file (through links), or a link in a loop (whose load then says
+    /// so); `false` for nothing there and for a link to a file not made yet
+    /// (a first session starts empty and creates it).
+    pub fn file_present(path: &Path) -> bool {
+        path.exists()
+            || (path.symlink_metadata().is_ok()
+                && std::fs::canonicalize(path).is_err_and(|e| e.kind() != std::io::ErrorKind::NotFound))
+    }
+
     /// Loads a state written by [`save`](Self::save) (YAML, or JSON for a
     /// `.json` file) and checks it. Errors name the file.
     pub fn load(path: impl AsRef<Path>) -> Result<Self, MemoryError> {

@@ -133,13 +133,31 @@ impl BridgeRunConfig {
                 self.clearance_margin_m
             )));
         }
+        // episode k is index first_index + k (and seed seed + k): the last one must not wrap
+        let last = u64::from(self.episodes - 1);
+        if self.first_index.checked_add(last).is_none() {
+            return Err(EpisodeError::Spec(format!(
+                "first_index {} + {} episodes runs past the largest index {}",
+                self.first_index,
+                self.episodes,
+                u64::MAX
+            )));
+        }
+        if let Some(seed) = self.seed.filter(|s| s.checked_add(last).is_none()) {
+            return Err(EpisodeError::Spec(format!(
+                "seed {seed} + {} episodes runs past the largest seed {}",
+                self.episodes,
+                u64::MAX
+            )));
+        }
         Ok(())
     }
 
-    /// The reset request for episode `k` of the run.
+    /// The reset request for episode `k` of the run (indices and seeds
+    /// saturate; [`validate`](Self::validate) refuses a run they would wrap in).
     pub fn episode_spec(&self, k: u32) -> EpisodeSpec {
-        let mut spec = EpisodeSpec::index(self.first_index + u64::from(k));
-        spec.seed = self.seed.map(|s| s + u64::from(k));
+        let mut spec = EpisodeSpec::index(self.first_index.saturating_add(u64::from(k)));
+        spec.seed = self.seed.map(|s| s.saturating_add(u64::from(k)));
         spec
     }
 }

@@ -383,6 +383,9 @@ pub(crate) async fn explore_episode<R: Robot + ?Sized>(
 /// # Errors
 /// The file exists but cannot be read or is not a valid memory file.
 fn load_explore_memory(spec: &EpisodeSpec) -> Result<Option<nav_memory::ExplorationMemory>, EpisodeError> {
-    let Some(path) = spec.memory_file.as_deref().filter(|p| p.exists()) else { return Ok(None) };
+    // a link in a loop is there, and its load says what is wrong (a link to a file not made yet is not)
+    let Some(path) = spec.memory_file.as_deref().filter(|p| nav_memory::ExplorationMemory::file_present(p)) else {
+        return Ok(None);
+    };
     nav_memory::ExplorationMemory::load(path).map(Some).map_err(|e| EpisodeError::Spec(format!("--memory-file: {e}")))
 }
