@@ -220,6 +220,16 @@ async fn an_evaluation_replays_episode_by_episode() {
     );
     let err = String::from_utf8_lossy(&c.stderr);
     assert!(err.contains("1 diverged, 0 ended early, 1 missing"), "{err}");
+
+    // a folder with no recording of this suite replays nothing: exit 2, not a success
+    let empty = d.join("empty");
+    std::fs::create_dir(&empty).unwrap();
+    let mut none = suite.clone();
+    none.extend(s(&["--replay", empty.to_str().unwrap()]));
+    let e = nav(none).await;
+    let err = String::from_utf8_lossy(&e.stderr);
+    assert_eq!(e.status.code(), Some(2), "{err}");
+    assert!(err.contains("no recording of any episode of this suite"), "{err}");
 }
 
 #[test]

@@ -276,6 +276,13 @@ async fn a_priced_reply_without_usage_is_billed_on_a_high_estimate() {
     assert!(reply.usage.completion_tokens >= 1);
     assert!(reply.cost_usd.unwrap() > 0.0, "{:?}", reply.cost_usd);
 
+    // zero prompt tokens with a few completion tokens: estimated the same way
+    let mut zero_in = completion(json!({"role": "assistant", "content": "ok"}), "stop");
+    zero_in["usage"] = json!({"prompt_tokens": 0, "completion_tokens": 1});
+    let server = ScriptedServer::start(vec![Reply::json(zero_in)]).await;
+    let reply = KIT.backend(&server.url()).complete(req.clone()).await.unwrap();
+    assert!(reply.usage_estimated && reply.usage.prompt_tokens >= nav_planner::vlm::Usage::ESTIMATED_IMAGE_TOKENS);
+
     // a local model (no price) that leaves usage out stays at zero
     let mut local = completion(json!({"role": "assistant", "content": "ok"}), "stop");
     local.as_object_mut().unwrap().remove("usage");

@@ -890,6 +890,12 @@ pub fn run(args: EvalArgs) -> CmdResult {
             Ok(super::EXIT_COST_LIMIT)
         }
         None if tally.as_ref().is_some_and(|t| t.stopped() > 0) => Ok(6),
+        // a folder of another suite (or an empty one) replays nothing: not a success
+        None if tally.as_ref().is_some_and(ReplayTally::all_missing) => Err(usage(format!(
+            "--replay {}: no recording of any episode of this suite; nothing was replayed (is it the folder \
+             --record-dir wrote for this suite?)",
+            tally.as_ref().map_or_else(String::new, |t| t.source.clone())
+        ))),
         None => Ok(0),
     }
 }

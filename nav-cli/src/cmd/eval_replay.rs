@@ -161,6 +161,12 @@ impl ReplayTally {
         self.count(|o| matches!(o, Replayed::Diverged { finished: false, .. }))
     }
 
+    /// True when the folder held a recording of none of the suite's
+    /// episodes (nothing was replayed).
+    pub fn all_missing(&self) -> bool {
+        !self.episodes.is_empty() && self.count(|o| *o == Replayed::Missing) == self.episodes.len()
+    }
+
     /// The report's replay lines.
     pub fn lines(&self) -> String {
         let exact = self.count(|o| *o == Replayed::Exact);

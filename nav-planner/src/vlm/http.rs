@@ -337,9 +337,9 @@ pub(crate) fn finish(
     Ok(response)
 }
 
-/// Bills a reply of a priced model that carries no token usage at all
-/// (every count 0: no real call reads nothing; a proxy that strips `usage`,
-/// say) on [`Usage::estimate`](crate::vlm::Usage::estimate), so a spending
+/// Bills a reply of a priced model that reports no prompt tokens (no usage
+/// at all, or zero input: no real call reads nothing; a proxy that strips
+/// `usage`, say) on [`Usage::estimate`](crate::vlm::Usage::estimate), so a spending
 /// limit still sees it; warns once per process. Unpriced models (local
 /// servers, which often leave usage out) are left at zero.
 pub(crate) fn bill_missing_usage(
@@ -351,10 +351,13 @@ pub(crate) fn bill_missing_usage(
     static WARNED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
     let price = prices.get(&response.model).or_else(|| prices.get(configured_model));
     let Some(price) = price.filter(|p| p.input_per_mtok > 0.0 || p.output_per_mtok > 0.0) else { return };
-    if response.usage != crate::vlm::Usage::default() {
+    // no real call reads no input: a reply without prompt tokens reports no usage worth the name
+    if response.usage.prompt_tokens > 0 {
         return;
     }
-    response.usage = crate::vlm::Usage::estimate(request, response);
+    let estimate = crate::vlm::Usage::estimate(request, response);
+    response.usage.prompt_tokens = estimate.prompt_tokens;
+    response.usage.completion_tokens = response.usage.completion_tokens.max(estimate.completion_tokens);
     response.usage_estimated = true;
     response.cost_usd = Some(price.cost(&response.usage));
     if !WARNED.swap(true, std::sync::atomic::Ordering::Relaxed) {

@@ -241,7 +241,7 @@ fn redact_altered(text: &str, secret: &str) -> String {
             hide.push((start, end));
         }
     }
-    for (start, end, decoded) in char_code_runs(text) {
+    for (start, end, decoded) in char_code_runs(text).into_iter().chain(hex_pair_runs(text)) {
         if holds_piece(&decoded) {
             hide.push((start, end));
         }
@@ -296,17 +296,34 @@ fn char_code_runs(text: &str) -> Vec<(usize, usize, Vec<u8>)> {
             }
         }
     };
+    let glued = |i: usize| i > 0 && b[i - 1].is_ascii_alphanumeric();
     let mut i = 0;
     while i < b.len() {
-        let hex = b.len() - i >= 3 && b[i] == b'&' && b[i + 1] == b'#' && (b[i + 2] | 0x20) == b'x';
-        let digits = if hex { i + 3 } else { i };
-        let glued = !hex && i > 0 && b[i - 1].is_ascii_alphanumeric();
+        let at = &b[i..];
+        let next_is = |set: &[u8]| at.get(1).is_some_and(|c| set.contains(c));
+        // where the digits start, their radix and how many a code may have
+        let (digits, radix, max) = if at.starts_with(b"&#x") || at.starts_with(b"&#X") {
+            (i + 3, 16, 6)
+        } else if ((at.starts_with(b"0x") || at.starts_with(b"0X")) && !glued(i)) || (at[0] == b'\\' && next_is(b"xXu"))
+        {
+            (i + 2, 16, 6)
+        } else if at[0] == b'\\' && next_is(b"01234567") {
+            (i + 1, 8, 3)
+        } else if at[0].is_ascii_digit() && !glued(i) {
+            (i, 10, 7)
+        } else {
+            i += 1;
+            continue;
+        };
+        let is_digit = |c: u8| char::from(c).is_digit(radix);
         let mut j = digits;
-        while j < b.len() && j - digits < 7 && if hex { b[j].is_ascii_hexdigit() } else { b[j].is_ascii_digit() } {
+        while j < b.len() && j - digits < max && is_digit(b[j]) {
             j += 1;
         }
-        let code = (j > digits && !glued && !(j < b.len() && b[j].is_ascii_digit()))
-            .then(|| u32::from_str_radix(&text[digits..j], if hex { 16 } else { 10 }).ok())
+        // a longer number is not a code (octal escapes end after three digits)
+        let longer = radix != 8 && j < b.len() && is_digit(b[j]);
+        let code = (j > digits && !longer)
+            .then(|| u32::from_str_radix(&text[digits..j], radix).ok())
             .flatten()
             .and_then(char::from_u32);
         let Some(c) = code else {
@@ -317,7 +334,7 @@ fn char_code_runs(text: &str) -> Vec<(usize, usize, Vec<u8>)> {
         let joins = run.as_ref().is_some_and(|r| i - r.1 <= 3 && !b[r.1..i].iter().any(u8::is_ascii_alphanumeric));
         if !joins {
             close(&mut run);
-            let entity = !hex && i >= 2 && &b[i - 2..i] == b"&#";
+            let entity = radix == 10 && i >= 2 && &b[i - 2..i] == b"&#";
             run = Some((if entity { i - 2 } else { i }, j, Vec::new(), 0));
         }
         if let Some(r) = run.as_mut() {
@@ -328,6 +345,43 @@ fn char_code_runs(text: &str) -> Vec<(usize, usize, Vec<u8>)> {
         i = j;
     }
     close(&mut run);
+    out
+}
+
+/// Maximal runs of [`MIN_FRAGMENT_CHARS`] or more two-digit hex bytes
+/// separated by `:`, `-` or a space (`73:6b:2d`, a hex dump's `73 6b 2d`),
+/// each with the bytes they spell.
+fn hex_pair_runs(text: &str) -> Vec<(usize, usize, Vec<u8>)> {
+    let b = text.as_bytes();
+    let alnum = |k: usize| b.get(k).is_some_and(u8::is_ascii_alphanumeric);
+    let pair = |k: usize| {
+        k + 1 < b.len()
+            && b[k].is_ascii_hexdigit()
+            && b[k + 1].is_ascii_hexdigit()
+            && !(k > 0 && alnum(k - 1))
+            && !alnum(k + 2)
+    };
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < b.len() {
+        if !pair(i) {
+            i += 1;
+            continue;
+        }
+        let (start, mut k, mut bytes) = (i, i, Vec::new());
+        loop {
+            bytes.push(u8::from_str_radix(&text[k..k + 2], 16).unwrap_or(0));
+            if b.get(k + 2).is_some_and(|c| matches!(c, b':' | b'-' | b' ')) && pair(k + 3) {
+                k += 3;
+            } else {
+                break;
+            }
+        }
+        if bytes.len() >= MIN_FRAGMENT_CHARS {
+            out.push((start, k + 2, bytes));
+        }
+        i = k + 2;
+    }
     out
 }
 
@@ -615,6 +669,13 @@ mod tests {
             key.bytes().map(|b| b.to_string()).collect::<Vec<_>>().join(","),
             key.bytes().map(|b| format!("&#{b};")).collect(),
             key.bytes().map(|b| format!("&#x{b:x};")).collect(),
+            // hex and octal codes as programs write them, hex dumps
+            key.bytes().map(|b| format!("0x{b:02x}")).collect::<Vec<_>>().join(", "),
+            key.bytes().map(|b| format!("\\x{b:02x}")).collect(),
+            key.bytes().map(|b| format!("\\u{:04x}", u32::from(b))).collect(),
+            key.bytes().map(|b| format!("\\{b:03o}")).collect(),
+            key.bytes().map(|b| format!("{b:02x}")).collect::<Vec<_>>().join(":"),
+            key.bytes().map(|b| format!("{b:02X}")).collect::<Vec<_>>().join(" "),
         ] {
             let body = format!("invalid key ending {leak}, try again");
             let clean = redact(&body, &[key]);

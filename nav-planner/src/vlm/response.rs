@@ -77,7 +77,7 @@ impl Usage {
     pub const ESTIMATED_IMAGE_TOKENS: u64 = 1_600;
 
     /// A deliberately high estimate of what `request` and `response`
-    /// cost, for a reply that reports no usage at all: four characters of
+    /// cost, for a reply that reports no prompt tokens: four characters of
     /// text (system prompt, user text, earlier turns, tool definitions)
     /// a token, [`ESTIMATED_IMAGE_TOKENS`](Self::ESTIMATED_IMAGE_TOKENS) an
     /// image, and the reply's text and tool arguments at four characters a
