@@ -109,6 +109,21 @@ fn resume_counts_each_episode_once_ignores_other_suites_and_checks_values() {
         assert_eq!(o.status.code(), Some(2), "{err}");
         assert!(err.contains("line 2") && err.contains("spl"), "{err}");
     }
+    // more criteria passed than judged, a nameless arena
+    for (key, value, needle) in
+        [("passed_count", serde_json::json!(99), "passed_count"), ("arena", serde_json::json!(" "), "arena name")]
+    {
+        let mut bad: serde_json::Value = serde_json::from_str(&first).unwrap();
+        bad[key] = value;
+        std::fs::write(&out, format!("{first}\n{bad}\n")).unwrap();
+        let o = Command::new(env!("CARGO_BIN_EXE_nav")).args(["eval", "merge", &out_s]).output().unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{err}");
+        assert!(err.contains("line 2") && err.contains(needle), "{err}");
+    }
+    let o =
+        Command::new(env!("CARGO_BIN_EXE_nav")).args(["eval", "--arenas", "simple", "--seeds", "0"]).output().unwrap();
+    assert_eq!(o.status.code(), Some(2), "--seeds 0 is refused");
 }
 
 /// A run killed mid-write (or a power loss) leaves a last line cut off or

@@ -53,8 +53,8 @@ pub struct EvalArgs {
     /// Only these arenas (comma-separated built-in names) instead of the default suite.
     #[arg(long, value_delimiter = ',')]
     arenas: Vec<String>,
-    /// Seeds per arena when --arenas is given (0..N).
-    #[arg(long, default_value_t = 1)]
+    /// Seeds per arena when --arenas is given (0..N; at least 1).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..))]
     seeds: u64,
     /// Configurations, PROTOCOL:PLANNER[:on|off], comma-separated: with
     /// --arenas, run in those arenas (default objectnav:offline:on);
@@ -242,9 +242,15 @@ fn read_summaries_to_cut(path: &std::path::Path, missing_ok: bool) -> Result<(Ve
 }
 
 /// The ranges a summary's values must lie in (what an episode can
-/// produce): SPL and coverage in [0, 1], lengths, times and costs finite
-/// and not negative.
+/// produce): a named arena, no more criteria passed than judged, SPL and
+/// coverage in [0, 1], lengths, times and costs finite and not negative.
 fn check_summary(s: &RunSummary) -> Result<(), String> {
+    if s.arena.trim().is_empty() {
+        return Err("the arena name is empty".into());
+    }
+    if s.passed_count > s.total_count {
+        return Err(format!("passed_count {} is more than total_count {}", s.passed_count, s.total_count));
+    }
     let unit = [("spl", s.spl), ("coverage", s.coverage)];
     if let Some((k, v)) = unit.iter().find(|(_, v)| !(0.0..=1.0).contains(v)) {
         return Err(format!("{k} {v} is outside [0, 1]"));
