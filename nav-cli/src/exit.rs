@@ -50,36 +50,13 @@ pub fn scrub(message: &str) -> String {
 }
 
 /// `text` safe for a terminal: control characters other than newline and
-/// tab (ESC, BEL, carriage return, C1 codes such as U+009B) become `?`, so
-/// text from outside (a bridge's episode id, a server's error body, a
-/// summary line in an eval file) cannot move the cursor, clear the screen
-/// or retitle the window. Colour codes (`ESC[…m`), which the log's own
-/// colouring writes, stay.
+/// tab (ESC, BEL, carriage return, DEL, C1 codes such as U+009B) become
+/// `?`, so text from outside (a bridge's episode id, a server's error body,
+/// a summary line in an eval file) cannot move the cursor, clear the
+/// screen, restyle or hide the rest of a line, or retitle the window. nav
+/// writes no colour codes of its own.
 pub fn terminal_safe(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    let mut chars = text.char_indices();
-    while let Some((i, c)) = chars.next() {
-        if !c.is_control() || c == '\n' || c == '\t' {
-            out.push(c);
-            continue;
-        }
-        // a colour code: ESC [ digits and semicolons m (ESC is one byte)
-        let colour = (c == '\u{1b}')
-            .then(|| text[i + 1..].strip_prefix('['))
-            .flatten()
-            .map(|r| r.len() - r.trim_start_matches(|d: char| d.is_ascii_digit() || d == ';').len())
-            .filter(|&n| text[i + 2 + n..].starts_with('m'));
-        match colour {
-            Some(n) => {
-                out.push_str(&text[i..i + n + 3]);
-                for _ in 0..n + 2 {
-                    chars.next();
-                }
-            }
-            None => out.push('?'),
-        }
-    }
-    out
+    text.chars().map(|c| if c.is_control() && c != '\n' && c != '\t' { '?' } else { c }).collect()
 }
 
 /// Longest diagnostic or final message `nav` prints, characters.
@@ -117,13 +94,28 @@ pub fn write_error(what: &str, e: &std::io::Error) -> Exit {
 }
 
 /// Checks a named output before any work, so a run is not lost at its end:
-/// a FIFO or socket is refused (opening one blocks), and so is the path of
-/// one of the command's `inputs` (the report would overwrite what it was
-/// made from). Exit 2 naming `flag` and the path.
+/// a FIFO or socket is refused (opening one blocks), as are a directory, a
+/// path whose folder does not exist, and the file of one of the command's
+/// `inputs` under any name (the output would overwrite what it was made
+/// from). Exit 2 naming `flag` and the path.
 pub fn check_output(flag: &str, path: &std::path::Path, inputs: &[&std::path::Path]) -> Result<(), Exit> {
-    nav_core::bounded::refuse_fifo(path).map_err(|e| usage(format!("{flag} {}: {e}", path.display())))?;
-    let same = |input: &std::path::Path| match (std::fs::canonicalize(path), std::fs::canonicalize(input)) {
-        (Ok(a), Ok(b)) => a == b,
+    let bad = |why: String| Err(usage(format!("{flag} {}: {why}", path.display())));
+    nav_core::bounded::refuse_fifo(path).or_else(|e| bad(e.to_string()))?;
+    if path.is_dir() {
+        return bad("a directory, not a file".into());
+    }
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty() && !d.is_dir()) {
+        return bad(format!("its folder {} does not exist", dir.display()));
+    }
+    // the same file by any name: a link, a hard link, another spelling of the path
+    let same = |input: &std::path::Path| match (std::fs::metadata(path), std::fs::metadata(input)) {
+        #[cfg(unix)]
+        (Ok(a), Ok(b)) => {
+            use std::os::unix::fs::MetadataExt;
+            (a.dev(), a.ino()) == (b.dev(), b.ino())
+        }
+        #[cfg(not(unix))]
+        (Ok(_), Ok(_)) => std::fs::canonicalize(path).ok() == std::fs::canonicalize(input).ok(),
         _ => path == input,
     };
     match inputs.iter().find(|i| same(i)) {
@@ -258,9 +250,9 @@ mod tests {
     use super::*;
 
     #[test]
-    fn terminal_safe_keeps_colours_and_text_and_nothing_else() {
-        assert_eq!(terminal_safe("a\u{1b}[2Jb\u{7}c\r\u{9b}31m\n\td"), "a?[2Jb?c??31m\n\td");
-        assert_eq!(terminal_safe("\u{1b}[1;31mred\u{1b}[0m"), "\u{1b}[1;31mred\u{1b}[0m");
+    fn terminal_safe_keeps_text_and_no_control_characters() {
+        assert_eq!(terminal_safe("a\u{1b}[2Jb\u{7}c\r\u{9b}31m\n\td\u{7f}"), "a?[2Jb?c??31m\n\td?");
+        assert_eq!(terminal_safe("\u{1b}[8mhidden\u{1b}[0m"), "?[8mhidden?[0m", "no colour or hiding codes either");
         assert_eq!(terminal_safe("\u{1b}]0;title\u{7}"), "?]0;title?");
         assert_eq!(terminal_safe("\u{1b}["), "?[");
         assert_eq!(terminal_safe("plain ünïcode"), "plain ünïcode");

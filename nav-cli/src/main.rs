@@ -96,8 +96,6 @@ fn init_tracing(verbose: u8) {
     // roslibrust logs every internal reconnect attempt as a warning; nav-hal reports the link itself
     let default = if verbose >= 2 { default.to_string() } else { format!("{default},roslibrust=error") };
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(default));
-    // colour codes only for a person at a terminal, never in a redirected log
-    let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
         // every event scrubbed of keys, as every other diagnostic (a URL with a key in it)
@@ -105,7 +103,9 @@ fn init_tracing(verbose: u8) {
         // its fallback for a failed write is `eprintln!`, which panics on a full stderr
         .log_internal_errors(false)
         .with_target(false)
-        .with_ansi(ansi)
+        // no colour codes: every control character in what nav prints becomes `?` (exit::terminal_safe),
+        // so text from outside (a server's error body) cannot restyle or hide the rest of a line
+        .with_ansi(false)
         .try_init();
 }
 

@@ -141,6 +141,11 @@ fn resume_drops_a_last_line_cut_off_by_a_kill() {
     let whole: Vec<String> = std::fs::read_to_string(&out).unwrap().lines().map(str::to_string).collect();
     let mut resume = args.clone();
     resume.push("--resume");
+    // a whole last line without its newline: kept, and the next line not glued to it
+    std::fs::write(&out, whole[..5].join("\n")).unwrap();
+    let o = Command::new(env!("CARGO_BIN_EXE_nav")).args(&resume).output().unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(lines_of(&out).len(), 6, "whole lines only");
     for tail in [whole[5][..40].to_string(), format!("{}{}", &whole[5][..40], "\0".repeat(64)), "\0".repeat(100)] {
         std::fs::write(&out, format!("{}\n{tail}", whole[..5].join("\n"))).unwrap();
         let o = Command::new(env!("CARGO_BIN_EXE_nav")).args(["eval", "merge", &out_s]).output().unwrap();

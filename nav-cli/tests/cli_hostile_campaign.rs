@@ -76,6 +76,33 @@ fn every_named_output_refuses_a_fifo() {
     }
 }
 
+/// An output of `nav run` naming one of its inputs (the step log over the
+/// memory file, the recording over the feedback) is refused before anything
+/// is opened: the input is left as it was.
+#[test]
+fn run_outputs_never_overwrite_its_inputs() {
+    let dir = tempfile::tempdir().unwrap();
+    let mem = dir.path().join("m.yaml");
+    let o = limited::nav_limited(
+        &["run", "--protocol", "explore", "--max-steps", "3", "--memory-file", mem.to_str().unwrap()],
+        None,
+        WALL,
+    );
+    assert!(matches!(o.code, Some(0 | 1)), "{o:?}");
+    let before = std::fs::read(&mem).unwrap();
+    let m = mem.to_str().unwrap();
+    for (flag, out) in [("--log", m), ("--plot", m), ("--record", m)] {
+        let o = limited::nav_limited(
+            &["run", "--protocol", "explore", "--max-steps", "3", "--memory-file", m, flag, out],
+            None,
+            WALL,
+        );
+        assert_eq!(o.code, Some(2), "{flag}: {o:?}");
+        assert!(o.stderr.contains("also the input") || o.stderr.contains("must end in"), "{flag}: {o:?}");
+        assert_eq!(std::fs::read(&mem).unwrap(), before, "{flag}: the memory file is untouched");
+    }
+}
+
 /// A small valid arena as JSON, to be made hostile.
 fn arena() -> serde_json::Value {
     serde_json::json!({
@@ -617,11 +644,29 @@ fn printed_text_from_files_carries_no_control_characters() {
     let o = limited::nav_limited(&["eval", "merge", j], None, WALL);
     assert_eq!(o.code, Some(0), "{o:?}");
     assert!(o.stdout.contains("simple?[2J?]0;pwned??31m"), "{}", o.stdout);
-    // the report never overwrites the file it was merged from
+    // the report never overwrites the file it was merged from, by any name
     let before = std::fs::read(&jsonl).unwrap();
-    let o = limited::nav_limited(&["eval", "merge", j, "--markdown", j], None, WALL);
-    assert_eq!(o.code, Some(2), "{o:?}");
-    assert!(o.stderr.contains("also the input"), "{o:?}");
-    assert_eq!(std::fs::read(&jsonl).unwrap(), before);
+    let hard = dir.path().join("hard.jsonl");
+    std::fs::hard_link(&jsonl, &hard).unwrap();
+    for md in [j, hard.to_str().unwrap()] {
+        let o = limited::nav_limited(&["eval", "merge", j, "--markdown", md], None, WALL);
+        assert_eq!(o.code, Some(2), "{o:?}");
+        assert!(o.stderr.contains("also the input"), "{o:?}");
+        assert_eq!(std::fs::read(&jsonl).unwrap(), before);
+    }
+    // a directory or a missing folder is refused before any work
+    for md in [dir.path().to_str().unwrap().to_string(), dir.path().join("nosuch/x.md").display().to_string()] {
+        let o = limited::nav_limited(&["eval", "merge", j, "--markdown", &md], None, WALL);
+        assert_eq!(o.code, Some(2), "{o:?}");
+        assert!(o.stderr.contains("directory") || o.stderr.contains("does not exist"), "{o:?}");
+    }
+    // a name cannot break the Markdown table
+    line["arena"] = serde_json::json!("a|b\nc");
+    std::fs::write(&jsonl, format!("{line}\n")).unwrap();
+    let md = dir.path().join("t.md");
+    let o = limited::nav_limited(&["eval", "merge", j, "--markdown", md.to_str().unwrap()], None, WALL);
+    assert_eq!(o.code, Some(0), "{o:?}");
+    let table = std::fs::read_to_string(&md).unwrap();
+    assert!(table.contains("| a\\|b c |"), "{table}");
     assert!(!o.stdout.chars().any(|c| c.is_control() && c != '\n' && c != '\t'), "{:?}", o.stdout);
 }

@@ -278,10 +278,14 @@ async fn a_priced_reply_without_usage_is_billed_on_a_high_estimate() {
 
     // zero prompt tokens with a few completion tokens: estimated the same way
     let mut zero_in = completion(json!({"role": "assistant", "content": "ok"}), "stop");
-    zero_in["usage"] = json!({"prompt_tokens": 0, "completion_tokens": 1});
-    let server = ScriptedServer::start(vec![Reply::json(zero_in)]).await;
-    let reply = KIT.backend(&server.url()).complete(req.clone()).await.unwrap();
-    assert!(reply.usage_estimated && reply.usage.prompt_tokens >= nav_planner::vlm::Usage::ESTIMATED_IMAGE_TOKENS);
+    for (prompt, completion) in [(0, 1), (1, 0), (3, 1)] {
+        zero_in["usage"] = json!({"prompt_tokens": prompt, "completion_tokens": completion});
+        let server = ScriptedServer::start(vec![Reply::json(zero_in.clone())]).await;
+        let reply = KIT.backend(&server.url()).complete(req.clone()).await.unwrap();
+        assert!(reply.usage_estimated && reply.usage.prompt_tokens >= nav_planner::vlm::Usage::ESTIMATED_IMAGE_TOKENS);
+    }
+    // a count the request's text can be is believed
+    assert!(nav_planner::vlm::Usage::prompt_floor(&req) < 1000);
 
     // a local model (no price) that leaves usage out stays at zero
     let mut local = completion(json!({"role": "assistant", "content": "ok"}), "stop");

@@ -191,6 +191,15 @@ fn read_summaries(path: &std::path::Path, missing_ok: bool) -> Result<Vec<RunSum
     }
 }
 
+/// Whether the file at `path` ends with a newline (false when unreadable).
+fn ends_with_newline(path: &std::path::Path) -> bool {
+    use std::io::{Read, Seek};
+    let mut last = [0u8; 1];
+    std::fs::File::open(path)
+        .and_then(|mut f| f.seek(std::io::SeekFrom::End(-1)).and_then(|_| f.read_exact(&mut last)))
+        .is_ok_and(|()| last[0] == b'\n')
+}
+
 /// A last line cut off by a kill or a power loss (no newline at its end, or
 /// NUL bytes in it): where it starts, so `--resume` can drop it.
 struct CutLine {
@@ -630,10 +639,16 @@ impl EpisodeLines {
         } else {
             options.write(true).create(true).truncate(true);
         }
-        let file = nav_core::bounded::refuse_fifo(path)
+        let mut file = nav_core::bounded::refuse_fifo(path)
             .and_then(|()| options.open(path))
             .map_err(|e| usage(format!("--jsonl {}: {e}", path.display())))?;
-        let whole = file.metadata().map_or(0, |m| m.len());
+        let mut whole = file.metadata().map_or(0, |m| m.len());
+        if append && whole > 0 && !ends_with_newline(path) {
+            // a whole last line without its newline: the next line must not be glued to it
+            use std::io::Write;
+            file.write_all(b"\n").map_err(|e| crate::exit::write_error(&path.display().to_string(), &e))?;
+            whole += 1;
+        }
         Ok(Self { file, path: path.to_path_buf(), whole })
     }
 

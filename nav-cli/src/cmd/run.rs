@@ -204,8 +204,28 @@ pub fn build_spec(args: &RunArgs, config: &NavConfig, replay: Option<&Arc<Replay
     Ok(spec)
 }
 
+/// Refuses an output flag naming one of the run's input files (the step
+/// log over the memory file would lose the memory): checked before anything
+/// is opened.
+fn check_outputs(args: &RunArgs) -> Result<(), Exit> {
+    let inputs: Vec<&std::path::Path> = [&args.memory_file, &args.feedback, &args.config, &args.arena_file]
+        .into_iter()
+        .flatten()
+        .map(PathBuf::as_path)
+        .filter(|p| *p != std::path::Path::new("-"))
+        .collect();
+    let outputs = [("--log", &args.log), ("--record", &args.record.record), ("--plot", &args.plot)];
+    for (flag, path) in outputs {
+        if let Some(p) = path {
+            crate::exit::check_output(flag, p, &inputs)?;
+        }
+    }
+    Ok(())
+}
+
 /// Runs the command.
 pub fn run(args: RunArgs) -> CmdResult {
+    check_outputs(&args)?;
     let config = NavConfig::load_layers(args.preset, args.config.as_deref())?;
     let replay = if args.planner == PlannerChoice::Vlm { args.backend.replay_model(&config)? } else { None };
     let mut spec = build_spec(&args, &config, replay.as_ref())?;

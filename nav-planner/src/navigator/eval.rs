@@ -336,8 +336,8 @@ impl EvalReport {
             let _ = writeln!(
                 s,
                 "| {} | {} | {} | {:.2} | {:.2} | {:.2} | {:.2} | {:.2} | {:.2} | {:.1} | {:.1} | {:.0} | {:.0}% | {} |",
-                a.configuration,
-                a.arenas,
+                cell(&a.configuration),
+                cell(&a.arenas),
                 a.episodes,
                 a.sr,
                 a.spl,
@@ -361,19 +361,25 @@ impl EvalReport {
                 let _ = writeln!(
                     s,
                     "| {} | {} | {} | {} | {} | {} | {:.0}% | {} |",
-                    r.arena,
-                    r.protocol,
-                    r.planner,
+                    cell(&r.arena),
+                    cell(&r.protocol),
+                    cell(&r.planner),
                     if r.passed { "PASS" } else { "FAIL" },
                     r.steps,
                     r.collisions,
                     r.coverage * 100.0,
-                    r.end
+                    cell(&r.end)
                 );
             }
         }
         s
     }
+}
+
+/// `text` as one Markdown table cell: a `|` escaped and a line break made
+/// a space, so a name read from an eval file cannot break the table.
+fn cell(text: &str) -> String {
+    text.replace('|', "\\|").replace(['\n', '\r'], " ")
 }
 
 impl EvalReport {
@@ -394,7 +400,7 @@ impl EvalReport {
             let _ = writeln!(
                 s,
                 "| {} | {} | {:.2} | {} | {:.1} | {} | {} | {} | {} |",
-                a.configuration,
+                cell(&a.configuration),
                 a.episodes,
                 a.ababa + a.stuck,
                 opt(p.revisit_ratio(), 2),

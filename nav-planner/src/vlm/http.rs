@@ -337,9 +337,10 @@ pub(crate) fn finish(
     Ok(response)
 }
 
-/// Bills a reply of a priced model that reports no prompt tokens (no usage
-/// at all, or zero input: no real call reads nothing; a proxy that strips
-/// `usage`, say) on [`Usage::estimate`](crate::vlm::Usage::estimate), so a spending
+/// Bills a reply of a priced model that reports fewer prompt tokens than
+/// the request's text can be ([`Usage::prompt_floor`](crate::vlm::Usage::prompt_floor):
+/// no usage at all, zero or one input token; a proxy that strips `usage`,
+/// say) on [`Usage::estimate`](crate::vlm::Usage::estimate), so a spending
 /// limit still sees it; warns once per process. Unpriced models (local
 /// servers, which often leave usage out) are left at zero.
 pub(crate) fn bill_missing_usage(
@@ -351,8 +352,8 @@ pub(crate) fn bill_missing_usage(
     static WARNED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
     let price = prices.get(&response.model).or_else(|| prices.get(configured_model));
     let Some(price) = price.filter(|p| p.input_per_mtok > 0.0 || p.output_per_mtok > 0.0) else { return };
-    // no real call reads no input: a reply without prompt tokens reports no usage worth the name
-    if response.usage.prompt_tokens > 0 {
+    // no real call reads (next to) no input: fewer prompt tokens than the request's text can be is no count
+    if response.usage.prompt_tokens >= crate::vlm::Usage::prompt_floor(request) {
         return;
     }
     let estimate = crate::vlm::Usage::estimate(request, response);

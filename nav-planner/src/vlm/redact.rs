@@ -211,8 +211,10 @@ const MIN_ENCODED_RUN: usize = (MIN_FRAGMENT_CHARS * 4).div_ceil(3);
 /// `text` with every altered form of `secret` replaced by `[REDACTED]`: any
 /// piece of [`MIN_FRAGMENT_CHARS`] characters or more of the secret or of
 /// the secret reversed (either also in rot13), any base64 (standard or
-/// URL-safe), hex (also of UTF-16), percent-encoded or character-code run
-/// (`115, 107`, `&#115;&#107;`, `&#x73;`) whose decoded bytes hold such a piece,
+/// URL-safe), hex (also of UTF-16, or bytes such as `73:6b`),
+/// percent-encoded or character-code run (`115, 107`, `&#115;&#107;`,
+/// `&#x73;`, `0x73`, `\x73`, `\u{73}`, `\163`, `0o163`) whose decoded
+/// bytes hold such a piece,
 /// and such a piece of its letters and digits spelled out with anything
 /// between them (`s k - t e s t`, `["s","k"]`). Linear in the text for a
 /// given secret.
@@ -302,11 +304,13 @@ fn char_code_runs(text: &str) -> Vec<(usize, usize, Vec<u8>)> {
         let at = &b[i..];
         let next_is = |set: &[u8]| at.get(1).is_some_and(|c| set.contains(c));
         // where the digits start, their radix and how many a code may have
-        let (digits, radix, max) = if at.starts_with(b"&#x") || at.starts_with(b"&#X") {
+        let (digits, radix, max) = if at.starts_with(b"&#x") || at.starts_with(b"&#X") || at.starts_with(b"\\u{") {
             (i + 3, 16, 6)
         } else if ((at.starts_with(b"0x") || at.starts_with(b"0X")) && !glued(i)) || (at[0] == b'\\' && next_is(b"xXu"))
         {
             (i + 2, 16, 6)
+        } else if (at.starts_with(b"0o") || at.starts_with(b"0O")) && !glued(i) {
+            (i + 2, 8, 7)
         } else if at[0] == b'\\' && next_is(b"01234567") {
             (i + 1, 8, 3)
         } else if at[0].is_ascii_digit() && !glued(i) {
@@ -338,7 +342,7 @@ fn char_code_runs(text: &str) -> Vec<(usize, usize, Vec<u8>)> {
             run = Some((if entity { i - 2 } else { i }, j, Vec::new(), 0));
         }
         if let Some(r) = run.as_mut() {
-            r.1 = if j < b.len() && b[j] == b';' { j + 1 } else { j };
+            r.1 = if j < b.len() && matches!(b[j], b';' | b'}') { j + 1 } else { j };
             r.2.extend_from_slice(c.encode_utf8(&mut utf8).as_bytes());
             r.3 += 1;
         }
@@ -674,6 +678,8 @@ mod tests {
             key.bytes().map(|b| format!("\\x{b:02x}")).collect(),
             key.bytes().map(|b| format!("\\u{:04x}", u32::from(b))).collect(),
             key.bytes().map(|b| format!("\\{b:03o}")).collect(),
+            key.bytes().map(|b| format!("\\u{{{b:x}}}")).collect(),
+            key.bytes().map(|b| format!("0o{b:o}")).collect::<Vec<_>>().join(" "),
             key.bytes().map(|b| format!("{b:02x}")).collect::<Vec<_>>().join(":"),
             key.bytes().map(|b| format!("{b:02X}")).collect::<Vec<_>>().join(" "),
         ] {

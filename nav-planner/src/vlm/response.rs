@@ -84,10 +84,7 @@ impl Usage {
     /// token (at least one).
     pub fn estimate(request: &crate::vlm::VlmRequest, response: &VlmResponse) -> Self {
         let chars = |s: &str| s.chars().count() as u64;
-        let text = chars(&request.system)
-            + chars(&request.user_text())
-            + json_chars(&request.turns)
-            + json_chars(&request.tools);
+        let text = Self::request_text_chars(request);
         let images = request.image_count() as u64 * Self::ESTIMATED_IMAGE_TOKENS;
         let reply = chars(&response.text) + json_chars(&response.tool_calls);
         Self {
@@ -95,6 +92,25 @@ impl Usage {
             completion_tokens: reply.div_ceil(4).max(1),
             ..Self::default()
         }
+    }
+}
+
+impl Usage {
+    /// Characters of text `request` sends: system prompt, user text,
+    /// earlier turns and tool definitions.
+    pub fn request_text_chars(request: &crate::vlm::VlmRequest) -> u64 {
+        request.system.chars().count() as u64
+            + request.user_text().chars().count() as u64
+            + json_chars(&request.turns)
+            + json_chars(&request.tools)
+    }
+
+    /// The fewest prompt tokens a real count of `request` can be: its text
+    /// at eight characters a token (tokenizers take three to five), at
+    /// least one. A reply that reports fewer is billed on
+    /// [`estimate`](Self::estimate).
+    pub fn prompt_floor(request: &crate::vlm::VlmRequest) -> u64 {
+        (Self::request_text_chars(request) / 8).max(1)
     }
 }
 
