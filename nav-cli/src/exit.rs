@@ -105,7 +105,8 @@ pub fn check_output(flag: &str, path: &std::path::Path, inputs: &[&std::path::Pa
         return bad("a directory, not a file".into());
     }
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty() && !d.is_dir()) {
-        return bad(format!("its folder {} does not exist", dir.display()));
+        let why = if dir.exists() { "is not a folder" } else { "does not exist" };
+        return bad(format!("its folder {} {why}", dir.display()));
     }
     // the same file by any name: a link, a hard link, another spelling of the path
     let same = |input: &std::path::Path| match (std::fs::metadata(path), std::fs::metadata(input)) {
