@@ -75,15 +75,22 @@ fn a_full_disk_under_jsonl_keeps_whole_lines_and_stops_the_suite() {
     assert_eq!(lines_of(&out).len(), 6, "the suite completed");
 }
 
+/// Runs [`SUITE`] with `--jsonl DIR/out.jsonl` to the end: the file's path
+/// and its name as text.
+fn finished_suite(dir: &Path) -> (std::path::PathBuf, String) {
+    let out = dir.join("out.jsonl");
+    let out_s = out.to_str().unwrap().to_string();
+    let o = Command::new(env!("CARGO_BIN_EXE_nav")).args(SUITE).args(["--jsonl", &out_s]).output().unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", String::from_utf8_lossy(&o.stderr));
+    (out, out_s)
+}
+
 #[test]
 fn resume_counts_each_episode_once_ignores_other_suites_and_checks_values() {
     let dir = tempfile::tempdir().unwrap();
-    let out = dir.path().join("out.jsonl");
-    let out_s = out.to_str().unwrap().to_string();
+    let (out, out_s) = finished_suite(dir.path());
     let mut args: Vec<&str> = SUITE.to_vec();
     args.extend(["--jsonl", &out_s]);
-    let o = Command::new(env!("CARGO_BIN_EXE_nav")).args(&args).output().unwrap();
-    assert_eq!(o.status.code(), Some(0));
     let mut text = std::fs::read_to_string(&out).unwrap();
     let first = text.lines().next().unwrap().to_string();
     // a duplicate, and an episode of another suite (another arena)
@@ -132,12 +139,9 @@ fn resume_counts_each_episode_once_ignores_other_suites_and_checks_values() {
 #[test]
 fn resume_drops_a_last_line_cut_off_by_a_kill() {
     let dir = tempfile::tempdir().unwrap();
-    let out = dir.path().join("out.jsonl");
-    let out_s = out.to_str().unwrap().to_string();
+    let (out, out_s) = finished_suite(dir.path());
     let mut args: Vec<&str> = SUITE.to_vec();
     args.extend(["--jsonl", &out_s]);
-    let o = Command::new(env!("CARGO_BIN_EXE_nav")).args(&args).output().unwrap();
-    assert_eq!(o.status.code(), Some(0));
     let whole: Vec<String> = std::fs::read_to_string(&out).unwrap().lines().map(str::to_string).collect();
     let mut resume = args.clone();
     resume.push("--resume");

@@ -302,13 +302,19 @@ fn merge(args: &MergeArgs) -> CmdResult {
     report(EvalReport::new(summaries, wall_s, args.files.len()), args.json, args.markdown.as_deref())
 }
 
+/// Writes the `--markdown` report (a FIFO made during the run is still
+/// refused, not waited on); a failed write is exit 3 naming the file.
+fn write_markdown(path: &std::path::Path, md: &str) -> Result<(), Exit> {
+    nav_core::bounded::refuse_fifo(path)
+        .and_then(|()| std::fs::write(path, md))
+        .map_err(|e| crate::exit::write_error(&path.display().to_string(), &e))
+}
+
 /// Prints (and optionally writes) a finished report.
 fn report(report: EvalReport, json: bool, markdown: Option<&std::path::Path>) -> CmdResult {
     let md = report.markdown();
     if let Some(p) = markdown {
-        nav_core::bounded::refuse_fifo(p)
-            .and_then(|()| std::fs::write(p, &md))
-            .map_err(|e| crate::exit::write_error(&p.display().to_string(), &e))?;
+        write_markdown(p, &md)?;
     }
     if json {
         print(&serde_json::to_string(&report).map_err(internal)?)?;
@@ -885,9 +891,7 @@ pub fn run(args: EvalArgs) -> CmdResult {
             v["replay"] = serde_json::to_value(t).map_err(internal)?;
             print(&v.to_string())?;
             if let Some(p) = &args.markdown {
-                nav_core::bounded::refuse_fifo(p)
-                    .and_then(|()| std::fs::write(p, report_.markdown()))
-                    .map_err(|e| crate::exit::write_error(&p.display().to_string(), &e))?;
+                write_markdown(p, &report_.markdown())?;
             }
         }
         _ => {
