@@ -92,11 +92,13 @@ pub fn cut_middle(text: &str, max_chars: usize) -> std::borrow::Cow<'_, str> {
 }
 
 /// Reads all of `reader` as UTF-8, at most `limit` bytes: one byte more is
-/// [`too_large`]. Only `limit + 1` bytes are ever buffered.
+/// [`too_large`]. Only `limit + 1` bytes are ever buffered. A leading UTF-8
+/// byte-order mark is dropped.
 ///
 /// ```
 /// use nav_core::bounded::read_to_string_limited;
 /// assert_eq!(read_to_string_limited("abc".as_bytes(), 3).unwrap(), "abc");
+/// assert_eq!(read_to_string_limited("\u{feff}abc".as_bytes(), 6).unwrap(), "abc");
 /// let err = read_to_string_limited("abcd".as_bytes(), 3).unwrap_err();
 /// assert!(err.to_string().contains("3-byte limit"));
 /// ```
@@ -105,6 +107,10 @@ pub fn read_to_string_limited(reader: impl Read, limit: u64) -> io::Result<Strin
     reader.take(limit.saturating_add(1)).read_to_end(&mut buf)?;
     if buf.len() as u64 > limit {
         return Err(too_large(limit));
+    }
+    // a UTF-8 byte-order mark (editors on Windows write one) is not content
+    if buf.starts_with(b"\xEF\xBB\xBF") {
+        buf.drain(..3);
     }
     String::from_utf8(buf).map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))
 }

@@ -254,11 +254,27 @@ fn read_summaries_to_cut(path: &std::path::Path, missing_ok: bool) -> Result<(Ve
 /// produce): a named arena, no more criteria passed than judged, SPL and
 /// coverage in [0, 1], lengths, times and costs finite and not negative.
 fn check_summary(s: &RunSummary) -> Result<(), String> {
-    if s.arena.trim().is_empty() {
-        return Err("the arena name is empty".into());
+    // a name of only spaces or invisible characters (a zero-width space) names nothing
+    let visible = |name: &str| name.chars().any(|c| !c.is_whitespace() && !c.is_control() && !is_invisible(c));
+    for (what, name) in [("arena", &s.arena), ("planner", &s.planner)] {
+        if !visible(name) {
+            return Err(format!("the {what} name {name:?} has no visible character"));
+        }
+    }
+    if let Err(e) = s.protocol.parse::<nav_planner::protocol::ProtocolKind>() {
+        return Err(format!("protocol: {e}"));
+    }
+    if s.total_count == 0 {
+        return Err("total_count is 0 (every episode is judged on at least its collisions)".into());
     }
     if s.passed_count > s.total_count {
         return Err(format!("passed_count {} is more than total_count {}", s.passed_count, s.total_count));
+    }
+    if s.passed != (s.passed_count == s.total_count) {
+        return Err(format!(
+            "passed is {} but {} of {} criteria passed (passed means all of them)",
+            s.passed, s.passed_count, s.total_count
+        ));
     }
     let unit = [("spl", s.spl), ("coverage", s.coverage)];
     if let Some((k, v)) = unit.iter().find(|(_, v)| !(0.0..=1.0).contains(v)) {
@@ -273,6 +289,12 @@ fn check_summary(s: &RunSummary) -> Result<(), String> {
         }
     }
     Ok(())
+}
+
+/// Characters that print as nothing: zero-width spaces and joiners, the
+/// word joiner, the byte-order mark and the soft hyphen.
+fn is_invisible(c: char) -> bool {
+    matches!(c, '\u{200B}'..='\u{200F}' | '\u{2060}'..='\u{2064}' | '\u{FEFF}' | '\u{00AD}' | '\u{180E}')
 }
 
 /// The summaries with every episode once (the first line found wins); warns

@@ -4,7 +4,7 @@
 use crate::config::NavConfig;
 use crate::exit::{CmdResult, Exit, internal, runtime, usage};
 use clap::Subcommand;
-use nav_memory::grounding::{GroundingRequest, MergeFormat, load_grounding_file, merge_files, render_txt};
+use nav_memory::grounding::{GroundingRequest, MergeFormat, load_grounding_document, merge_files, render_txt};
 use std::path::PathBuf;
 
 /// Grounding subcommands.
@@ -52,14 +52,19 @@ pub fn run(cmd: GroundingCommand) -> CmdResult {
 
 fn generate(path: &std::path::Path, backend: &super::VlmArgs, config: Option<PathBuf>) -> CmdResult {
     let config = NavConfig::load_opt(config.as_deref())?;
-    let mut file = load_grounding_file(path).map_err(|e| usage(e.to_string()))?;
+    let (mut file, mut document) = load_grounding_document(path).map_err(|e| usage(e.to_string()))?;
     let vlm = if backend.vlm.is_some() || config.vlm.is_some() { Some(backend.build(&config)?) } else { None };
     let req = GroundingRequest { episode_id: file.expr_info.episode_id, stacked: file.stacked_grounding.clone() };
     let rt = runtime()?;
     let (timestamp, _) = super::experiment::utc_now();
     let final_grounding = super::experiment::final_grounding(&rt, vlm.as_deref(), &req, timestamp);
-    file.final_grounding = Some(final_grounding);
-    let mut json = serde_json::to_vec_pretty(&file).map_err(internal)?;
+    // a key pasted into feedback (or echoed by the model) is not printed or stored again
+    let mut final_value = serde_json::to_value(&final_grounding).map_err(internal)?;
+    scrub_strings(&mut final_value);
+    file.final_grounding = Some(serde_json::from_value(final_value.clone()).map_err(internal)?);
+    // the keys this version does not know stay as they were
+    document.insert("final_grounding".into(), final_value.clone());
+    let mut json = serde_json::to_vec_pretty(&document).map_err(internal)?;
     json.push(b'\n');
     // never write a file the next run (or merge) refuses to read
     let limit = nav_memory::snapshot::MAX_GROUNDING_BYTES;
@@ -79,6 +84,16 @@ fn generate(path: &std::path::Path, backend: &super::VlmArgs, config: Option<Pat
     if txt.is_file() {
         nav_memory::write_atomic(&txt, format!("{}\n", render_txt(&file)).as_bytes()).map_err(written)?;
     }
-    crate::exit::print(&serde_json::to_string_pretty(&file.final_grounding).map_err(internal)?)?;
+    crate::exit::print(&serde_json::to_string_pretty(&final_value).map_err(internal)?)?;
     Ok(0)
+}
+
+/// Every string in `value` with credentials scrubbed.
+fn scrub_strings(value: &mut serde_json::Value) {
+    match value {
+        serde_json::Value::String(s) => *s = nav_planner::vlm::scrub_credentials(s),
+        serde_json::Value::Array(items) => items.iter_mut().for_each(scrub_strings),
+        serde_json::Value::Object(map) => map.values_mut().for_each(scrub_strings),
+        _ => {}
+    }
 }

@@ -21,11 +21,11 @@ pub struct ReplayArgs {
     /// Draw the run into this picture (.svg or .png) instead of printing a summary.
     #[arg(long, value_name = "PATH")]
     plot: Option<PathBuf>,
-    /// Built-in arena to draw on (overrides the log).
-    #[arg(long)]
+    /// Built-in arena to draw on (overrides the log; only with --plot).
+    #[arg(long, requires = "plot")]
     arena: Option<String>,
-    /// Arena file to draw on (overrides the log).
-    #[arg(long, value_name = "PATH")]
+    /// Arena file to draw on (overrides the log; only with --plot).
+    #[arg(long, value_name = "PATH", requires = "plot")]
     arena_file: Option<PathBuf>,
 }
 
@@ -44,6 +44,7 @@ pub fn run(args: ReplayArgs) -> CmdResult {
         let why = if truncated { " (its only line is not a step record: is it a step log?)" } else { "" };
         return Err(usage(format!("{}: the log holds no steps{why}", args.log.display())));
     }
+    warn_out_of_order(&records);
     let Some(plot) = &args.plot else {
         crate::exit::print(&summary(&args.log, &records, truncated))?;
         return Ok(0);
@@ -76,6 +77,22 @@ pub fn run(args: ReplayArgs) -> CmdResult {
     crate::plot::draw(&arena, &records, &title, plot)?;
     crate::exit::print(&plot.display().to_string())?;
     Ok(0)
+}
+
+/// Warns once when the step numbers do not rise (records reordered,
+/// duplicated or from two runs): the summary and the picture take the
+/// records in file order.
+fn warn_out_of_order(records: &[StepRecord]) {
+    let bad = records.windows(2).filter(|w| w[1].step <= w[0].step).count();
+    if let Some(at) = records.windows(2).position(|w| w[1].step <= w[0].step) {
+        crate::exit::diag!(
+            "nav: warning: the step numbers do not rise: step {} follows step {} (record {}), {bad} time(s) in all; \
+             records are taken in file order",
+            records[at + 1].step,
+            records[at].step,
+            at + 2
+        );
+    }
 }
 
 /// The text `nav replay LOG` prints: what the log holds about the run.

@@ -37,6 +37,20 @@ impl<R: AsyncBufRead + Unpin> LineReader<R> {
         Self { inner, buf: Vec::new(), max, skipping: false }
     }
 
+    /// The next reply line: [`next_line`](Self::next_line) without a
+    /// byte-order mark, a carriage return or surrounding spaces, blank
+    /// lines skipped (a server that prints an empty line or a BOM before
+    /// its first reply is still understood).
+    pub async fn next_message(&mut self) -> Result<Option<Vec<u8>>, LineError> {
+        loop {
+            let Some(line) = self.next_line().await? else { return Ok(None) };
+            let body = line.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(&line).trim_ascii();
+            if !body.is_empty() {
+                return Ok(Some(if body.len() == line.len() { line } else { body.to_vec() }));
+            }
+        }
+    }
+
     /// The next line without its newline; `None` at end of input (a
     /// trailing partial line is dropped). A line over the limit is
     /// [`LineError::TooLong`] once, and at most the limit of it is ever
@@ -303,5 +317,16 @@ mod tests {
         assert_eq!(r.next_line().await.unwrap().unwrap(), b"ok");
         assert!(r.buf.capacity() <= 1 << 18, "{} bytes kept", r.buf.capacity());
         assert!(r.next_line().await.unwrap().is_none());
+    }
+
+    /// Blank lines, a byte-order mark and CRLF endings before or around a
+    /// reply are not part of it.
+    #[tokio::test]
+    async fn messages_skip_blank_lines_and_a_bom() {
+        let input: &[u8] = b"\n  \r\n\xEF\xBB\xBF{\"id\":1}\r\n\n{\"id\":2}\n";
+        let mut r = LineReader::new(BufReader::new(input), 64);
+        assert_eq!(r.next_message().await.unwrap().unwrap(), br#"{"id":1}"#);
+        assert_eq!(r.next_message().await.unwrap().unwrap(), br#"{"id":2}"#);
+        assert!(r.next_message().await.unwrap().is_none());
     }
 }

@@ -439,6 +439,16 @@ impl WireDetection {
     }
 }
 
+/// The id of a connection's first request (ids count up from it).
+pub(crate) const FIRST_REQUEST_ID: u64 = 1;
+
+/// True for the late reply to an earlier request of this connection (one
+/// that timed out): an id below `current` that was sent. An id below the
+/// first one was never sent: it does not match, and is a protocol error.
+pub(crate) fn is_stale_id(reply_id: u64, current: u64) -> bool {
+    (FIRST_REQUEST_ID..current).contains(&reply_id)
+}
+
 /// Builds a request line: `{"id": id, "op": op, ...fields}` plus newline.
 pub(crate) fn request_line(id: u64, op: &str, fields: Map<String, Value>) -> Vec<u8> {
     let mut msg = Map::new();
@@ -564,6 +574,13 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
     use serde_json::json;
+
+    #[test]
+    fn only_ids_this_connection_sent_are_stale() {
+        assert!(is_stale_id(1, 3) && is_stale_id(2, 3));
+        assert!(!is_stale_id(0, 3), "id 0 was never sent");
+        assert!(!is_stale_id(3, 3) && !is_stale_id(4, 3));
+    }
 
     #[test]
     fn request_lines_are_one_json_object() {

@@ -170,7 +170,7 @@ impl BridgeWorker {
             transport,
             config,
             info: placeholder,
-            next_id: 1,
+            next_id: wire::FIRST_REQUEST_ID,
             broken: None,
             closed: false,
             timeouts_in_a_row: 0,
@@ -301,7 +301,7 @@ impl BridgeWorker {
             Err(_) => return Err(timed_out()),
         }
         loop {
-            let line = match tokio::time::timeout_at(deadline, self.transport.reader.next_line()).await {
+            let line = match tokio::time::timeout_at(deadline, self.transport.reader.next_message()).await {
                 Err(_) => return Err(timed_out()),
                 Ok(Ok(Some(line))) => line,
                 Ok(Ok(None)) => return Err(self.fail(op, "the worker closed its output").await),
@@ -319,7 +319,7 @@ impl BridgeWorker {
                         let text = String::from_utf8_lossy(&line[..line.len().min(120)]).into_owned();
                         protocol(format!("worker {op}: reply is not a JSON reply object ({e}): {text:?}"))
                     })?;
-                    if reply.id.as_u64().is_some_and(|r| r < id) {
+                    if reply.id.as_u64().is_some_and(|r| wire::is_stale_id(r, id)) {
                         continue;
                     }
                     if reply.error.is_none() {
@@ -330,7 +330,7 @@ impl BridgeWorker {
             };
             match rid.as_u64() {
                 Some(r) if r == id => {}
-                Some(r) if r < id => continue,
+                Some(r) if wire::is_stale_id(r, id) => continue,
                 _ if rid.is_null() && error.is_some() => {}
                 _ => return Err(protocol(format!("worker {op}: reply id {rid} does not match request {id}"))),
             }

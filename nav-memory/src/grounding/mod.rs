@@ -21,7 +21,9 @@ pub use merge::{
     GroundingText, GroundingWarning, MergeFormat, MergedDocument, MergedGrounding, PART_SEPARATOR, merge_documents,
     merge_files, parse_path_list, shift_markdown_headers,
 };
-pub use store::{EpisodeGrounding, GroundingStore, SaveFormat, load_grounding_file, render_txt};
+pub use store::{
+    EpisodeGrounding, GroundingStore, SaveFormat, load_grounding_document, load_grounding_file, render_txt,
+};
 pub use types::{
     CategoryFeedback, ExprInfo, FinalGrounding, GroundingCategory, GroundingContent, GroundingFile, GroundingRequest,
     StackedGrounding, StepFeedback, StepStatus, clean_text,

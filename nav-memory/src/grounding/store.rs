@@ -157,7 +157,30 @@ pub fn render_txt(file: &GroundingFile) -> String {
 /// Reads one grounding JSON file (strict: a corrupt file is an error naming
 /// it; merging skips such files instead).
 pub fn load_grounding_file(path: impl AsRef<Path>) -> Result<GroundingFile, MemoryError> {
-    snapshot::load_json(path.as_ref(), "grounding file")
+    Ok(load_grounding_document(path)?.0)
+}
+
+/// Reads one grounding JSON file (at most
+/// [`MAX_GROUNDING_BYTES`](crate::snapshot::MAX_GROUNDING_BYTES)) as the
+/// typed file and as its whole JSON object, so a tool rewriting one section
+/// keeps the keys it does not know (files may come from the original
+/// grounding tool, or a newer one).
+pub fn load_grounding_document(
+    path: impl AsRef<Path>,
+) -> Result<(GroundingFile, serde_json::Map<String, serde_json::Value>), MemoryError> {
+    const WHAT: &str = "grounding file";
+    let path = path.as_ref();
+    let text = snapshot::read_text(path, snapshot::MAX_GROUNDING_BYTES)?;
+    let parse = |source| MemoryError::Parse { what: WHAT, path: path.to_path_buf(), source };
+    let serde_json::Value::Object(object) = serde_json::from_str(&text).map_err(parse)? else {
+        return Err(MemoryError::InvalidFile {
+            what: WHAT,
+            path: path.to_path_buf(),
+            reason: "not a JSON object".into(),
+        });
+    };
+    let file = GroundingFile::deserialize(serde_json::Value::Object(object.clone())).map_err(parse)?;
+    Ok((file, object))
 }
 
 /// Writes grounding files under a log root.

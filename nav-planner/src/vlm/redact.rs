@@ -209,30 +209,33 @@ pub const MIN_FRAGMENT_SECRET_CHARS: usize = 12;
 const MIN_ENCODED_RUN: usize = (MIN_FRAGMENT_CHARS * 4).div_ceil(3);
 
 /// `text` with every altered form of `secret` replaced by `[REDACTED]`: any
-/// piece of [`MIN_FRAGMENT_CHARS`] characters or more of the secret or of
-/// the secret reversed (either also in rot13), any base64 (standard or
-/// URL-safe), hex (also of UTF-16, or bytes such as `73:6b`),
-/// percent-encoded or character-code run (`115, 107`, `&#115;&#107;`,
-/// `&#x73;`, `0x73`, `\x73`, `\u{73}`, `\163`, `0o163`) whose decoded
-/// bytes hold such a piece,
-/// and such a piece of its letters and digits spelled out with anything
-/// between them (`s k - t e s t`, `["s","k"]`). Linear in the text for a
-/// given secret.
+/// piece of [`MIN_FRAGMENT_CHARS`] characters or more, in any letter case,
+/// of the secret, of it reversed or of every other character of either (see
+/// [`piece_set`] for the shifted alphabets also tried); any base64 (standard
+/// or URL-safe), base32, hex (also of UTF-16, or bytes such as `73:6b`),
+/// percent-encoded or character-code run (`115, 107`, `115 and 107`,
+/// `&#115;&#107;`, `&#x73;`, `0x73`, `\x73`, `\u{73}`, `\163`, `163 153`,
+/// `0o163`) whose decoded bytes hold such a piece; and such a piece of its
+/// letters and digits spelled out with anything between them (`s k - t e s
+/// t`, `["s","k"]`). Linear in the text for a given secret.
 fn redact_altered(text: &str, secret: &str) -> String {
-    let reversed: String = secret.chars().rev().collect();
-    let (rot, rot_reversed) = (rot13(secret), rot13(&reversed));
+    let pieces = piece_set(secret);
+    let holds_piece = |bytes: &[u8]| {
+        let lower = bytes.to_ascii_lowercase();
+        pieces.iter().any(|(len, set)| lower.windows(*len).any(|w| set.contains(w)))
+    };
     let mut hide: Vec<(usize, usize)> = Vec::new();
-    // the pieces as bytes, by byte length (one length for an ASCII secret)
-    let mut pieces: std::collections::BTreeMap<usize, std::collections::HashSet<&[u8]>> = Default::default();
-    for form in [secret, reversed.as_str(), rot.as_str(), rot_reversed.as_str()] {
-        let starts: Vec<usize> = form.char_indices().map(|(i, _)| i).chain([form.len()]).collect();
-        for w in starts.windows(MIN_FRAGMENT_CHARS + 1) {
-            let piece = &form[w[0]..w[MIN_FRAGMENT_CHARS]];
-            pieces.entry(piece.len()).or_default().insert(piece.as_bytes());
-            hide.extend(text.match_indices(piece).map(|(i, m)| (i, i + m.len())));
+    // plain pieces: every window of the text starting on a character boundary
+    let lower = text.to_ascii_lowercase();
+    for (i, _) in lower.char_indices() {
+        for (len, set) in pieces.iter() {
+            if let Some(w) = lower.as_bytes().get(i..i + len) {
+                if set.contains(w) {
+                    hide.push((i, i + len));
+                }
+            }
         }
     }
-    let holds_piece = |bytes: &[u8]| pieces.iter().any(|(len, set)| bytes.windows(*len).any(|w| set.contains(w)));
     for (start, end) in encoded_runs(text) {
         if decodings(&text[start..end]).iter().any(|d| holds_piece(d)) {
             hide.push((start, end));
@@ -243,7 +246,7 @@ fn redact_altered(text: &str, secret: &str) -> String {
             hide.push((start, end));
         }
     }
-    for (start, end, decoded) in char_code_runs(text).into_iter().chain(hex_pair_runs(text)) {
+    for (start, end, decoded) in char_code_runs(text).into_iter().chain(hex_pair_runs(text)).chain(number_runs(text)) {
         if holds_piece(&decoded) {
             hide.push((start, end));
         }
@@ -260,26 +263,139 @@ fn redact_altered(text: &str, secret: &str) -> String {
             _ => merged.push((s, e)),
         }
     }
+    // a piece may end inside a multi-byte character of the text
+    let boundary = |mut i: usize| {
+        while !text.is_char_boundary(i) {
+            i += 1;
+        }
+        i
+    };
     let mut out = String::with_capacity(text.len());
     let mut at = 0;
     for (s, e) in merged {
+        if s < at {
+            continue;
+        }
         out.push_str(&text[at..s]);
         out.push_str(REDACTED);
-        at = e;
+        at = boundary(e.min(text.len()));
     }
     out.push_str(&text[at..]);
     out
 }
 
-/// `s` with its ASCII letters rotated by 13 places.
-fn rot13(s: &str) -> String {
+/// The [`MIN_FRAGMENT_CHARS`]-character pieces [`redact_altered`] looks for,
+/// lower-cased, as bytes, by byte length (one length for an ASCII secret):
+/// those of the secret and of it reversed, of every other character of
+/// either (a key split into its odd and even characters), each also in every
+/// Caesar shift of its letters (rot13 among them) and every rotation of the
+/// printable ASCII characters (rot47 among them). Built once per secret.
+fn piece_set(secret: &str) -> std::sync::Arc<Pieces> {
+    type Cache = std::sync::Mutex<Vec<(String, std::sync::Arc<Pieces>)>>;
+    static CACHE: std::sync::OnceLock<Cache> = std::sync::OnceLock::new();
+    let cache = CACHE.get_or_init(Default::default);
+    let mut cache = cache.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    if let Some((_, p)) = cache.iter().find(|(s, _)| s == secret) {
+        return p.clone();
+    }
+    let reversed: String = secret.chars().rev().collect();
+    let every_other = |s: &str, odd: usize| -> String { s.chars().skip(odd).step_by(2).collect() };
+    let mut bases = vec![secret.to_string(), reversed.clone()];
+    for s in [secret, reversed.as_str()] {
+        bases.push(every_other(s, 0));
+        bases.push(every_other(s, 1));
+    }
+    let mut pieces = Pieces::new();
+    for base in &bases {
+        let lower = base.to_lowercase();
+        let shifted =
+            (0..26u8).map(|n| caesar(&lower, n)).chain((1..94u8).map(|n| rotate_printable(base, n).to_lowercase()));
+        for form in shifted {
+            let starts: Vec<usize> = form.char_indices().map(|(i, _)| i).chain([form.len()]).collect();
+            for w in starts.windows(MIN_FRAGMENT_CHARS + 1) {
+                let piece = &form.as_bytes()[w[0]..w[MIN_FRAGMENT_CHARS]];
+                pieces.entry(piece.len()).or_default().insert(piece.into());
+            }
+        }
+    }
+    let pieces = std::sync::Arc::new(pieces);
+    if cache.len() >= 8 {
+        cache.remove(0);
+    }
+    cache.push((secret.to_string(), pieces.clone()));
+    pieces
+}
+
+/// Pieces of a secret by byte length.
+type Pieces = std::collections::BTreeMap<usize, std::collections::HashSet<Box<[u8]>>>;
+
+/// `s` with its ASCII letters rotated by `n` places (rot13 for 13).
+fn caesar(s: &str, n: u8) -> String {
     s.chars()
         .map(|c| match c {
-            'a'..='z' => char::from(b'a' + (c as u8 - b'a' + 13) % 26),
-            'A'..='Z' => char::from(b'A' + (c as u8 - b'A' + 13) % 26),
+            'a'..='z' => char::from(b'a' + (c as u8 - b'a' + n) % 26),
+            'A'..='Z' => char::from(b'A' + (c as u8 - b'A' + n) % 26),
             _ => c,
         })
         .collect()
+}
+
+/// `s` with its printable ASCII characters (`!` to `~`) rotated by `n`
+/// places (rot47 for 47).
+fn rotate_printable(s: &str, n: u8) -> String {
+    s.chars()
+        .map(|c| match c {
+            '!'..='~' => char::from(b'!' + (c as u8 - b'!' + n) % 94),
+            _ => c,
+        })
+        .collect()
+}
+
+/// Maximal runs of [`MIN_FRAGMENT_CHARS`] or more bare numbers with at most
+/// 12 other characters between each two (`115 and 107 and 45`, octal bytes
+/// `163 153 055`), each with the characters they spell read as decimal and,
+/// when every number is octal, as octal.
+fn number_runs(text: &str) -> Vec<(usize, usize, Vec<u8>)> {
+    let b = text.as_bytes();
+    let mut numbers: Vec<(usize, usize)> = Vec::new();
+    let mut i = 0;
+    while i < b.len() {
+        if b[i].is_ascii_digit() {
+            let start = i;
+            while i < b.len() && b[i].is_ascii_digit() {
+                i += 1;
+            }
+            numbers.push((start, i));
+        } else {
+            i += 1;
+        }
+    }
+    let mut out = Vec::new();
+    for radix in [10, 8] {
+        let code = |&(s, e): &(usize, usize)| {
+            (e - s <= 7).then(|| u32::from_str_radix(&text[s..e], radix).ok()).flatten().and_then(char::from_u32)
+        };
+        let mut run: Vec<(usize, usize, char)> = Vec::new();
+        let mut close = |run: &mut Vec<(usize, usize, char)>| {
+            if run.len() >= MIN_FRAGMENT_CHARS {
+                out.push((run[0].0, run[run.len() - 1].1, run.iter().map(|r| r.2).collect::<String>().into_bytes()));
+            }
+            run.clear();
+        };
+        for n in &numbers {
+            match code(n) {
+                Some(c) => {
+                    if run.last().is_some_and(|last| n.0 - last.1 > 12) {
+                        close(&mut run);
+                    }
+                    run.push((n.0, n.1, c));
+                }
+                None => close(&mut run),
+            }
+        }
+        close(&mut run);
+    }
+    out
 }
 
 /// Maximal runs of [`MIN_FRAGMENT_CHARS`] or more character codes, each
@@ -529,6 +645,14 @@ fn decodings(run: &str) -> Vec<Vec<u8>> {
             }
         }
     }
+    let upper = core.to_ascii_uppercase();
+    for alphabet in [BASE32, BASE32_HEX] {
+        if upper.bytes().all(|b| alphabet.contains(&b)) {
+            for skip in 0..8.min(upper.len()) {
+                out.push(base32_decode(&upper.as_bytes()[skip..], alphabet));
+            }
+        }
+    }
     if core.bytes().all(|b| b.is_ascii_hexdigit()) {
         for skip in 0..2.min(core.len()) {
             let digits: Vec<u8> =
@@ -539,6 +663,28 @@ fn decodings(run: &str) -> Vec<Vec<u8>> {
                 out.push(decoded.iter().copied().filter(|&b| b != 0).collect());
             }
             out.push(decoded);
+        }
+    }
+    out
+}
+
+/// The base32 alphabet (RFC 4648).
+const BASE32: &[u8; 32] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZ234567";
+/// The "extended hex" base32 alphabet (RFC 4648).
+const BASE32_HEX: &[u8; 32] = b"0123456789ABCDEFGHIJKLMNOPQRSTUV";
+
+/// The bytes an unpadded base32 run spells (a final partial byte dropped).
+fn base32_decode(run: &[u8], alphabet: &[u8; 32]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(run.len() * 5 / 8);
+    let (mut bits, mut held) = (0u32, 0u32);
+    for c in run {
+        let Some(v) = alphabet.iter().position(|a| a == c) else { break };
+        bits = (bits << 5) | v as u32;
+        held += 5;
+        if held >= 8 {
+            held -= 8;
+            out.push((bits >> held) as u8);
+            bits &= (1 << held) - 1;
         }
     }
     out
@@ -644,6 +790,21 @@ mod tests {
         assert!(!v.iter().any(|x| x.contains("0.5")), "{v:?}");
     }
 
+    /// RFC 4648 base32 with padding, as servers write it.
+    fn base32(bytes: &[u8]) -> String {
+        let mut out = String::new();
+        for chunk in bytes.chunks(5) {
+            let mut buf = [0u8; 5];
+            buf[..chunk.len()].copy_from_slice(chunk);
+            let v = buf.iter().fold(0u64, |acc, b| (acc << 8) | u64::from(*b));
+            let chars = (chunk.len() * 8).div_ceil(5);
+            for k in 0..8 {
+                out.push(if k < chars { char::from(BASE32[((v >> (35 - 5 * k)) & 31) as usize]) } else { '=' });
+            }
+        }
+        out
+    }
+
     #[test]
     fn altered_forms_of_a_key_are_redacted() {
         use base64::Engine as _;
@@ -666,8 +827,14 @@ mod tests {
             "SECRET123".bytes().map(|b| format!("%{b:02x}")).collect(),
             key.encode_utf16().map(|u| format!("{u:04x}")).collect(),
             // rot13, forwards and reversed
-            rot13(key),
-            rot13(&reversed),
+            caesar(key, 13),
+            caesar(&reversed, 13),
+            caesar(key, 1),
+            rotate_printable(key, 47),
+            key.to_uppercase(),
+            base32(key.as_bytes()),
+            key.bytes().map(|b| b.to_string()).collect::<Vec<_>>().join(" and "),
+            key.bytes().map(|b| format!("{b:03o}")).collect::<Vec<_>>().join(" "),
             // character codes: decimal, HTML entities (decimal and hex)
             key.bytes().map(|b| b.to_string()).collect::<Vec<_>>().join(", "),
             key.bytes().map(|b| b.to_string()).collect::<Vec<_>>().join(","),
@@ -687,6 +854,13 @@ mod tests {
             let clean = redact(&body, &[key]);
             assert_eq!(clean, "invalid key ending [REDACTED], try again", "{leak}");
         }
+        // every other character: the even ones, then the odd ones
+        let halves = format!(
+            "{} {}",
+            key.chars().step_by(2).collect::<String>(),
+            key.chars().skip(1).step_by(2).collect::<String>()
+        );
+        assert_eq!(redact(&format!("key {halves}!"), &[key]), "key [REDACTED] [REDACTED]!");
         // spelled out with separators or cut into short pieces: from its first
         // letter to its last
         let chars: Vec<String> = key.chars().map(String::from).collect();
@@ -722,7 +896,8 @@ mod tests {
             suffix in "[ -~]{0,40}",
             from in 0usize..40,
             len in 8usize..48,
-            form in 0u8..8,
+            form in 0u8..13,
+            shift in 1u8..26,
             sep in "[ ,\"'\\-]{1,3}",
         ) {
             use base64::Engine as _;
@@ -735,13 +910,18 @@ mod tests {
                 2 => base64::engine::general_purpose::STANDARD.encode(piece),
                 3 => piece.bytes().map(|b| format!("{b:02x}")).collect(),
                 4 => piece.bytes().map(|b| format!("%{b:02X}")).collect(),
-                5 => rot13(piece),
+                5 => caesar(piece, 13),
                 6 => piece.bytes().map(|b| format!("&#{b};")).collect(),
+                8 => base32(piece.as_bytes()),
+                9 => caesar(piece, shift),
+                10 => rotate_printable(piece, 47),
+                11 => piece.bytes().map(|b| b.to_string()).collect::<Vec<_>>().join(" and "),
+                12 => piece.bytes().map(|b| format!("{b:03o}")).collect::<Vec<_>>().join(" "),
                 _ => piece.chars().map(String::from).collect::<Vec<_>>().join(&sep),
             };
             let clean = redact(&format!("{prefix} {leak} {suffix}"), &[&key]);
             let letters: String = piece.chars().filter(char::is_ascii_alphanumeric).collect();
-            if form < 7 {
+            if form != 7 {
                 prop_assert!(!clean.contains(&leak), "{clean}");
                 prop_assert!(!clean.contains(piece) && !clean.contains(&rev), "{clean}");
             } else if letters.len() >= 8 {
