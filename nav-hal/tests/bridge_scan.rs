@@ -27,7 +27,8 @@ fn beam(scan: &LaserScan, angle: f64) -> f32 {
 
 #[tokio::test]
 async fn scans_come_from_depth_a_fan_per_step_and_a_circle_after_a_panorama() {
-    let mut hal = openroom(BridgeConfig { depth: true, ..BridgeConfig::default() }).await;
+    // what depth showed earlier is left out here (see the test after this one)
+    let mut hal = openroom(BridgeConfig { depth: true, remember_obstacles: false, ..BridgeConfig::default() }).await;
     assert!(hal.capabilities().lidar, "with depth, the bridge offers scans");
     hal.reset(&EpisodeSpec::index(2)).await.unwrap();
 
@@ -66,6 +67,47 @@ async fn scans_come_from_depth_a_fan_per_step_and_a_circle_after_a_panorama() {
         let a = f64::from(k) * 30f64.to_radians();
         assert!(agrees(beam(&circle, a), beam(&fan, 0.0)), "{}°: {} vs {}", k * 30, beam(&circle, a), beam(&fan, 0.0));
     }
+    hal.close().await.unwrap();
+}
+
+/// What depth showed stays in the scan after the robot turns away: every
+/// wall point within 3 m that the panorama saw is in the next step's scan,
+/// beyond the camera's view too; nothing farther is added.
+#[tokio::test]
+async fn what_depth_showed_stays_in_the_scan_within_3_m() {
+    let mut hal = openroom(BridgeConfig { depth: true, ..BridgeConfig::default() }).await;
+    let mut checked = 0;
+    for index in 0..8 {
+        hal.reset(&EpisodeSpec::index(index)).await.unwrap();
+        hal.panorama(12).await.unwrap();
+        let circle = hal.scan().await.unwrap().scan;
+        hal.act(Action::TurnLeft).await.unwrap();
+        let fan = hal.scan().await.unwrap().scan;
+        let turn = 30f64.to_radians();
+        for i in 0..circle.len() {
+            let (a, r) = (circle.angle(i), circle.ranges[i]);
+            // seen by the panorama within 3 m (5 cm cells: a little slack), now at a - 30°
+            if r.is_finite() && r < 2.8 {
+                // remembered points are 5 cm cells: look a cell either side
+                let half = (0.075 / f64::from(r)).atan().max(1.5f64.to_radians());
+                let beams = (half / 0.5f64.to_radians()).ceil() as i32;
+                let now = (-beams..=beams)
+                    .map(|k| beam(&fan, a - turn + f64::from(k) * 0.5f64.to_radians()))
+                    .filter(|r| r.is_finite())
+                    .fold(f32::INFINITY, f32::min);
+                assert!(now <= r + 0.1, "episode {index}, {:.0}°: {r} then {now}", a.to_degrees());
+                checked += 1;
+            }
+        }
+        // outside the ~90° view only remembered points, all within 3 m
+        for i in 0..fan.len() {
+            let off = fan.angle(i).abs();
+            if off > 50f64.to_radians() && fan.ranges[i].is_finite() {
+                assert!(fan.ranges[i] <= 3.05, "{}", fan.ranges[i]);
+            }
+        }
+    }
+    assert!(checked > 0, "some start lies within 3 m of a wall");
     hal.close().await.unwrap();
 }
 

@@ -74,6 +74,12 @@ pub struct BridgeConfig {
     /// while within 3 m. The camera cannot see low objects close by, and
     /// without this the robot would push against them.
     pub bumper: bool,
+    /// Remember every obstacle point depth showed this episode (in the
+    /// pose estimate's frame) and add those within 3 m to `Sensors::scan`:
+    /// the camera loses a low object once the robot is 1–2 m from it (it
+    /// drops below the image) and sees nothing beside the robot, so a scan
+    /// from the current image alone lets the robot drive into both.
+    pub remember_obstacles: bool,
 }
 
 impl Default for BridgeConfig {
@@ -93,6 +99,7 @@ impl Default for BridgeConfig {
             max_reply_bytes: 256 << 20,
             depth_scan: DepthScanConfig::default(),
             bumper: true,
+            remember_obstacles: true,
         }
     }
 }

@@ -52,7 +52,9 @@ impl Sensors for BridgeHal {
     /// panorama (before the next step) the composite of all its views, a
     /// full circle; otherwise the current view's fan, with NaN (no data)
     /// outside the camera's field of view. Blocked forward steps within
-    /// 3 m are added as hits ([`BridgeConfig::bumper`](super::BridgeConfig::bumper)).
+    /// 3 m are added as hits ([`BridgeConfig::bumper`](super::BridgeConfig::bumper)),
+    /// and so is what depth showed earlier this episode within 3 m
+    /// ([`BridgeConfig::remember_obstacles`](super::BridgeConfig::remember_obstacles)).
     /// Needs [`BridgeConfig::depth`](super::BridgeConfig::depth).
     async fn scan(&mut self) -> Result<StampedScan, HalError> {
         if !(self.config.depth && self.backend.observation.depth) {
@@ -61,7 +63,7 @@ impl Sensors for BridgeHal {
             ));
         }
         let (mut scan, stamp_s) = self.depth_scan()?;
-        self.overlay_contacts(&mut scan);
+        self.overlay_remembered(&mut scan);
         Ok(StampedScan { scan, stamp_s })
     }
 

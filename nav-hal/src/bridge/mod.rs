@@ -43,6 +43,7 @@
 
 mod config;
 mod hal_impl;
+mod obstacles;
 pub mod package;
 mod transport;
 mod wire;
@@ -132,6 +133,8 @@ pub struct BridgeHal {
     panorama_scan: Option<LaserScan>,
     /// Where forward steps were blocked (pose-estimate frame).
     contacts: Vec<Point2>,
+    /// What depth showed this episode ([`BridgeConfig::remember_obstacles`]).
+    seen: obstacles::SeenObstacles,
     dead_reckoning: DeadReckoning,
     start_pose: Option<Pose2>,
     last_timing: Option<StepTiming>,
@@ -202,7 +205,7 @@ impl BridgeHal {
         let mut hal = Self {
             transport,
             backend: placeholder,
-            next_id: 1,
+            next_id: wire::FIRST_REQUEST_ID,
             started: Instant::now(),
             broken: None,
             closed: false,
@@ -216,6 +219,7 @@ impl BridgeHal {
             panorama_fresh: false,
             panorama_scan: None,
             contacts: Vec::new(),
+            seen: obstacles::SeenObstacles::default(),
             dead_reckoning: DeadReckoning::default(),
             start_pose: None,
             last_timing: None,
@@ -327,6 +331,7 @@ impl BridgeHal {
         self.panorama_detections.clear();
         self.panorama_headings.clear();
         self.contacts.clear();
+        self.seen.clear();
         self.dead_reckoning = DeadReckoning::new(self.backend.step);
         self.set_latest(reply.observation)?;
         self.start_pose = self.latest.as_ref().and_then(|l| l.pose);
@@ -395,10 +400,15 @@ impl BridgeHal {
         }
     }
 
-    /// Adds the contacts within [`CONTACT_RANGE_M`] to a scan taken at the
-    /// current pose.
-    fn overlay_contacts(&self, scan: &mut LaserScan) {
+    /// Remembers a scan taken at the current pose (with
+    /// [`BridgeConfig::remember_obstacles`]), then adds the contacts and the
+    /// remembered obstacles within [`CONTACT_RANGE_M`] to it.
+    fn overlay_remembered(&mut self, scan: &mut LaserScan) {
         let (pose, _) = self.pose_estimate();
+        if self.config.remember_obstacles {
+            self.seen.add_scan(pose, scan);
+            crate::depth_scan::overlay_points(scan, self.seen.near(pose, CONTACT_RANGE_M));
+        }
         let near = self
             .contacts
             .iter()
@@ -480,7 +490,7 @@ impl BridgeHal {
             }
         }
         loop {
-            let line = match tokio::time::timeout_at(deadline, self.transport.reader.next_line()).await {
+            let line = match tokio::time::timeout_at(deadline, self.transport.reader.next_message()).await {
                 Err(_) => {
                     return Err(HalError::Timeout {
                         what: format!("bridge {op} (request {id})"),
@@ -504,7 +514,7 @@ impl BridgeHal {
                         let text = String::from_utf8_lossy(&line[..line.len().min(120)]).into_owned();
                         protocol(format!("bridge {op}: reply is not a JSON reply object ({e}): {text:?}"))
                     })?;
-                    if reply.id.as_u64().is_some_and(|rid| rid < id) {
+                    if reply.id.as_u64().is_some_and(|rid| wire::is_stale_id(rid, id)) {
                         continue;
                     }
                     if reply.error.is_none() {
@@ -515,8 +525,8 @@ impl BridgeHal {
             };
             match rid.as_u64() {
                 Some(r) if r == id => {}
-                Some(r) if r < id => continue, // the late reply to a request that timed out
-                _ if rid.is_null() && error.is_some() => {} // the server could not read our id
+                Some(r) if wire::is_stale_id(r, id) => continue, // the late reply to a request that timed out
+                _ if rid.is_null() && error.is_some() => {}      // the server could not read our id
                 _ => return Err(protocol(format!("bridge {op}: reply id {rid} does not match request {id}"))),
             }
             self.last_timing = Some(wire::timing(start.elapsed(), timing.as_ref()));

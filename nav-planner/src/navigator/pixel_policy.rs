@@ -17,7 +17,11 @@
 //!   perceived (carried by odometry) is within it while the camera no
 //!   longer sees it (a low object below the image's bottom edge at close
 //!   range) — and only if it was seen within
-//!   [`PixelGoalConfig::near_memory_m`].
+//!   [`PixelGoalConfig::near_memory_m`]. A sighting below the view that
+//!   reads farther than the remembered point keeps that point (the visible
+//!   part's range stops shrinking at the camera's blind distance), and a
+//!   blocked approach stops when the remembered point is within
+//!   [`PixelGoalConfig::blocked_stop_distance_m`].
 
 use super::policy::{LowLevelPolicy, PolicyAction, PolicyGoal, PolicyObservation, PolicyStop};
 use crate::protocol::perception::GoalSighting;
@@ -27,6 +31,11 @@ use nav_core::geometry::{Point2, Pose2, angle_diff_abs, normalize_angle};
 use nav_core::lidar::{corridor_clearance, corridor_clearance_dir};
 use nav_core::local_map::{LocalMap, LocalMapConfig};
 use serde::{Deserialize, Serialize};
+
+/// Once earlier sightings placed the target, a range-sensor return along
+/// a target that continues below the view counts as the target's lower
+/// part only this far short of its range, metres.
+const FUSE_WITHIN_M: f64 = 0.3;
 
 /// Settings of [`PixelGoalPolicy`].
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -156,6 +165,8 @@ pub struct PixelGoalPolicy {
     last_range: Option<f64>,
     /// The latest sighting continued below the view, at this absolute bearing.
     below_view_bearing: Option<f64>,
+    /// Sightings with a range for the current planner decision.
+    sightings: u32,
     since_perception: u32,
     steps: u32,
     turns_in_place: u32,
@@ -179,6 +190,7 @@ impl PixelGoalPolicy {
             last_seen: None,
             last_range: None,
             below_view_bearing: None,
+            sightings: 0,
             since_perception: 0,
             steps: 0,
             turns_in_place: 0,
@@ -237,6 +249,13 @@ impl PixelGoalPolicy {
         }
     }
 
+    /// The target remembered from earlier sightings (carried by odometry)
+    /// is within `reach` metres, and it may end the episode: it was last
+    /// perceived within [`PixelGoalConfig::near_memory_m`].
+    fn remembered_within(&self, here: Point2, reach: f64) -> bool {
+        self.target.is_some_and(|(p, seen_at)| p.distance(here) <= reach && seen_at <= self.config.near_memory_m)
+    }
+
     /// The range to the target just perceived: the perception's depth
     /// range, or — when the target continued below the view, so its nearest
     /// surface is out of the camera's sight — the range sensor's distance
@@ -250,7 +269,11 @@ impl PixelGoalPolicy {
                 const RAY_HALF_WIDTH_M: f64 = 0.05;
                 let rel = normalize_angle(bearing - obs.pose.yaw);
                 let along = f64::from(corridor_clearance_dir(scan, rel, RAY_HALF_WIDTH_M)) + RAY_HALF_WIDTH_M;
-                range.min(along)
+                // After earlier sightings placed the target (and `range` is no farther than that
+                // point), only a return just short of it is its lower part; one much nearer is
+                // something else in the way (a table's edge, a bump elsewhere). A first sighting
+                // has nothing to check the range sensor against.
+                if self.sightings <= 1 || along >= range - FUSE_WITHIN_M { range.min(along) } else { range }
             }
             _ => range,
         };
@@ -347,6 +370,14 @@ impl PixelGoalPolicy {
             {
                 PolicyAction::Done(PolicyStop::Reached)
             }
+            // blocked with the target out of the camera's sight (below or beside the view): the
+            // remembered point decides
+            PolicyAction::Done(PolicyStop::Blocked)
+                if (!seen || self.below_view_bearing.is_some())
+                    && self.remembered_within(here, self.config.blocked_stop_distance_m) =>
+            {
+                PolicyAction::Done(PolicyStop::Reached)
+            }
             other => other,
         }
     }
@@ -376,6 +407,7 @@ impl LowLevelPolicy for PixelGoalPolicy {
         self.last_seen = None;
         self.last_range = None;
         self.below_view_bearing = None;
+        self.sightings = 0;
         self.since_perception = 0;
         self.steps = 0;
         self.turns_in_place = 0;
@@ -392,7 +424,19 @@ impl LowLevelPolicy for PixelGoalPolicy {
         let here = pose.position();
         match s.range_m.filter(|r| r.is_finite() && *r >= 0.0) {
             Some(r) => {
-                self.target = Some((here + dir * r, r));
+                // Once the target's base is below the image, its visible part's range stops
+                // shrinking (a low object's top stays at the camera's blind distance): keep the
+                // point an earlier sighting placed, carried by odometry, when it is nearer.
+                let (point, r) = match self.target {
+                    Some((earlier, _)) if s.below_view && earlier.distance(here) < r => {
+                        (earlier, earlier.distance(here))
+                    }
+                    _ => (here + dir * r, r),
+                };
+                self.last_range = Some(r);
+                self.target = Some((point, r));
+                self.sightings += 1;
+                let dir = if r > 1e-6 { (point - here) * (1.0 / r) } else { dir };
                 self.waypoint = Some(here + dir * (r - self.config.standoff_m).max(0.0));
             }
             // a bearing without depth: a short step toward it
@@ -564,6 +608,59 @@ mod tests {
         assert_eq!(next_to_a_box(true), PolicyAction::Done(PolicyStop::Reached));
         // the same view of a target that ends inside the image: 1.2 m is its nearest surface
         assert_ne!(next_to_a_box(false), PolicyAction::Done(PolicyStop::Reached));
+    }
+
+    /// A low target 3 m ahead: its visible top reads its true range until
+    /// the robot is within 1.4 m, then stays at 1.4 m (the camera's blind
+    /// distance), flagged below the view. The earlier sighting's point,
+    /// carried by odometry, ends the approach within the stopping distance.
+    #[test]
+    fn a_low_target_is_reached_on_the_point_seen_before_it_left_the_view() {
+        let t = Point2::new(3.0, 0.0);
+        let see = |pose: Pose2| {
+            let d = pose.position().distance(t);
+            Some(GoalSighting {
+                pixel: [160, 239],
+                bbox: None,
+                bearing_rad: pose.relative_bearing(t),
+                range_m: Some(d.max(1.4)),
+                below_view: d < 1.4,
+            })
+        };
+        let mut p = PixelGoalPolicy::default();
+        p.reset(&goal(true, 0.0, None), Pose2::origin());
+        let (_, stop, pose) = drive(&mut p, Pose2::origin(), see, 80);
+        assert_eq!(stop, PolicyStop::Reached);
+        let d = pose.position().distance(t);
+        assert!(d <= p.config().stop_distance_m + 0.05, "stopped {d:.2} m from the target");
+    }
+
+    /// After sightings placed the target 1.2 m away, a range-sensor return
+    /// at 0.5 m along its bearing is something else in the way: no STOP.
+    #[test]
+    fn a_near_return_contradicting_earlier_sightings_is_not_the_target() {
+        let mut scan = open();
+        scan.ranges[180] = 0.5;
+        let mut p = PixelGoalPolicy::default();
+        p.reset(&goal(true, 0.0, None), Pose2::origin());
+        let obs = PolicyObservation {
+            pose: Pose2::origin(),
+            scan: Some(&scan),
+            forward_clearance_m: None,
+            frame: None,
+            depth: None,
+        };
+        assert_eq!(block_on(p.act(&obs)), PolicyAction::Perceive);
+        let s = |below_view| GoalSighting {
+            pixel: [160, 239],
+            bbox: Some([100, 200, 220, 239]),
+            bearing_rad: 0.0,
+            range_m: Some(1.2),
+            below_view,
+        };
+        p.perceived(Some(&s(false)), Pose2::origin());
+        p.perceived(Some(&s(true)), Pose2::origin());
+        assert_ne!(block_on(p.act(&obs)), PolicyAction::Done(PolicyStop::Reached));
     }
 
     #[test]
