@@ -145,6 +145,9 @@ impl DepthScanConfig {
 pub struct ScanBuilder {
     config: DepthScanConfig,
     scan: LaserScan,
+    /// Per beam: its hit is on an obstacle lower than the camera (known
+    /// only with a camera height).
+    low: Vec<bool>,
 }
 
 impl ScanBuilder {
@@ -152,7 +155,8 @@ impl ScanBuilder {
     pub fn new(config: &DepthScanConfig) -> Result<Self, HalError> {
         config.validate()?;
         let scan = LaserScan::full_circle(config.beams, config.range_min_m, config.range_max_m, f32::NAN);
-        Ok(Self { config: config.clone(), scan })
+        let low = vec![false; scan.ranges.len()];
+        Ok(Self { config: config.clone(), scan, low })
     }
 
     /// The camera height in use (`None`: the centre band of rows).
@@ -194,14 +198,14 @@ impl ScanBuilder {
             return Ok(());
         }
         let f = (w as f64 / 2.0) / (hfov_rad / 2.0).tan();
-        for (x, reading) in self.columns(depth, f).into_iter().enumerate() {
+        for (x, (reading, low)) in self.columns(depth, f).into_iter().enumerate() {
             if reading.is_nan() {
                 continue;
             }
             // the pixel's angular span: left edge at offset w/2 - x, right edge one pixel further right
             let left = ((w as f64 / 2.0 - x as f64) / f).atan();
             let right = ((w as f64 / 2.0 - x as f64 - 1.0) / f).atan();
-            self.write_span(heading_rad + right, heading_rad + left, reading);
+            self.write_span(heading_rad + right, heading_rad + left, reading, low);
         }
         Ok(())
     }
@@ -211,10 +215,20 @@ impl ScanBuilder {
         self.scan
     }
 
-    /// The reading of every column: a hit distance, `+inf` or NaN. One
+    /// The scan, and per beam whether its hit is on an obstacle lower than
+    /// the camera (all the top of it that the camera saw was below the
+    /// camera's height: a box, a ball, a chair — not a wall). Always false
+    /// without a camera height.
+    pub fn finish_with_low(self) -> (LaserScan, Vec<bool>) {
+        (self.scan, self.low)
+    }
+
+    /// The reading of every column: a hit distance, `+inf` or NaN, and
+    /// whether the hit's obstacle stays below the camera's height (the
+    /// highest of its pixels within [`SAME_OBSTACLE_M`] of the hit). One
     /// pass over the rows in memory order (a column at a time strides
     /// across the whole image for every pixel).
-    fn columns(&self, depth: &DepthFrame, f: f64) -> Vec<f32> {
+    fn columns(&self, depth: &DepthFrame, f: f64) -> Vec<(f32, bool)> {
         let (w, h) = (depth.width, depth.height);
         let stretch: Vec<f64> = (0..w)
             .map(|x| {
@@ -232,6 +246,7 @@ impl ScanBuilder {
             }
         };
         let mut nearest = vec![f64::INFINITY; w];
+        let mut top = vec![f64::NEG_INFINITY; w];
         let mut free = vec![false; w];
         for y in rows {
             let v = h as f64 / 2.0 - (y as f64 + 0.5);
@@ -262,19 +277,29 @@ impl ScanBuilder {
                     free[x] = true;
                     continue;
                 }
+                if let Some(cam_h) = self.config.camera_height_m {
+                    let z = cam_h + v * d / f;
+                    if r < nearest[x] - SAME_OBSTACLE_M {
+                        top[x] = z;
+                    } else if r <= nearest[x] + SAME_OBSTACLE_M {
+                        top[x] = top[x].max(z);
+                    }
+                }
                 nearest[x] = nearest[x].min(r);
             }
         }
+        let cam_h = self.config.camera_height_m.unwrap_or(f64::NEG_INFINITY);
         nearest
             .iter()
             .zip(&free)
-            .map(|(&n, &free)| {
+            .zip(&top)
+            .map(|((&n, &free), &top)| {
                 if n.is_finite() {
-                    n as f32
+                    (n as f32, top < cam_h)
                 } else if free {
-                    f32::INFINITY
+                    (f32::INFINITY, false)
                 } else {
-                    f32::NAN
+                    (f32::NAN, false)
                 }
             })
             .collect()
@@ -282,7 +307,7 @@ impl ScanBuilder {
 
     /// Combines `reading` into every beam whose span overlaps `[lo, hi]`
     /// (radians CCW, `lo <= hi`, not normalized).
-    fn write_span(&mut self, lo: f64, hi: f64, reading: f32) {
+    fn write_span(&mut self, lo: f64, hi: f64, reading: f32, low: bool) {
         let n = self.scan.ranges.len();
         let inc = TAU / n as f64;
         // beam k is centred on -π + k·inc and spans half an increment either side
@@ -292,10 +317,19 @@ impl ScanBuilder {
         let last = ((lo + width + PI) / inc + 0.5).floor() as i64;
         for k in first..=last.min(first + n as i64 - 1) {
             let i = k.rem_euclid(n as i64) as usize;
-            self.scan.ranges[i] = combine(self.scan.ranges[i], reading);
+            let before = self.scan.ranges[i];
+            self.scan.ranges[i] = combine(before, reading);
+            // the flag goes with the reading that wins the beam
+            if self.scan.ranges[i].to_bits() != before.to_bits() {
+                self.low[i] = low;
+            }
         }
     }
 }
+
+/// Depth pixels whose ranges differ by at most this belong to the same
+/// obstacle (for its height), metres.
+const SAME_OBSTACLE_M: f64 = 0.15;
 
 /// Two readings of the same direction: the nearer hit wins; a hit beats
 /// no-return; either beats no data.
@@ -416,6 +450,16 @@ mod tests {
         // without the camera height the centre band looks over the box
         let band = depth_to_scan(&d, hfov, 0.0, &DepthScanConfig::default()).unwrap();
         assert_eq!(beam_at(&band, 0.0), f32::INFINITY);
+        // the box is lower than the camera, a wall is not
+        let mut b = ScanBuilder::new(&cfg).unwrap();
+        b.add_view(&d, hfov, 0.0).unwrap();
+        let (s, low) = b.finish_with_low();
+        let i = ((0.0 + PI) / s.angle_increment).round() as usize % s.len();
+        assert!(low[i], "the box's beam is low");
+        let mut b = ScanBuilder::new(&cfg).unwrap();
+        b.add_view(&room(w, h, hfov, cam_h, 3.0), hfov, 0.0).unwrap();
+        let (_, low) = b.finish_with_low();
+        assert!(low.iter().all(|l| !l), "a wall is not low");
     }
 
     #[test]

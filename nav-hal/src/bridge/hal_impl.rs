@@ -62,8 +62,8 @@ impl Sensors for BridgeHal {
                 "lidar scan (the bridge derives scans from depth: enable BridgeConfig::depth)",
             ));
         }
-        let (mut scan, stamp_s) = self.depth_scan()?;
-        self.overlay_remembered(&mut scan);
+        let ((mut scan, low), stamp_s) = self.depth_scan()?;
+        self.overlay_remembered(&mut scan, &low);
         Ok(StampedScan { scan, stamp_s })
     }
 
@@ -148,7 +148,7 @@ impl Sensors for BridgeHal {
         }
         self.panorama_detections = dets;
         self.panorama_headings = headings;
-        self.panorama_scan = scan.map(ScanBuilder::finish);
+        self.panorama_scan = scan.map(ScanBuilder::finish_with_low);
         self.panorama_fresh = true;
         Ok(Panorama { views: out })
     }
@@ -188,8 +188,9 @@ impl Sensors for BridgeHal {
 
 impl BridgeHal {
     /// The depth-derived scan of the present (the fresh panorama's circle,
-    /// else the current view's fan, computed once per observation).
-    fn depth_scan(&mut self) -> Result<(LaserScan, f64), HalError> {
+    /// else the current view's fan, computed once per observation), with
+    /// per beam whether its obstacle is lower than the camera.
+    fn depth_scan(&mut self) -> Result<((LaserScan, Vec<bool>), f64), HalError> {
         if self.panorama_fresh {
             if let Some(scan) = &self.panorama_scan {
                 return Ok((scan.clone(), self.latest.as_ref().map_or(0.0, |l| l.stamp_s)));
@@ -204,7 +205,7 @@ impl BridgeHal {
         let depth = latest.depth.as_ref().ok_or_else(|| protocol("the observation carries no depth image"))?;
         let frame = wire::decode_depth(depth, latest.stamp_s)?;
         builder.add_view(&frame, latest.hfov_deg.to_radians(), 0.0)?;
-        let scan = builder.finish();
+        let scan = builder.finish_with_low();
         latest.scan = Some(scan.clone());
         Ok((scan, latest.stamp_s))
     }

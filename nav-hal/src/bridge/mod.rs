@@ -72,6 +72,10 @@ const DEFAULT_AGENT_RADIUS_M: f64 = 0.18;
 const CONTACT_RANGE_M: f64 = 3.0;
 /// Contacts remembered per episode (the oldest go first).
 const MAX_CONTACTS: usize = 256;
+/// Contacts are grown by this in the scan, metres: where the bumper met
+/// the obstacle is a guess (straight ahead), and the obstacle is there
+/// somewhere near.
+const CONTACT_GROWTH_M: f64 = 0.10;
 use wire::{HelloReply, Reply, TypedReply, WireImage, WireObservation, protocol};
 
 /// Timing of the last request, for measuring the bridge's own overhead.
@@ -107,7 +111,7 @@ struct Latest {
     hfov_deg: f64,
     stamp_s: f64,
     /// The depth-derived scan of this observation, once computed.
-    scan: Option<LaserScan>,
+    scan: Option<(LaserScan, Vec<bool>)>,
 }
 
 /// A simulator behind the HAL traits through the navkit bridge protocol.
@@ -130,7 +134,7 @@ pub struct BridgeHal {
     /// A panorama was taken since the last observation (the robot has not
     /// moved since): its detections and scan describe the present.
     panorama_fresh: bool,
-    panorama_scan: Option<LaserScan>,
+    panorama_scan: Option<(LaserScan, Vec<bool>)>,
     /// Where forward steps were blocked (pose-estimate frame).
     contacts: Vec<Point2>,
     /// What depth showed this episode ([`BridgeConfig::remember_obstacles`]).
@@ -403,17 +407,22 @@ impl BridgeHal {
     /// Remembers a scan taken at the current pose (with
     /// [`BridgeConfig::remember_obstacles`]), then adds the contacts and the
     /// remembered obstacles within [`CONTACT_RANGE_M`] to it.
-    fn overlay_remembered(&mut self, scan: &mut LaserScan) {
+    fn overlay_remembered(&mut self, scan: &mut LaserScan, low: &[bool]) {
         let (pose, _) = self.pose_estimate();
         if self.config.remember_obstacles {
-            self.seen.add_scan(pose, scan);
-            crate::depth_scan::overlay_points(scan, self.seen.near(pose, CONTACT_RANGE_M));
+            self.seen.add_scan(pose, scan, low);
+            let near: Vec<(f64, f64)> = self.seen.near(pose, CONTACT_RANGE_M).collect();
+            crate::depth_scan::overlay_points(scan, near);
         }
-        let near = self
+        // a contact is where the body touched something it could not see: grown by the margin
+        // a low object's body reaches past what the camera saw of it
+        let near: Vec<(f64, f64)> = self
             .contacts
             .iter()
-            .map(|c| (pose.relative_bearing(*c), pose.position().distance(*c)))
-            .filter(|(_, d)| *d <= CONTACT_RANGE_M);
+            .flat_map(|c| obstacles::ring(*c, CONTACT_GROWTH_M))
+            .map(|c| (pose.relative_bearing(c), pose.position().distance(c)))
+            .filter(|(_, d)| *d <= CONTACT_RANGE_M)
+            .collect();
         crate::depth_scan::overlay_points(scan, near);
     }
 

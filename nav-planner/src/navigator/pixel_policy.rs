@@ -32,10 +32,12 @@ use nav_core::lidar::{corridor_clearance, corridor_clearance_dir};
 use nav_core::local_map::{LocalMap, LocalMapConfig};
 use serde::{Deserialize, Serialize};
 
-/// Once earlier sightings placed the target, a range-sensor return along
-/// a target that continues below the view counts as the target's lower
-/// part only this far short of its range, metres.
-const FUSE_WITHIN_M: f64 = 0.3;
+/// Once earlier sightings placed the target (and always with a scan made
+/// from the camera's own depth, see [`PixelGoalConfig::lower_part_within_m`]),
+/// a range-sensor return along a target that continues below the view
+/// counts as the target's lower part only this far short of its range,
+/// metres.
+pub const LOWER_PART_WITHIN_M: f64 = 0.3;
 
 /// Settings of [`PixelGoalPolicy`].
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -83,6 +85,13 @@ pub struct PixelGoalConfig {
     /// Plan on the local map (true); false steers straight at the waypoint
     /// on the current scan only (the "no map" ablation).
     pub use_map: bool,
+    /// At a first sighting of a target that continues below the view, a
+    /// range-sensor return along it counts as its lower part only within
+    /// this distance short of the camera's range, metres; `None`: at any
+    /// distance (a LiDAR below the camera sees the part the camera
+    /// misses). Set it when the scan is made from the same depth camera:
+    /// then a much nearer return is a bump or another object.
+    pub lower_part_within_m: Option<f64>,
 }
 
 impl Default for PixelGoalConfig {
@@ -105,6 +114,7 @@ impl Default for PixelGoalConfig {
             near_memory_m: 2.0,
             map: LocalMapConfig { size_m: 14.0, inflation_m: 0.22, ..LocalMapConfig::default() },
             use_map: true,
+            lower_part_within_m: None,
         }
     }
 }
@@ -273,7 +283,9 @@ impl PixelGoalPolicy {
                 // point), only a return just short of it is its lower part; one much nearer is
                 // something else in the way (a table's edge, a bump elsewhere). A first sighting
                 // has nothing to check the range sensor against.
-                if self.sightings <= 1 || along >= range - FUSE_WITHIN_M { range.min(along) } else { range }
+                let within =
+                    if self.sightings > 1 { Some(LOWER_PART_WITHIN_M) } else { self.config.lower_part_within_m };
+                if within.is_none_or(|m| along >= range - m) { range.min(along) } else { range }
             }
             _ => range,
         };

@@ -64,10 +64,16 @@ impl SemanticPrior {
     /// Votes for the room type described by a set of visible objects;
     /// `None` when nothing votes.
     pub fn classify<'a>(&self, objects: impl IntoIterator<Item = &'a str>) -> Option<String> {
+        self.classify_weighted(objects.into_iter().map(|o| (o, 1.0)))
+    }
+
+    /// [`classify`](Self::classify) with a weight per object (a nearer or
+    /// larger object says more about the room).
+    pub fn classify_weighted<'a>(&self, objects: impl IntoIterator<Item = (&'a str, f64)>) -> Option<String> {
         let mut votes: BTreeMap<&str, f64> = BTreeMap::new();
-        for o in objects {
+        for (o, weight) in objects {
             for (room, w) in self.rooms_for(o) {
-                *votes.entry(room.as_str()).or_default() += w;
+                *votes.entry(room.as_str()).or_default() += w * weight;
             }
         }
         votes.into_iter().max_by(|a, b| a.1.total_cmp(&b.1)).map(|(r, _)| r.to_string())

@@ -28,30 +28,40 @@ impl OfflineSceneAnalyzer {
 
     /// The synchronous classification.
     pub fn classify(&self, input: &SceneInput<'_>) -> Option<SceneObservation> {
-        // (label, range) of the objects in view
-        let seen: Vec<(String, f64)> = match (input.labels, input.depth, input.frame) {
-            (Some(labels), Some(depth), Some(frame)) => {
-                labels.regions(depth, frame.hfov_rad, 2).into_iter().map(|r| (r.label, r.range_m)).collect()
-            }
+        // (label, range, bearing) of the objects in view
+        let seen: Vec<(String, f64, f64)> = match (input.labels, input.depth, input.frame) {
+            (Some(labels), Some(depth), Some(frame)) => labels
+                .regions(depth, frame.hfov_rad, 2)
+                .into_iter()
+                .map(|r| (r.label, r.range_m, r.bearing_rad))
+                .collect(),
             _ => Vec::new(),
         };
         if let Some(scan) = input.scan {
             // a corridor: narrow across, long along, whichever way the robot faces, and no
             // furniture right here (rooms seen through its doors do not count)
-            if is_corridor(scan) && seen.iter().all(|(_, r)| *r > 2.0) {
+            if is_corridor(scan) && seen.iter().all(|(_, r, _)| *r > 2.0) {
                 return Some(
                     SceneObservation::new("corridor").with_description("narrow passage with walls on both sides"),
                 );
             }
         }
-        // the nearby objects vote; with none near, the ones farther in the same view
-        let near: Vec<&str> = seen.iter().filter(|(_, r)| *r < 4.0).map(|(l, _)| l.as_str()).collect();
-        let labels = if near.is_empty() {
-            seen.iter().filter(|(_, r)| *r < 7.0).map(|(l, _)| l.as_str()).collect()
-        } else {
-            near
+        // The objects in this room vote, nearer ones more (they fill more of the view); objects
+        // seen through a doorway are in the next room. With none near, the ones farther in the
+        // same view.
+        let beyond = |r: f64, b: f64| input.scan.is_some_and(|scan| through_opening(scan, b, r));
+        let weighted = |max: f64| -> Vec<(&str, f64)> {
+            seen.iter()
+                .filter(|(_, r, b)| *r < max && !beyond(*r, *b))
+                .map(|(l, r, _)| (l.as_str(), 1.0 / (1.0 + r)))
+                .collect()
         };
-        let room = self.prior.classify(labels.iter().copied())?;
+        let mut votes = weighted(4.0);
+        if votes.is_empty() {
+            votes = weighted(7.0);
+        }
+        let labels: Vec<&str> = votes.iter().map(|(l, _)| *l).collect();
+        let room = self.prior.classify_weighted(votes.iter().copied())?;
         let mut objects: Vec<String> = labels.iter().map(|s| s.to_string()).collect();
         objects.dedup();
         let description = format!("{} with {}", room, objects.join(", "));
@@ -79,6 +89,34 @@ fn is_corridor(scan: &nav_core::lidar::LaserScan) -> bool {
             && arc(across + FRAC_PI_2) + arc(across - FRAC_PI_2) > CORRIDOR_MIN_LENGTH_M
     })
 }
+
+/// Whether an object `range` metres away at `bearing` is seen through an
+/// opening (a doorway into the next room): beyond [`OPENING_MIN_RANGE_M`],
+/// and most scan beams either side of its line of sight (within
+/// [`OPENING_ARC_DEG`], the central 5° left out) end well short of it, on
+/// the walls around the opening.
+fn through_opening(scan: &nav_core::lidar::LaserScan, bearing: f64, range: f64) -> bool {
+    if range < OPENING_MIN_RANGE_M || !scan.header_is_valid() {
+        return false;
+    }
+    let (inner, outer) = (5f64.to_radians(), OPENING_ARC_DEG.to_radians());
+    let (mut short, mut total) = (0usize, 0usize);
+    for (a, r) in scan.obstacle_beams() {
+        let off = nav_core::geometry::angle_diff_abs(a, bearing);
+        if off > inner && off <= outer {
+            total += 1;
+            short += usize::from(f64::from(r) < 0.6 * range);
+        }
+    }
+    let beams = (2.0 * (outer - inner) / scan.angle_increment.abs().max(1e-6)) as usize;
+    // beams with no return (open space) count as not short
+    total > 0 && short as f64 >= 0.7 * beams.max(total) as f64
+}
+
+/// Objects nearer than this are in the robot's room, metres.
+const OPENING_MIN_RANGE_M: f64 = 1.5;
+/// How far either side of an object's line of sight walls are looked for, degrees.
+const OPENING_ARC_DEG: f64 = 25.0;
 
 /// A corridor's walls are at most this far apart, metres (rooms are wider).
 const CORRIDOR_MAX_WIDTH_M: f64 = 2.0;

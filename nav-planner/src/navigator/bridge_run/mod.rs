@@ -482,6 +482,8 @@ impl BridgeRunner {
             hfov_deg: backend.hfov_deg,
             image_size: [backend.width, backend.height],
             step: backend.step,
+            // the bridge's scans are made from depth (and bumps)
+            scan_from_camera: true,
         };
         let runner = self.runner_for(&info, &backend, body, success_distance_m);
         let clock = MonotonicClock::new();

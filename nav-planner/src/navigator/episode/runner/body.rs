@@ -1,7 +1,7 @@
 //! The robot's body as the objectnav parts see it ([`Body`]), and the
 //! low-level policy a caller brings ([`PolicySetup`], [`PolicyMaker`]).
 
-use crate::navigator::pixel_policy::{PixelGoalConfig, PixelGoalPolicy};
+use crate::navigator::pixel_policy::{LOWER_PART_WITHIN_M, PixelGoalConfig, PixelGoalPolicy};
 use crate::navigator::policy::LowLevelPolicy;
 use nav_core::action::StepConfig;
 use nav_core::local_map::LocalMapConfig;
@@ -29,6 +29,12 @@ pub struct Body {
     pub image_size: [u32; 2],
     /// Step sizes of the discrete action space.
     pub step: StepConfig,
+    /// The range sensor's scan is made from this camera's depth images (a
+    /// simulator bridge) rather than by a LiDAR of its own: it misses what
+    /// the camera misses, so a return along a target much nearer than the
+    /// camera's range is something else (a bump, another object), never
+    /// the target's hidden lower part.
+    pub scan_from_camera: bool,
 }
 
 impl Body {
@@ -54,6 +60,7 @@ impl Body {
             camera_height_m: self.camera_height_m,
             hfov_deg: self.hfov_deg,
             image_size: self.image_size,
+            scan_from_camera: self.scan_from_camera,
         }
     }
 }
@@ -77,6 +84,8 @@ pub struct PolicySetup {
     pub hfov_deg: f64,
     /// The camera image's `[width, height]`, pixels.
     pub image_size: [u32; 2],
+    /// The range sensor's scan comes from the camera's depth ([`Body::scan_from_camera`]).
+    pub scan_from_camera: bool,
 }
 
 /// Builds the objectnav loop's low-level policy for an episode (PixelNav
@@ -95,6 +104,7 @@ pub(crate) fn pixel_goal_for(setup: &PolicySetup, use_map: bool) -> Box<dyn LowL
             blocked_stop_distance_m: (setup.success_distance_m - 0.05).max(0.3),
             map: LocalMapConfig { inflation_m: setup.corridor_half_width_m, ..defaults.map.clone() },
             use_map,
+            lower_part_within_m: if setup.scan_from_camera { Some(LOWER_PART_WITHIN_M) } else { None },
             ..defaults
         }
         .with_camera_blind_zone(

@@ -124,6 +124,7 @@ fn sim_body(spec: &EpisodeSpec) -> Body {
         hfov_deg: cam.hfov_deg,
         image_size: [u32::try_from(cam.width).unwrap_or(u32::MAX), u32::try_from(cam.height).unwrap_or(u32::MAX)],
         step: spec.sim.step,
+        scan_from_camera: false,
     }
 }
 
