@@ -391,6 +391,20 @@ impl NavConfig {
         Ok(cfg)
     }
 
+    /// Refuses an output that names one of the files this configuration
+    /// reads (the config file itself, its `[grounding] files`): an eval's
+    /// `--jsonl` over the config would replace it. Checked before anything
+    /// is written.
+    pub fn check_outputs(&self, path: Option<&Path>, outputs: &[(&str, Option<&Path>)]) -> Result<(), Exit> {
+        let inputs: Vec<&Path> = path.into_iter().chain(self.grounding.files.iter().map(PathBuf::as_path)).collect();
+        for (flag, output) in outputs {
+            if let Some(o) = output {
+                crate::exit::check_output(flag, o, &inputs)?;
+            }
+        }
+        Ok(())
+    }
+
     /// The merged grounding section for system prompts, if configured.
     pub fn grounding_text(&self) -> Result<Option<String>, Exit> {
         if self.grounding.files.is_empty() {

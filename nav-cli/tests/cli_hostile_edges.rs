@@ -48,6 +48,8 @@ fn merged_lines_must_add_up() {
     let cases: Vec<(&str, serde_json::Value, &str)> = vec![
         ("arena", serde_json::json!("\u{200b}"), "arena name"),
         ("arena", serde_json::json!(" \u{feff} "), "arena name"),
+        ("arena", serde_json::json!("\u{3164}\u{202e}"), "arena name"),
+        ("planner", serde_json::json!("\u{2800}\u{0301}\u{e0020}"), "planner name"),
         ("planner", serde_json::json!(""), "planner name"),
         ("protocol", serde_json::json!(""), "protocol"),
         ("protocol", serde_json::json!("teleport"), "protocol"),
@@ -125,6 +127,17 @@ fn a_byte_order_mark_is_not_content() {
     std::fs::write(&memory, format!("\u{feff}{text}")).unwrap();
     let o = limited::nav_limited(&["run", "--protocol", "explore", "--max-steps", "3", "--memory-file", m], None, WALL);
     assert!(o.code.is_some_and(|c| c <= 1), "{o:?}");
+    // a step log and an eval file
+    let log = dir.path().join("r.jsonl");
+    let o = limited::nav_limited(&["run", "--max-steps", "3", "--log", log.to_str().unwrap()], None, WALL);
+    assert!(o.code.is_some_and(|c| c <= 1), "{o:?}");
+    std::fs::write(&log, format!("\u{feff}{}", std::fs::read_to_string(&log).unwrap())).unwrap();
+    let o = limited::nav_limited(&["replay", log.to_str().unwrap()], None, WALL);
+    assert_eq!(o.code, Some(0), "{o:?}");
+    let jsonl = dir.path().join("e.jsonl");
+    std::fs::write(&jsonl, format!("\u{feff}{}\n", eval_line())).unwrap();
+    let o = limited::nav_limited(&["eval", "merge", jsonl.to_str().unwrap()], None, WALL);
+    assert_eq!(o.code, Some(0), "{o:?}");
     let config = dir.path().join("c.toml");
     std::fs::write(&config, "\u{feff}[objectnav]\n").unwrap();
     let o = limited::nav_limited(&["run", "--max-steps", "3", "--config", config.to_str().unwrap()], None, WALL);
@@ -162,4 +175,28 @@ fn replay_flags_that_only_draw_and_steps_out_of_order() {
     std::fs::write(&log, lines.join("\n") + "\n").unwrap();
     let o = limited::nav_limited(&["replay", l], None, WALL);
     assert!(o.stderr.contains("step numbers do not rise") && o.stderr.contains("1 time(s)"), "{}", o.stderr);
+}
+
+/// An output never replaces a file the configuration reads: the config
+/// file itself or one of its `[grounding] files`, for `nav eval --jsonl` /
+/// `--markdown` and `nav run --log` alike (exit 2, the file unchanged).
+#[test]
+fn outputs_never_replace_what_the_config_reads() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("c.toml");
+    let notes = dir.path().join("notes.txt");
+    std::fs::write(&notes, "The kitchen is green.\n").unwrap();
+    std::fs::write(&config, "[grounding]\nfiles = [\"notes.txt\"]\n").unwrap();
+    let (c, n) = (config.to_str().unwrap(), notes.to_str().unwrap());
+    let before = (std::fs::read(&config).unwrap(), std::fs::read(&notes).unwrap());
+    let eval = ["eval", "--arenas", "simple", "--configs", "candidates:offline", "--config", c];
+    for (flag, target) in [("--jsonl", c), ("--markdown", c), ("--jsonl", n)] {
+        let mut args = eval.to_vec();
+        args.extend([flag, target]);
+        let o = limited::nav_limited(&args, None, WALL);
+        assert_eq!(o.code, Some(2), "{flag} {target}: {o:?}");
+    }
+    let o = limited::nav_limited(&["run", "--max-steps", "3", "--config", c, "--log", n], None, WALL);
+    assert_eq!(o.code, Some(2), "{o:?}");
+    assert_eq!((std::fs::read(&config).unwrap(), std::fs::read(&notes).unwrap()), before);
 }

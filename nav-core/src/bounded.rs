@@ -117,7 +117,8 @@ pub fn read_to_string_limited(reader: impl Read, limit: u64) -> io::Result<Strin
 
 /// Reads one line (through `\n`, kept) into `buf`, cleared first; a line
 /// longer than `limit` bytes (without its newline) is [`too_large`].
-/// Returns the bytes read, 0 at the end of the input.
+/// Returns the bytes read, 0 at the end of the input. A leading UTF-8
+/// byte-order mark is dropped from `buf` (and counted in the bytes read).
 ///
 /// ```
 /// use nav_core::bounded::read_line_limited;
@@ -126,6 +127,10 @@ pub fn read_to_string_limited(reader: impl Read, limit: u64) -> io::Result<Strin
 /// assert_eq!(read_line_limited(&mut input, 3, &mut buf).unwrap(), 3);
 /// assert_eq!(buf, b"ab\n");
 /// assert!(read_line_limited(&mut input, 3, &mut buf).is_err());
+/// // a byte-order mark is dropped, and still counted in the bytes read
+/// let mut input = "\u{feff}{}\n".as_bytes();
+/// assert_eq!(read_line_limited(&mut input, 8, &mut buf).unwrap(), 6);
+/// assert_eq!(buf, b"{}\n");
 /// ```
 pub fn read_line_limited(reader: &mut impl BufRead, limit: u64, buf: &mut Vec<u8>) -> io::Result<usize> {
     buf.clear();
@@ -133,6 +138,10 @@ pub fn read_line_limited(reader: &mut impl BufRead, limit: u64, buf: &mut Vec<u8
     let content = if buf.ends_with(b"\n") { n - 1 } else { n };
     if content as u64 > limit {
         return Err(too_large(limit));
+    }
+    // a byte-order mark (an editor's, before the first line) is not content; `n` still counts it
+    if buf.starts_with(b"\xEF\xBB\xBF") {
+        buf.drain(..3);
     }
     Ok(n)
 }

@@ -255,7 +255,8 @@ fn read_summaries_to_cut(path: &std::path::Path, missing_ok: bool) -> Result<(Ve
 /// coverage in [0, 1], lengths, times and costs finite and not negative.
 fn check_summary(s: &RunSummary) -> Result<(), String> {
     // a name of only spaces or invisible characters (a zero-width space) names nothing
-    let visible = |name: &str| name.chars().any(|c| !c.is_whitespace() && !c.is_control() && !is_invisible(c));
+    let visible =
+        |name: &str| name.chars().any(|c| !c.is_whitespace() && !c.is_control() && !crate::exit::is_invisible(c));
     for (what, name) in [("arena", &s.arena), ("planner", &s.planner)] {
         if !visible(name) {
             return Err(format!("the {what} name {name:?} has no visible character"));
@@ -289,12 +290,6 @@ fn check_summary(s: &RunSummary) -> Result<(), String> {
         }
     }
     Ok(())
-}
-
-/// Characters that print as nothing: zero-width spaces and joiners, the
-/// word joiner, the byte-order mark and the soft hyphen.
-fn is_invisible(c: char) -> bool {
-    matches!(c, '\u{200B}'..='\u{200F}' | '\u{2060}'..='\u{2064}' | '\u{FEFF}' | '\u{00AD}' | '\u{180E}')
 }
 
 /// The summaries with every episode once (the first line found wins); warns
@@ -796,6 +791,10 @@ pub fn run(args: EvalArgs) -> CmdResult {
         crate::exit::check_output("--markdown", m, &args.jsonl.iter().map(PathBuf::as_path).collect::<Vec<_>>())?;
     }
     let config = NavConfig::load_layers(args.preset, args.config.as_deref())?;
+    config.check_outputs(
+        args.config.as_deref(),
+        &[("--jsonl", args.jsonl.as_deref()), ("--markdown", args.markdown.as_deref())],
+    )?;
     let mut all = specs(&args, &config)?;
     if let Some(s) = args.shard {
         all = shard(all, s.index, s.count);

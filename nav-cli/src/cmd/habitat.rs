@@ -125,6 +125,10 @@ fn with_package_path(mut cmd: BridgeCommand) -> BridgeCommand {
 /// Runs the command.
 pub fn run(args: HabitatArgs) -> CmdResult {
     let config = NavConfig::load_opt(args.config.as_deref())?;
+    config.check_outputs(
+        args.config.as_deref(),
+        &[("--log", args.log.as_deref()), ("--record", args.record.record.as_deref())],
+    )?;
     let mut run_cfg = config.habitat.clone();
     if let Some(n) = args.episodes {
         run_cfg.episodes = n;

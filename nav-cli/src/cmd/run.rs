@@ -227,6 +227,14 @@ fn check_outputs(args: &RunArgs) -> Result<(), Exit> {
 pub fn run(args: RunArgs) -> CmdResult {
     check_outputs(&args)?;
     let config = NavConfig::load_layers(args.preset, args.config.as_deref())?;
+    config.check_outputs(
+        args.config.as_deref(),
+        &[
+            ("--log", args.log.as_deref()),
+            ("--record", args.record.record.as_deref()),
+            ("--plot", args.plot.as_deref()),
+        ],
+    )?;
     let replay = if args.planner == PlannerChoice::Vlm { args.backend.replay_model(&config)? } else { None };
     let mut spec = build_spec(&args, &config, replay.as_ref())?;
     let recording = args.record.open()?;

@@ -182,7 +182,10 @@ fn check(arena: &Arena, radius: f64) -> Result<(), HalError> {
         };
         return Err(invalid(
             "start",
-            format!("{what}: the robot disc (radius {radius} m) overlaps it ({clear:.3} m clearance)"),
+            format!(
+                "{what}: the robot disc (radius {radius} m) overlaps it ({} m clearance)",
+                if clear.abs() < 1e6 { format!("{clear:.3}") } else { metres(clear) }
+            ),
         ));
     }
     match &arena.goal {

@@ -68,7 +68,8 @@ impl Drop for LinkRuntime {
         let closer = std::thread::Builder::new().name("navkit-rosbridge-close".into()).spawn(move || {
             let taken = parts.lock().unwrap_or_else(PoisonError::into_inner).take();
             if let Some((rt, task)) = taken {
-                let _ = rt.block_on(tokio::time::timeout(Self::CLOSE_WAIT, task));
+                // the timer is made inside the runtime (made here, outside it, it panics: no reactor)
+                let _ = rt.block_on(async move { tokio::time::timeout(Self::CLOSE_WAIT, task).await });
                 rt.shutdown_timeout(Duration::from_millis(200));
             }
         });
@@ -78,5 +79,25 @@ impl Drop for LinkRuntime {
                 rt.shutdown_background();
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Dropping the last handle lets the connection task finish (its final
+    /// stop burst) before the runtime goes: the close wait runs inside the
+    /// runtime (a timer made outside it panicked, and the task was cut off).
+    #[test]
+    fn dropping_the_link_lets_its_task_finish() {
+        let (tx, rx) = std::sync::mpsc::channel();
+        let link = LinkRuntime::spawn(async move {
+            tokio::time::sleep(Duration::from_millis(200)).await;
+            let _ = tx.send("stop burst sent");
+        })
+        .unwrap();
+        drop(link);
+        assert_eq!(rx.recv_timeout(Duration::from_secs(4)), Ok("stop burst sent"));
     }
 }

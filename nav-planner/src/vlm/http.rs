@@ -302,19 +302,20 @@ pub(crate) fn finish(
         // a negative, fractional or text count reads as u64::MAX (wire::count)
         let shown = |n: u64| if n == u64::MAX { "not a count".to_string() } else { n.to_string() };
         let u = &response.usage;
-        let e = VlmError::InvalidResponse {
-            message: format!(
-                "implausible token usage (prompt {}, completion {}, cached {}, cache write {}; each must be a whole \
-                 number from 0 to {})",
-                shown(u.prompt_tokens),
-                shown(u.completion_tokens),
-                shown(u.cached_tokens),
-                shown(u.cache_write_tokens),
-                crate::vlm::Usage::MAX_CALL_TOKENS
-            ),
-        };
-        tracing::warn!(provider, attempts = reply.attempts, error = %e, "VLM response rejected");
-        return Err(e);
+        // The call happened (and a paid one cost money): its answer is used, and it is counted as a
+        // reply without usage, so a priced model's call is billed on the estimate
+        // (`bill_missing_usage`) and a spending limit still sees it.
+        tracing::warn!(
+            provider,
+            "implausible token usage (prompt {}, completion {}, cached {}, cache write {}; each must be a whole \
+             number from 0 to {}): counted as a reply without usage",
+            shown(u.prompt_tokens),
+            shown(u.completion_tokens),
+            shown(u.cached_tokens),
+            shown(u.cache_write_tokens),
+            crate::vlm::Usage::MAX_CALL_TOKENS
+        );
+        response.usage = crate::vlm::Usage::default();
     }
     response.latency_ms = started.elapsed().as_secs_f64() * 1e3;
     response.attempts = reply.attempts;

@@ -69,6 +69,15 @@ fn is_long_token(token: &str) -> bool {
         && !token.contains('.')
 }
 
+/// True when `token` starts with the key prefix `prefix` (as it is, or with
+/// its first letter capitalised, as at the start of a sentence: `Sk-…`) and
+/// goes on for more than two characters. All capitals (`HF_HOME`) is a
+/// name, not a key.
+fn has_key_prefix(token: &str, prefix: &str) -> bool {
+    let (t, p) = (token.as_bytes(), prefix.as_bytes());
+    t.len() > p.len() + 2 && t[0].eq_ignore_ascii_case(&p[0]) && t[1..p.len()] == p[1..]
+}
+
 /// The values of every `name = value` / `name: value` line of a
 /// configuration text whose name marks a credential (see
 /// [`redact`]'s key-name rule): pass them to [`redact`] as secrets so a
@@ -179,7 +188,7 @@ fn redact_shapes(out: &str, long_tokens: bool) -> String {
         let (token, after) = tail.split_at(core_end);
         let (param, value) = split_assignment(token);
         let introduced = after_bearer && !before.is_empty() && before.chars().all(|c| c == ' ');
-        let prefixed = KEY_PREFIXES.iter().any(|p| value.starts_with(p) && value.len() > p.len() + 2);
+        let prefixed = KEY_PREFIXES.iter().any(|p| has_key_prefix(value, p));
         let assigned = !param.is_empty()
             && !value.is_empty()
             && CREDENTIAL_PARAMS.iter().any(|k| param[..param.len() - 1].eq_ignore_ascii_case(k));
@@ -299,17 +308,22 @@ fn piece_set(secret: &str) -> std::sync::Arc<Pieces> {
         return p.clone();
     }
     let reversed: String = secret.chars().rev().collect();
-    let every_other = |s: &str, odd: usize| -> String { s.chars().skip(odd).step_by(2).collect() };
+    let every = |s: &str, stride: usize, from: usize| -> String { s.chars().skip(from).step_by(stride).collect() };
     let mut bases = vec![secret.to_string(), reversed.clone()];
     for s in [secret, reversed.as_str()] {
-        bases.push(every_other(s, 0));
-        bases.push(every_other(s, 1));
+        for stride in [2, 3] {
+            for from in 0..stride {
+                bases.push(every(s, stride, from));
+            }
+        }
     }
     let mut pieces = Pieces::new();
     for base in &bases {
         let lower = base.to_lowercase();
-        let shifted =
-            (0..26u8).map(|n| caesar(&lower, n)).chain((1..94u8).map(|n| rotate_printable(base, n).to_lowercase()));
+        let shifted = (0..26u8)
+            .map(|n| caesar(&lower, n))
+            .chain((1..94u8).map(|n| rotate_printable(base, n).to_lowercase()))
+            .chain([atbash(&lower)]);
         for form in shifted {
             let starts: Vec<usize> = form.char_indices().map(|(i, _)| i).chain([form.len()]).collect();
             for w in starts.windows(MIN_FRAGMENT_CHARS + 1) {
@@ -340,6 +354,17 @@ fn caesar(s: &str, n: u8) -> String {
         .collect()
 }
 
+/// `s` with its ASCII letters mirrored (a ↔ z, b ↔ y: atbash).
+fn atbash(s: &str) -> String {
+    s.chars()
+        .map(|c| match c {
+            'a'..='z' => char::from(b'z' - (c as u8 - b'a')),
+            'A'..='Z' => char::from(b'Z' - (c as u8 - b'A')),
+            _ => c,
+        })
+        .collect()
+}
+
 /// `s` with its printable ASCII characters (`!` to `~`) rotated by `n`
 /// places (rot47 for 47).
 fn rotate_printable(s: &str, n: u8) -> String {
@@ -353,8 +378,8 @@ fn rotate_printable(s: &str, n: u8) -> String {
 
 /// Maximal runs of [`MIN_FRAGMENT_CHARS`] or more bare numbers with at most
 /// 12 other characters between each two (`115 and 107 and 45`, octal bytes
-/// `163 153 055`), each with the characters they spell read as decimal and,
-/// when every number is octal, as octal.
+/// `163 153 055`, bits `01110011 01101011`), each with the characters they
+/// spell read as decimal, as octal and as binary (where the digits allow).
 fn number_runs(text: &str) -> Vec<(usize, usize, Vec<u8>)> {
     let b = text.as_bytes();
     let mut numbers: Vec<(usize, usize)> = Vec::new();
@@ -371,9 +396,12 @@ fn number_runs(text: &str) -> Vec<(usize, usize, Vec<u8>)> {
         }
     }
     let mut out = Vec::new();
-    for radix in [10, 8] {
+    for radix in [10, 8, 2] {
         let code = |&(s, e): &(usize, usize)| {
-            (e - s <= 7).then(|| u32::from_str_radix(&text[s..e], radix).ok()).flatten().and_then(char::from_u32)
+            (e - s <= if radix == 2 { 8 } else { 7 })
+                .then(|| u32::from_str_radix(&text[s..e], radix).ok())
+                .flatten()
+                .and_then(char::from_u32)
         };
         let mut run: Vec<(usize, usize, char)> = Vec::new();
         let mut close = |run: &mut Vec<(usize, usize, char)>| {
@@ -420,9 +448,17 @@ fn char_code_runs(text: &str) -> Vec<(usize, usize, Vec<u8>)> {
         let at = &b[i..];
         let next_is = |set: &[u8]| at.get(1).is_some_and(|c| set.contains(c));
         // where the digits start, their radix and how many a code may have
-        let (digits, radix, max) = if at.starts_with(b"&#x") || at.starts_with(b"&#X") || at.starts_with(b"\\u{") {
+        let (digits, radix, max) = if at.starts_with(b"&#x")
+            || at.starts_with(b"&#X")
+            || at.starts_with(b"\\u{")
+            || at.starts_with(b"\\x{")
+        {
             (i + 3, 16, 6)
-        } else if ((at.starts_with(b"0x") || at.starts_with(b"0X")) && !glued(i)) || (at[0] == b'\\' && next_is(b"xXu"))
+        } else if at.starts_with(b"\\U") {
+            (i + 2, 16, 8)
+        } else if ((at.starts_with(b"0x") || at.starts_with(b"0X") || at.starts_with(b"U+") || at.starts_with(b"u+"))
+            && !glued(i))
+            || (at[0] == b'\\' && next_is(b"xXu"))
         {
             (i + 2, 16, 6)
         } else if (at.starts_with(b"0o") || at.starts_with(b"0O")) && !glued(i) {
@@ -469,8 +505,8 @@ fn char_code_runs(text: &str) -> Vec<(usize, usize, Vec<u8>)> {
 }
 
 /// Maximal runs of [`MIN_FRAGMENT_CHARS`] or more two-digit hex bytes
-/// separated by `:`, `-` or a space (`73:6b:2d`, a hex dump's `73 6b 2d`),
-/// each with the bytes they spell.
+/// separated by one of `: - , . _ ; /` or a space (`73:6b:2d`, a hex dump's
+/// `73 6b 2d`), each with the bytes they spell.
 fn hex_pair_runs(text: &str) -> Vec<(usize, usize, Vec<u8>)> {
     let b = text.as_bytes();
     let alnum = |k: usize| b.get(k).is_some_and(u8::is_ascii_alphanumeric);
@@ -491,7 +527,8 @@ fn hex_pair_runs(text: &str) -> Vec<(usize, usize, Vec<u8>)> {
         let (start, mut k, mut bytes) = (i, i, Vec::new());
         loop {
             bytes.push(u8::from_str_radix(&text[k..k + 2], 16).unwrap_or(0));
-            if b.get(k + 2).is_some_and(|c| matches!(c, b':' | b'-' | b' ')) && pair(k + 3) {
+            let separator = |c: &u8| matches!(c, b':' | b'-' | b' ' | b',' | b'.' | b'_' | b';' | b'/');
+            if b.get(k + 2).is_some_and(separator) && pair(k + 3) {
                 k += 3;
             } else {
                 break;
@@ -546,11 +583,14 @@ fn spelled_out(text: &str, secret: &str) -> Vec<(usize, usize)> {
 }
 
 /// The byte ranges of maximal runs of URL characters holding at least
-/// [`MIN_FRAGMENT_CHARS`] percent escapes (`%73%6B`, `sk%2Dtest`).
+/// [`MIN_FRAGMENT_CHARS`] percent or quoted-printable escapes (`%73%6B`,
+/// `sk%2Dtest`, `=73=6B`).
 fn percent_runs(text: &str) -> Vec<(usize, usize)> {
     let bytes = text.as_bytes();
-    let escape =
-        |i: usize| bytes[i] == b'%' && bytes.get(i + 1..i + 3).is_some_and(|h| h.iter().all(u8::is_ascii_hexdigit));
+    // `%73` (URLs) or `=73` (quoted-printable)
+    let escape = |i: usize| {
+        matches!(bytes[i], b'%' | b'=') && bytes.get(i + 1..i + 3).is_some_and(|h| h.iter().all(u8::is_ascii_hexdigit))
+    };
     let plain = |b: u8| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b'~' | b'+');
     let mut out = Vec::new();
     let mut i = 0;
@@ -585,7 +625,7 @@ fn percent_decode(run: &str) -> Vec<u8> {
             .and_then(|h| std::str::from_utf8(h).ok())
             .and_then(|h| u8::from_str_radix(h, 16).ok());
         match (bytes[i], hex) {
-            (b'%', Some(b)) => {
+            (b'%' | b'=', Some(b)) => {
                 out.push(b);
                 i += 3;
             }
@@ -642,6 +682,16 @@ fn decodings(run: &str) -> Vec<Vec<u8>> {
         for engine in [&STANDARD_NO_PAD, &URL_SAFE_NO_PAD] {
             if let Some(d) = [part, whole].into_iter().find_map(|p| engine.decode(p).ok()) {
                 out.push(d);
+            }
+        }
+    }
+    // one hex number (`0x736b2d…`)
+    if let Some(hex) = core.strip_prefix("0x").or_else(|| core.strip_prefix("0X")) {
+        if hex.len() >= 2 * MIN_FRAGMENT_CHARS && hex.bytes().all(|b| b.is_ascii_hexdigit()) {
+            for skip in 0..2 {
+                let digits: Vec<u8> =
+                    hex.bytes().skip(skip).filter_map(|b| (b as char).to_digit(16)).map(|d| d as u8).collect();
+                out.push(digits.chunks_exact(2).map(|p| (p[0] << 4) | p[1]).collect());
             }
         }
     }
@@ -767,6 +817,12 @@ mod tests {
     }
 
     #[test]
+    fn a_key_at_the_start_of_a_sentence_is_still_a_key() {
+        assert_eq!(redact_key_prefixes("Sk-test-SECRET123abcdef.", &[]), "[REDACTED].");
+        assert_eq!(redact_key_prefixes("see HF_HOME and SK-12", &[]), "see HF_HOME and SK-12");
+    }
+
+    #[test]
     fn secret_never_prints() {
         let s = Secret::new("sk-very-secret");
         assert_eq!(format!("{s:?}"), REDACTED);
@@ -834,6 +890,15 @@ mod tests {
             key.to_uppercase(),
             base32(key.as_bytes()),
             key.bytes().map(|b| b.to_string()).collect::<Vec<_>>().join(" and "),
+            key.bytes().map(|b| format!("{b:08b}")).collect::<Vec<_>>().join(" "),
+            key.bytes().map(|b| format!("{b:02x}")).collect::<Vec<_>>().join(","),
+            key.bytes().map(|b| format!("{b:02x}")).collect::<Vec<_>>().join("_"),
+            format!("0x{}", key.bytes().map(|b| format!("{b:02x}")).collect::<String>()),
+            key.bytes().map(|b| format!("={b:02X}")).collect(),
+            key.bytes().map(|b| format!("U+{b:04X}")).collect::<Vec<_>>().join(" "),
+            key.bytes().map(|b| format!("\\x{{{b:x}}}")).collect(),
+            key.bytes().map(|b| format!("\\U{:08x}", u32::from(b))).collect(),
+            atbash(key),
             key.bytes().map(|b| format!("{b:03o}")).collect::<Vec<_>>().join(" "),
             // character codes: decimal, HTML entities (decimal and hex)
             key.bytes().map(|b| b.to_string()).collect::<Vec<_>>().join(", "),
@@ -861,6 +926,8 @@ mod tests {
             key.chars().skip(1).step_by(2).collect::<String>()
         );
         assert_eq!(redact(&format!("key {halves}!"), &[key]), "key [REDACTED] [REDACTED]!");
+        let thirds: String = key.chars().skip(1).step_by(3).collect();
+        assert_eq!(redact(&format!("key {thirds}!"), &[key]), "key [REDACTED]!");
         // spelled out with separators or cut into short pieces: from its first
         // letter to its last
         let chars: Vec<String> = key.chars().map(String::from).collect();
