@@ -57,45 +57,16 @@ pub fn scrub(message: &str) -> String {
 /// writes no colour codes of its own.
 pub fn terminal_safe(text: &str) -> String {
     text.chars()
-        .map(|c| if (c.is_control() && c != '\n' && c != '\t') || is_bidi_control(c) { '?' } else { c })
-        .collect()
-}
-
-/// The bidirectional-text controls (embeddings, overrides, isolates and
-/// marks): a right-to-left override shows the rest of a line reversed.
-pub fn is_bidi_control(c: char) -> bool {
-    matches!(c, '\u{061C}' | '\u{200E}' | '\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}')
-}
-
-/// Characters that print as nothing, or as a blank, on their own: format
-/// characters (zero-width spaces and joiners, the word joiner, the byte-
-/// order mark, the soft hyphen, bidi controls, variation selectors, tags),
-/// Hangul fillers, the blank braille pattern, and combining marks.
-pub fn is_invisible(c: char) -> bool {
-    is_bidi_control(c)
-        || matches!(
-            c,
-            '\u{00AD}'
-                | '\u{034F}'
-                | '\u{115F}'
-                | '\u{1160}'
-                | '\u{17B4}'
-                | '\u{17B5}'
-                | '\u{180B}'..='\u{180F}'
-                | '\u{200B}'..='\u{200F}'
-                | '\u{2060}'..='\u{206F}'
-                | '\u{2800}'
-                | '\u{3164}'
-                | '\u{FE00}'..='\u{FE0F}'
-                | '\u{FEFF}'
-                | '\u{FFA0}'
-                | '\u{E0000}'..='\u{E0FFF}'
-                | '\u{0300}'..='\u{036F}'
-                | '\u{1AB0}'..='\u{1AFF}'
-                | '\u{1DC0}'..='\u{1DFF}'
-                | '\u{20D0}'..='\u{20FF}'
-                | '\u{FE20}'..='\u{FE2F}'
+        .map(
+            |c| {
+                if (c.is_control() && c != '\n' && c != '\t') || nav_core::bounded::is_bidi_control(c) {
+                    '?'
+                } else {
+                    c
+                }
+            },
         )
+        .collect()
 }
 
 /// Longest diagnostic or final message `nav` prints, characters.

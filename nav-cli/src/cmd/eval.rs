@@ -256,10 +256,12 @@ fn read_summaries_to_cut(path: &std::path::Path, missing_ok: bool) -> Result<(Ve
 fn check_summary(s: &RunSummary) -> Result<(), String> {
     // a name of only spaces or invisible characters (a zero-width space) names nothing
     let visible =
-        |name: &str| name.chars().any(|c| !c.is_whitespace() && !c.is_control() && !crate::exit::is_invisible(c));
+        |name: &str| name.chars().any(|c| !c.is_whitespace() && !c.is_control() && !nav_core::bounded::is_invisible(c));
     for (what, name) in [("arena", &s.arena), ("planner", &s.planner)] {
         if !visible(name) {
-            return Err(format!("the {what} name {name:?} has no visible character"));
+            // spelled out: printed as they are, such names look empty
+            let spelled: String = name.chars().map(|c| c.escape_unicode().to_string()).collect();
+            return Err(format!("the {what} name \"{spelled}\" has no visible character"));
         }
     }
     if let Err(e) = s.protocol.parse::<nav_planner::protocol::ProtocolKind>() {

@@ -379,7 +379,11 @@ impl EvalReport {
 /// `text` as one Markdown table cell: a `|` escaped and a line break made
 /// a space, so a name read from an eval file cannot break the table.
 fn cell(text: &str) -> String {
-    text.replace('|', "\\|").replace(['\n', '\r'], " ")
+    text.replace('|', "\\|")
+        .replace(['\n', '\r'], " ")
+        .chars()
+        .map(|c| if c.is_control() || nav_core::bounded::is_bidi_control(c) { '?' } else { c })
+        .collect()
 }
 
 impl EvalReport {

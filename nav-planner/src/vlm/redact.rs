@@ -311,7 +311,7 @@ fn piece_set(secret: &str) -> std::sync::Arc<Pieces> {
     let every = |s: &str, stride: usize, from: usize| -> String { s.chars().skip(from).step_by(stride).collect() };
     let mut bases = vec![secret.to_string(), reversed.clone()];
     for s in [secret, reversed.as_str()] {
-        for stride in [2, 3] {
+        for stride in [2, 3, 4] {
             for from in 0..stride {
                 bases.push(every(s, stride, from));
             }
@@ -428,9 +428,12 @@ fn number_runs(text: &str) -> Vec<(usize, usize, Vec<u8>)> {
 
 /// Maximal runs of [`MIN_FRAGMENT_CHARS`] or more character codes, each
 /// with the UTF-8 bytes they spell: decimal numbers (`115, 107, 45`,
-/// `[115,107]`, HTML's `&#115;&#107;`) or HTML hex entities (`&#x73;`), at
+/// `[115,107]`, HTML's `&#115;&#107;`), HTML hex entities (`&#x73;`),
+/// program escapes (`0x73`, `\x73`, `\x{73}`, `\u0073`, `\u{73}`,
+/// `\U00000073`, `\163`, `0o163`, `0b01110011`) or code points (`U+0073`), at
 /// most three characters that are neither letters nor digits apart. A
-/// decimal number glued to a letter or digit before it is not a code.
+/// decimal, `0x`, `0o` or `0b` number glued to a letter or digit before it
+/// is not a code.
 fn char_code_runs(text: &str) -> Vec<(usize, usize, Vec<u8>)> {
     let b = text.as_bytes();
     let mut out = Vec::new();
@@ -448,29 +451,29 @@ fn char_code_runs(text: &str) -> Vec<(usize, usize, Vec<u8>)> {
         let at = &b[i..];
         let next_is = |set: &[u8]| at.get(1).is_some_and(|c| set.contains(c));
         // where the digits start, their radix and how many a code may have
-        let (digits, radix, max) = if at.starts_with(b"&#x")
-            || at.starts_with(b"&#X")
-            || at.starts_with(b"\\u{")
-            || at.starts_with(b"\\x{")
-        {
-            (i + 3, 16, 6)
-        } else if at.starts_with(b"\\U") {
-            (i + 2, 16, 8)
-        } else if ((at.starts_with(b"0x") || at.starts_with(b"0X") || at.starts_with(b"U+") || at.starts_with(b"u+"))
-            && !glued(i))
-            || (at[0] == b'\\' && next_is(b"xXu"))
-        {
-            (i + 2, 16, 6)
-        } else if (at.starts_with(b"0o") || at.starts_with(b"0O")) && !glued(i) {
-            (i + 2, 8, 7)
-        } else if at[0] == b'\\' && next_is(b"01234567") {
-            (i + 1, 8, 3)
-        } else if at[0].is_ascii_digit() && !glued(i) {
-            (i, 10, 7)
-        } else {
-            i += 1;
-            continue;
-        };
+        let (digits, radix, max) =
+            if at.starts_with(b"&#x") || at.starts_with(b"&#X") || at.starts_with(b"\\u{") || at.starts_with(b"\\x{") {
+                (i + 3, 16, 6)
+            } else if at.starts_with(b"\\U") {
+                (i + 2, 16, 8)
+            } else if ((at.starts_with(b"0x") || at.starts_with(b"0X")) && !glued(i))
+                || at.starts_with(b"U+")
+                || at.starts_with(b"u+")
+                || (at[0] == b'\\' && next_is(b"xXu"))
+            {
+                (i + 2, 16, 6)
+            } else if (at.starts_with(b"0o") || at.starts_with(b"0O")) && !glued(i) {
+                (i + 2, 8, 7)
+            } else if (at.starts_with(b"0b") || at.starts_with(b"0B")) && !glued(i) {
+                (i + 2, 2, 8)
+            } else if at[0] == b'\\' && next_is(b"01234567") {
+                (i + 1, 8, 3)
+            } else if at[0].is_ascii_digit() && !glued(i) {
+                (i, 10, 7)
+            } else {
+                i += 1;
+                continue;
+            };
         let is_digit = |c: u8| char::from(c).is_digit(radix);
         let mut j = digits;
         while j < b.len() && j - digits < max && is_digit(b[j]) {
@@ -505,7 +508,7 @@ fn char_code_runs(text: &str) -> Vec<(usize, usize, Vec<u8>)> {
 }
 
 /// Maximal runs of [`MIN_FRAGMENT_CHARS`] or more two-digit hex bytes
-/// separated by one of `: - , . _ ; /` or a space (`73:6b:2d`, a hex dump's
+/// separated by one of `: - , . _ ; / |` or a space (`73:6b:2d`, a hex dump's
 /// `73 6b 2d`), each with the bytes they spell.
 fn hex_pair_runs(text: &str) -> Vec<(usize, usize, Vec<u8>)> {
     let b = text.as_bytes();
@@ -527,7 +530,7 @@ fn hex_pair_runs(text: &str) -> Vec<(usize, usize, Vec<u8>)> {
         let (start, mut k, mut bytes) = (i, i, Vec::new());
         loop {
             bytes.push(u8::from_str_radix(&text[k..k + 2], 16).unwrap_or(0));
-            let separator = |c: &u8| matches!(c, b':' | b'-' | b' ' | b',' | b'.' | b'_' | b';' | b'/');
+            let separator = |c: &u8| matches!(c, b':' | b'-' | b' ' | b',' | b'.' | b'_' | b';' | b'/' | b'|');
             if b.get(k + 2).is_some_and(separator) && pair(k + 3) {
                 k += 3;
             } else {
@@ -683,6 +686,13 @@ fn decodings(run: &str) -> Vec<Vec<u8>> {
             if let Some(d) = [part, whole].into_iter().find_map(|p| engine.decode(p).ok()) {
                 out.push(d);
             }
+        }
+    }
+    // bits without separators (`0111001101101011…`), from each of the eight alignments
+    if core.len() >= 8 * MIN_FRAGMENT_CHARS && core.bytes().all(|b| b == b'0' || b == b'1') {
+        for skip in 0..8 {
+            let bits = &core.as_bytes()[skip..];
+            out.push(bits.chunks_exact(8).map(|c| c.iter().fold(0u8, |acc, b| (acc << 1) | (b - b'0'))).collect());
         }
     }
     // one hex number (`0x736b2d…`)
@@ -891,6 +901,10 @@ mod tests {
             base32(key.as_bytes()),
             key.bytes().map(|b| b.to_string()).collect::<Vec<_>>().join(" and "),
             key.bytes().map(|b| format!("{b:08b}")).collect::<Vec<_>>().join(" "),
+            key.bytes().map(|b| format!("{b:08b}")).collect(),
+            key.bytes().map(|b| format!("0b{b:08b}")).collect::<Vec<_>>().join(", "),
+            key.bytes().map(|b| format!("{b:02x}")).collect::<Vec<_>>().join("|"),
+            key.bytes().map(|b| format!("U+{b:04X}")).collect(),
             key.bytes().map(|b| format!("{b:02x}")).collect::<Vec<_>>().join(","),
             key.bytes().map(|b| format!("{b:02x}")).collect::<Vec<_>>().join("_"),
             format!("0x{}", key.bytes().map(|b| format!("{b:02x}")).collect::<String>()),
