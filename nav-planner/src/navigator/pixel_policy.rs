@@ -591,7 +591,8 @@ mod tests {
 
     /// A high camera next to a box: the box's visible top is 1.2 m away,
     /// its near face (below the view) 0.5 m, where the range sensor sees it.
-    fn next_to_a_box(below_view: bool) -> PolicyAction {
+    /// One sighting per entry of `below_view`, then the policy's next action.
+    fn next_to_a_box(below_view: &[bool]) -> PolicyAction {
         let mut scan = open();
         scan.ranges[180] = 0.5;
         let mut p = PixelGoalPolicy::default();
@@ -604,22 +605,24 @@ mod tests {
             depth: None,
         };
         assert_eq!(block_on(p.act(&obs)), PolicyAction::Perceive);
-        let s = GoalSighting {
-            pixel: [160, 239],
-            bbox: Some([100, 200, 220, 239]),
-            bearing_rad: 0.0,
-            range_m: Some(1.2),
-            below_view,
-        };
-        p.perceived(Some(&s), Pose2::origin());
+        for &below_view in below_view {
+            let s = GoalSighting {
+                pixel: [160, 239],
+                bbox: Some([100, 200, 220, 239]),
+                bearing_rad: 0.0,
+                range_m: Some(1.2),
+                below_view,
+            };
+            p.perceived(Some(&s), Pose2::origin());
+        }
         block_on(p.act(&obs))
     }
 
     #[test]
     fn a_target_below_the_view_takes_the_range_sensor_distance() {
-        assert_eq!(next_to_a_box(true), PolicyAction::Done(PolicyStop::Reached));
+        assert_eq!(next_to_a_box(&[true]), PolicyAction::Done(PolicyStop::Reached));
         // the same view of a target that ends inside the image: 1.2 m is its nearest surface
-        assert_ne!(next_to_a_box(false), PolicyAction::Done(PolicyStop::Reached));
+        assert_ne!(next_to_a_box(&[false]), PolicyAction::Done(PolicyStop::Reached));
     }
 
     /// A low target 3 m ahead: its visible top reads its true range until
@@ -651,28 +654,7 @@ mod tests {
     /// at 0.5 m along its bearing is something else in the way: no STOP.
     #[test]
     fn a_near_return_contradicting_earlier_sightings_is_not_the_target() {
-        let mut scan = open();
-        scan.ranges[180] = 0.5;
-        let mut p = PixelGoalPolicy::default();
-        p.reset(&goal(true, 0.0, None), Pose2::origin());
-        let obs = PolicyObservation {
-            pose: Pose2::origin(),
-            scan: Some(&scan),
-            forward_clearance_m: None,
-            frame: None,
-            depth: None,
-        };
-        assert_eq!(block_on(p.act(&obs)), PolicyAction::Perceive);
-        let s = |below_view| GoalSighting {
-            pixel: [160, 239],
-            bbox: Some([100, 200, 220, 239]),
-            bearing_rad: 0.0,
-            range_m: Some(1.2),
-            below_view,
-        };
-        p.perceived(Some(&s(false)), Pose2::origin());
-        p.perceived(Some(&s(true)), Pose2::origin());
-        assert_ne!(block_on(p.act(&obs)), PolicyAction::Done(PolicyStop::Reached));
+        assert_ne!(next_to_a_box(&[false, true]), PolicyAction::Done(PolicyStop::Reached));
     }
 
     #[test]
