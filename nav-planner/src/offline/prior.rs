@@ -70,13 +70,55 @@ impl SemanticPrior {
     /// [`classify`](Self::classify) with a weight per object (a nearer or
     /// larger object says more about the room).
     pub fn classify_weighted<'a>(&self, objects: impl IntoIterator<Item = (&'a str, f64)>) -> Option<String> {
+        self.classify_weighted_where(objects, |_| true)
+    }
+
+    /// [`classify_weighted`](Self::classify_weighted) where an object votes
+    /// only for the rooms `votes_for` accepts, unless it belongs to no other
+    /// room (a shoe rack still says corridor when plants do not).
+    pub fn classify_weighted_where<'a>(
+        &self,
+        objects: impl IntoIterator<Item = (&'a str, f64)>,
+        votes_for: impl Fn(&str) -> bool,
+    ) -> Option<String> {
         let mut votes: BTreeMap<&str, f64> = BTreeMap::new();
         for (o, weight) in objects {
-            for (room, w) in self.rooms_for(o) {
-                *votes.entry(room.as_str()).or_default() += w * weight;
+            let rooms = self.rooms_for(o);
+            let kept: Vec<&(String, f64)> = rooms.iter().filter(|(r, _)| votes_for(r)).collect();
+            let (kept, total) = if kept.is_empty() {
+                (rooms.iter().collect(), 1.0)
+            } else {
+                let total: f64 = kept.iter().map(|(_, w)| w).sum();
+                (kept, total)
+            };
+            for (room, w) in kept {
+                *votes.entry(room.as_str()).or_default() += w / total.max(1e-9) * weight;
             }
         }
         votes.into_iter().max_by(|a, b| a.1.total_cmp(&b.1)).map(|(r, _)| r.to_string())
+    }
+
+    /// The room types `objects` vote for (as in
+    /// [`classify_weighted_where`](Self::classify_weighted_where)) with their
+    /// votes, most voted first (ties in name order).
+    pub fn votes_where<'a>(
+        &self,
+        objects: impl IntoIterator<Item = (&'a str, f64)>,
+        votes_for: impl Fn(&str) -> bool,
+    ) -> Vec<(String, f64)> {
+        let mut votes: BTreeMap<&str, f64> = BTreeMap::new();
+        for (o, weight) in objects {
+            let rooms = self.rooms_for(o);
+            let kept: Vec<&(String, f64)> = rooms.iter().filter(|(r, _)| votes_for(r)).collect();
+            let kept = if kept.is_empty() { rooms.iter().collect() } else { kept };
+            let total: f64 = kept.iter().map(|(_, w)| w).sum();
+            for (room, w) in kept {
+                *votes.entry(room.as_str()).or_default() += w / total.max(1e-9) * weight;
+            }
+        }
+        let mut ranked: Vec<(String, f64)> = votes.into_iter().map(|(r, v)| (r.to_string(), v)).collect();
+        ranked.sort_by(|a, b| b.1.total_cmp(&a.1));
+        ranked
     }
 }
 

@@ -61,7 +61,11 @@ impl OfflineSceneAnalyzer {
             votes = weighted(7.0);
         }
         let labels: Vec<&str> = votes.iter().map(|(l, _)| *l).collect();
-        let room = self.prior.classify_weighted(votes.iter().copied())?;
+        let ranked = self.prior.votes_where(votes.iter().copied(), |room| room != "corridor");
+        let (room, top) = ranked.first().cloned()?;
+        if ranked.get(1).is_some_and(|(_, second)| *second > (1.0 - CLEAR_WIN) * top) {
+            return None;
+        }
         let mut objects: Vec<String> = labels.iter().map(|s| s.to_string()).collect();
         objects.dedup();
         let description = format!("{} with {}", room, objects.join(", "));
@@ -92,31 +96,53 @@ fn is_corridor(scan: &nav_core::lidar::LaserScan) -> bool {
 
 /// Whether an object `range` metres away at `bearing` is seen through an
 /// opening (a doorway into the next room): beyond [`OPENING_MIN_RANGE_M`],
-/// and most scan beams either side of its line of sight (within
-/// [`OPENING_ARC_DEG`], the central 5° left out) end well short of it, on
-/// the walls around the opening.
+/// and turning from its line of sight either way, the scan meets something
+/// well in front of it (the opening's jambs, within [`OPENING_ARC_DEG`])
+/// on both sides, at most [`OPENING_MAX_WIDTH_M`] apart. An object in the
+/// robot's own room has its room's far wall around it instead.
 fn through_opening(scan: &nav_core::lidar::LaserScan, bearing: f64, range: f64) -> bool {
     if range < OPENING_MIN_RANGE_M || !scan.header_is_valid() {
         return false;
     }
-    let (inner, outer) = (5f64.to_radians(), OPENING_ARC_DEG.to_radians());
-    let (mut short, mut total) = (0usize, 0usize);
-    for (a, r) in scan.obstacle_beams() {
-        let off = nav_core::geometry::angle_diff_abs(a, bearing);
-        if off > inner && off <= outer {
-            total += 1;
-            short += usize::from(f64::from(r) < 0.6 * range);
-        }
+    let beams: Vec<(f64, f64)> = scan.obstacle_beams().map(|(a, r)| (a, f64::from(r))).collect();
+    // the first beam either side that ends well in front of the object, if a wall runs on
+    // from it (a piece of furniture in front ends within a metre, the far wall shows again)
+    let jamb = |side: f64| -> Option<(f64, f64)> {
+        let mut along: Vec<(f64, f64, f64)> = beams
+            .iter()
+            .map(|&(a, r)| (side * nav_core::geometry::normalize_angle(a - bearing), a, r))
+            .filter(|(off, _, _)| *off > 0.0 && *off <= FRAC_PI_2)
+            .collect();
+        along.sort_by(|x, y| x.0.total_cmp(&y.0));
+        let first =
+            along.iter().position(|(off, _, r)| *off <= OPENING_ARC_DEG.to_radians() && *r < JAMB_SHARE * range)?;
+        let point = |(_, a, r): &(f64, f64, f64)| (r * a.cos(), r * a.sin());
+        let start = point(&along[first]);
+        let run = along[first..].iter().take_while(|(_, _, r)| *r < JAMB_SHARE * range).last()?;
+        let end = point(run);
+        ((start.0 - end.0).hypot(start.1 - end.1) >= WALL_RUN_M).then_some(start)
+    };
+    match (jamb(1.0), jamb(-1.0)) {
+        (Some(l), Some(r)) => (l.0 - r.0).hypot(l.1 - r.1) <= OPENING_MAX_WIDTH_M,
+        _ => false,
     }
-    let beams = (2.0 * (outer - inner) / scan.angle_increment.abs().max(1e-6)) as usize;
-    // beams with no return (open space) count as not short
-    total > 0 && short as f64 >= 0.7 * beams.max(total) as f64
 }
+
+/// A room type wins the vote only by at least this share of its votes
+/// (a plant alone is as much an office's as a living room's).
+const CLEAR_WIN: f64 = 0.1;
 
 /// Objects nearer than this are in the robot's room, metres.
 const OPENING_MIN_RANGE_M: f64 = 1.5;
-/// How far either side of an object's line of sight walls are looked for, degrees.
-const OPENING_ARC_DEG: f64 = 25.0;
+/// How far either side of an object's line of sight an opening's jambs are
+/// looked for, degrees.
+const OPENING_ARC_DEG: f64 = 70.0;
+/// A jamb is nearer than this share of the object's range.
+const JAMB_SHARE: f64 = 0.75;
+/// The widest opening (a double door), metres; wider gaps are the room.
+const OPENING_MAX_WIDTH_M: f64 = 2.2;
+/// A jamb's wall runs on for at least this, metres (longer than furniture).
+const WALL_RUN_M: f64 = 1.2;
 
 /// A corridor's walls are at most this far apart, metres (rooms are wider).
 const CORRIDOR_MAX_WIDTH_M: f64 = 2.0;
@@ -131,30 +157,42 @@ const WALL_COVER: f64 = 0.55;
 
 /// For the points (robot frame) on the `side` (+1 or −1) of the axis at
 /// right angles to `across` within [`WALL_SPAN_M`] along it: the wall
-/// line's distance, their lower-quartile distance across (doors let a
-/// minority of the points through), and the share of 0.2 m bins along the
-/// axis holding a point within 0.2 m of that line.
+/// line's distance and its cover, the share of 0.2 m bins along the axis
+/// holding a point within 0.1 m of the line. The wall line is the nearest
+/// distance (in 0.1 m steps) that covers [`WALL_COVER`], else the one
+/// covering most: furniture against the wall stops some points short and
+/// doors let some through, the wall still runs along most of the way.
 fn wall_cover(points: &[(f64, f64)], across: f64, side: f64) -> (f64, f64) {
     const BIN_M: f64 = 0.2;
+    const STEP_M: f64 = 0.1;
     let (cn, sn) = (across.cos(), across.sin());
-    let mut near: Vec<(f64, f64)> = points
-        .iter()
-        .map(|(x, y)| (side * (x * cn + y * sn), -x * sn + y * cn))
-        .filter(|(v, u)| *v > 0.05 && u.abs() < WALL_SPAN_M)
-        .collect();
-    if near.is_empty() {
-        return (f64::INFINITY, 0.0);
-    }
-    near.sort_by(|a, b| a.0.total_cmp(&b.0));
-    let line = near[near.len() / 4].0;
     let bins = (2.0 * WALL_SPAN_M / BIN_M).round() as usize;
-    let mut hit = vec![false; bins];
-    for (v, u) in near {
-        if (v - line).abs() <= 0.2 {
-            hit[(((u + WALL_SPAN_M) / BIN_M) as usize).min(bins - 1)] = true;
+    // for each 0.1 m step across: the bins along the axis holding a point there, and the
+    // points' distances added up and counted
+    let mut at: std::collections::BTreeMap<i64, (Vec<bool>, f64, usize)> = std::collections::BTreeMap::new();
+    for (x, y) in points {
+        let (v, u) = (side * (x * cn + y * sn), -x * sn + y * cn);
+        if v > 0.05 && u.abs() < WALL_SPAN_M {
+            let bin = (((u + WALL_SPAN_M) / BIN_M) as usize).min(bins - 1);
+            let step = at.entry((v / STEP_M).round() as i64).or_insert_with(|| (vec![false; bins], 0.0, 0));
+            step.0[bin] = true;
+            step.1 += v;
+            step.2 += 1;
         }
     }
-    (line, hit.iter().filter(|h| **h).count() as f64 / bins as f64)
+    // a line at a step takes the points within a step of it
+    let window = |step: i64| (step - 1..=step + 1).filter_map(|s| at.get(&s));
+    let cover = |step: i64| (0..bins).filter(|&b| window(step).any(|(hit, _, _)| hit[b])).count();
+    // the nearest line that covers enough (a farther one can show through the near wall's
+    // doors), else the one that covers most
+    let covers: Vec<(i64, usize)> = at.keys().map(|&s| (s, cover(s))).collect();
+    let enough = covers.iter().find(|(_, c)| *c as f64 >= WALL_COVER * bins as f64).copied();
+    let best = enough.or_else(|| covers.iter().copied().max_by(|a, b| a.1.cmp(&b.1).then(b.0.cmp(&a.0))));
+    let Some((step, covered)) = best else {
+        return (f64::INFINITY, 0.0);
+    };
+    let (sum, n) = window(step).fold((0.0, 0), |(s, n), (_, v, k)| (s + v, n + k));
+    (sum / n.max(1) as f64, covered as f64 / bins as f64)
 }
 
 #[async_trait]
@@ -269,5 +307,72 @@ mod tests {
             vec![[-3.0, -0.8, 3.0, -0.8], [-3.0, 3.2, 3.0, 3.2], [-3.0, -0.8, -3.0, 3.2], [3.0, -0.8, 3.0, 3.2]];
         room.extend([[-0.5, 0.8, 0.5, 0.8], [-0.5, 0.8, -0.5, 1.4], [0.5, 0.8, 0.5, 1.4]]);
         assert_ne!(label_of(&scan_of(&room)).as_deref(), Some("corridor"));
+    }
+
+    #[test]
+    fn an_object_through_a_doorway_is_in_the_next_room_one_behind_furniture_is_not() {
+        // a 4 x 6 m room, the robot at (0, 0) facing +x; the wall ahead at x = 3 has a 1 m door
+        let room = vec![
+            [3.0, -3.0, 3.0, -0.5],
+            [3.0, 0.5, 3.0, 3.0],
+            [-1.0, -3.0, -1.0, 3.0],
+            [-1.0, -3.0, 3.0, -3.0],
+            [-1.0, 3.0, 3.0, 3.0],
+        ];
+        let scan = scan_of(&room);
+        // a sofa 5 m away straight through the door
+        assert!(through_opening(&scan, 0.0, 5.0));
+        // a bed against the far wall, 2.5 m away at 30°: the wall runs on around it
+        assert!(!through_opening(&scan, 30f64.to_radians(), 2.5));
+        // the same bed with a chair and a table in front of it either side: they end within a
+        // metre and the far wall shows again, no doorway
+        let mut furnished = room.clone();
+        furnished.extend([[1.2, 0.6, 1.6, 0.6], [1.2, 2.0, 1.6, 2.0]]);
+        assert!(!through_opening(&scan_of(&furnished), 50f64.to_radians(), 3.0));
+        // anything near is in the robot's room
+        assert!(!through_opening(&scan, 0.0, 1.0));
+    }
+
+    #[test]
+    fn a_narrow_room_with_furniture_along_one_wall_is_no_corridor() {
+        // a 2.2 m wide, 6 m long room along x, empty, then with a 0.45 m deep sink against
+        // its left wall beside the robot
+        let mut room =
+            vec![[-3.0, 1.1, 3.0, 1.1], [-3.0, -1.1, 3.0, -1.1], [-3.0, -1.1, -3.0, 1.1], [3.0, -1.1, 3.0, 1.1]];
+        assert_ne!(label_of(&scan_of(&room)).as_deref(), Some("corridor"));
+        room.extend([[-0.25, 0.65, 0.25, 0.65], [-0.25, 0.65, -0.25, 1.1], [0.25, 0.65, 0.25, 1.1]]);
+        assert_ne!(label_of(&scan_of(&room)).as_deref(), Some("corridor"));
+    }
+
+    /// What the analyzer says of a view holding `objects` (label, range in
+    /// metres), side by side across a 40-column image, with no scan.
+    fn label_of_view(objects: &[(&str, f32)]) -> Option<String> {
+        use nav_core::raster::{Rgb, RgbFrame};
+        use nav_hal::hal::{CameraFrame, DepthFrame, LabelFrame};
+        let (w, h) = (40usize, 10usize);
+        let mut labels = LabelFrame { width: w, height: h, ids: vec![0; w * h], labels: Vec::new() };
+        let mut depth = DepthFrame { width: w, height: h, depth_m: vec![8.0; w * h], stamp_s: 0.0 };
+        for (i, (label, range)) in objects.iter().enumerate() {
+            let x0 = i * 8;
+            labels.paint_box(label, [x0 as u32, 0, x0 as u32 + 5, h as u32 - 1]);
+            for y in 0..h {
+                for x in x0..x0 + 6 {
+                    depth.depth_m[y * w + x] = *range;
+                }
+            }
+        }
+        let frame = CameraFrame { frame: RgbFrame::new(w, h, Rgb::BLACK), hfov_rad: 1.2, stamp_s: 0.0 };
+        let input = SceneInput { frame: Some(&frame), depth: Some(&depth), labels: Some(&labels), scan: None };
+        OfflineSceneAnalyzer::new().classify(&input).map(|o| o.place_type)
+    }
+
+    #[test]
+    fn objects_found_in_rooms_and_corridors_alike_do_not_make_a_corridor_and_a_tie_is_no_answer() {
+        // a plant is as much a living room's as an office's: no guess
+        assert_eq!(label_of_view(&[("plant", 1.0)]), None);
+        // with a desk beside it, an office
+        assert_eq!(label_of_view(&[("plant", 1.0), ("desk", 2.0)]).as_deref(), Some("office"));
+        // a shoe rack belongs to corridors only
+        assert_eq!(label_of_view(&[("shoe rack", 1.0)]).as_deref(), Some("corridor"));
     }
 }
