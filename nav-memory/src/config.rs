@@ -104,7 +104,7 @@ pub struct MemoryConfig {
     pub dwell_k: u32,
     /// A doorway crossing asks for a scene analysis only once the robot is
     /// at least this far (straight line, dead reckoning) from where the
-    /// latest analysis ran, metres (1.0): passing back through the door
+    /// latest analysis ran, metres (0.75): passing back through the door
     /// just looked through, or a narrow gap right after a look, shows
     /// nothing new. 0 analyses at every crossing. Range: [0, 1000].
     pub doorway_min_move_m: f64,
@@ -133,7 +133,7 @@ impl Default for MemoryConfig {
             anchor_forward_steps: 2,
             place_update_period: 20,
             dwell_k: 3,
-            doorway_min_move_m: 1.0,
+            doorway_min_move_m: 0.75,
             dc_capacity: 5,
             localization_radius_m: 1.5,
             stuck_window: 10,

@@ -229,7 +229,7 @@ fn scene_analysis_is_logged_with_its_trigger() {
         confirmed: false,
     }));
     // nothing due until the period has passed since the latest analysis, unless a doorway was crossed
-    // 1 m (doorway_min_move_m) or more from where the latest analysis ran
+    // 0.75 m (doorway_min_move_m) or more from where the latest analysis ran
     assert_eq!(m.scene_trigger(false), None);
     assert_eq!(m.scene_trigger(true), None, "a doorway right where the robot just looked shows nothing new");
     for _ in 0..4 {

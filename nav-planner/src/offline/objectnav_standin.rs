@@ -35,7 +35,11 @@
 //!    target draw it, objects of other rooms push it away, and — from the
 //!    Navigation Context — directions it has already been (anchors that
 //!    way), headings already tried from here (more so when they did not
-//!    move the robot), and places the avoid hint names cost points;
+//!    move the robot), and places the avoid hint names cost points; with
+//!    [`OfflineObjectNavConfig::leave_weight`] set, in a room where the
+//!    target is not found (the context's current place: a sofa is not in a
+//!    bathroom) the way toward the nearest other place, the way out, gains
+//!    points;
 //! 4. nothing looks open → the most open direction.
 
 use super::prior::SemanticPrior;
@@ -77,6 +81,14 @@ pub struct OfflineObjectNavConfig {
     pub blocked_penalty: f64,
     /// Points off for heading toward a place the avoid hint names.
     pub avoid_penalty: f64,
+    /// Points for heading back toward the nearest other place when the
+    /// context says the robot is in a room where the target is not found
+    /// (a sofa is not in a bathroom: the way out is the way it came in).
+    /// 0 (off) by default: at 3 it raised SR on 150 procedural houses
+    /// outside the evaluation suite from 0.85 to 0.87, but going back out
+    /// is a return to a room already visited, and the revisit ratio fell
+    /// below the memory-off run's.
+    pub leave_weight: f64,
     /// The camera's height above the floor, metres, when the robot knows
     /// it: the stand-in then judges free space from every row of the depth
     /// images (low furniture and clutter included, as a model sees them in
@@ -100,6 +112,7 @@ impl Default for OfflineObjectNavConfig {
             tried_penalty: 1.5,
             blocked_penalty: 4.0,
             avoid_penalty: 2.0,
+            leave_weight: 0.0,
             camera_height_m: None,
             noise: VlmNoise::default(),
             episode_seed: 0,
@@ -195,6 +208,8 @@ fn free_by_direction(scan: &LaserScan) -> (Vec<f64>, Vec<f64>) {
 struct ContextView {
     /// Whether the request carried a Navigation Context.
     memory: bool,
+    /// The current place's type.
+    here: Option<String>,
     /// Other places: type and (bearing°, distance m).
     places: Vec<(String, f64, f64)>,
     /// Directions with anchors: (bearing°, near m, far m).
@@ -216,7 +231,11 @@ impl ContextView {
     fn parse(text: &str) -> Self {
         let mut c = Self { memory: text.contains("NAVIGATION CONTEXT (step"), ..Self::default() };
         for line in text.lines() {
-            if let Some(rest) = line.strip_prefix("Recent places (old→new):") {
+            if let Some(rest) = line.strip_prefix("Place: ") {
+                let head = rest.split(" | ").next().unwrap_or_default();
+                let kind = head.split_once(' ').map(|(_, t)| t.trim()).filter(|t| !t.is_empty());
+                c.here = kind.map(str::to_string);
+            } else if let Some(rest) = line.strip_prefix("Recent places (old→new):") {
                 for entry in rest.split(',') {
                     let words: Vec<&str> = entry.split_whitespace().collect();
                     let Some((last, body)) = words.split_last() else { continue };
@@ -381,6 +400,20 @@ impl OfflineObjectNavPlanner {
         ctx: &ContextView,
     ) -> Option<(u32, Option<String>)> {
         let c = &self.config;
+        // a room type where the target is not found (a corridor leads on to the rooms)
+        let lacks_target = |place: &str| {
+            place != "corridor"
+                && !nav_hal::arena::semantics::objects_for_room(place).is_empty()
+                && !self.prior.rooms_for(target).is_empty()
+                && self.prior.rooms_for(target).iter().all(|(r, _)| r != place)
+        };
+        // in such a room, the way out: the nearest other place
+        let way_out = ctx
+            .here
+            .as_deref()
+            .is_some_and(lacks_target)
+            .then(|| ctx.places.iter().min_by(|a, b| a.2.total_cmp(&b.2)).map(|(_, b, _)| *b))
+            .flatten();
         let mut best: Option<(f64, u32, Option<String>)> = None;
         for k in 0..12u32 {
             let free = eyes.free(k as usize);
@@ -421,6 +454,9 @@ impl OfflineObjectNavPlanner {
                 if ctx.avoid.contains(t) && angle_gap(*b, deg) <= 30.0 {
                     score -= c.avoid_penalty;
                 }
+            }
+            if let Some(b) = way_out {
+                score += c.leave_weight * (1.0 - angle_gap(b, deg) / 60.0).max(0.0);
             }
             if best.as_ref().is_none_or(|(s, _, _)| score > *s) {
                 best = Some((score, k, related));
@@ -471,6 +507,7 @@ mod tests {
         assert_eq!(c.been, vec![(0.0, 1.0, 3.5), (150.0, 0.5, 0.5)]);
         assert_eq!(c.tried, vec![(30.0, 2.1, 1), (-90.0, 0.0, 2)]);
         assert_eq!(c.avoid, vec!["corridor".to_string()]);
+        assert_eq!(c.here.as_deref(), Some("living room"));
         assert_eq!(target_of(text), Some("bed"));
         let off = ContextView::parse("TARGET: bed\n\nNAVIGATION CONTEXT: (memory off)\n");
         assert!(!off.memory && off.been.is_empty());
@@ -492,5 +529,31 @@ mod tests {
         assert_eq!(d.angle, 180.0, "the way it came from is where it has not been: {d:?}");
         // the same request always gets the same answer
         assert_eq!(s.answer(been_ahead, &eyes), s.answer(been_ahead, &eyes));
+    }
+
+    #[test]
+    fn in_a_room_where_the_target_is_not_found_it_heads_back_out() {
+        let config = OfflineObjectNavConfig { leave_weight: 3.0, ..OfflineObjectNavConfig::default() };
+        let s = OfflineObjectNavPlanner::new(config);
+        // open ahead (0°) and to the left (90°), where the corridor it came from lies
+        let mut free = vec![0.3; 12];
+        free[0] = 4.0;
+        free[3] = 2.0;
+        let eyes = Eyes { objects: Vec::new(), free_m: free, aim_deg: Vec::new() };
+        let context = |place: &str| {
+            format!(
+                "TARGET: sofa\n\nNAVIGATION CONTEXT (step 60)\nPlace: P3 {place}\n\
+                 Recent places (old→new): P2 corridor 90°/2.5m, P3 {place} (here)\n"
+            )
+        };
+        // a sofa is not in a bathroom: the way out
+        let d = ObjectNavDecision::parse(&s.answer(&context("bathroom"), &eyes)).expect("valid");
+        assert_eq!(d.angle, 90.0, "{d:?}");
+        // in a living room it looks on
+        let d = ObjectNavDecision::parse(&s.answer(&context("living room"), &eyes)).expect("valid");
+        assert_eq!(d.angle, 0.0, "{d:?}");
+        // and in a corridor, which leads to the rooms
+        let d = ObjectNavDecision::parse(&s.answer(&context("corridor"), &eyes)).expect("valid");
+        assert_eq!(d.angle, 0.0, "{d:?}");
     }
 }
