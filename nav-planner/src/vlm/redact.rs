@@ -46,8 +46,10 @@ impl Serialize for Secret {
 
 /// Prefixes of well-known credential formats: OpenAI and Anthropic keys
 /// (`sk-`, `sk-ant-`), Google API keys (`AIza`), Google OAuth access tokens
-/// (`ya29.`), and a few other providers' key prefixes.
-const KEY_PREFIXES: &[&str] = &["sk-", "AIza", "ya29.", "xai-", "gsk_", "pk-", "hf_"];
+/// (`ya29.`), GitHub tokens (`ghp_`, `github_pat_`, …), and a few other
+/// providers' key prefixes.
+const KEY_PREFIXES: &[&str] =
+    &["sk-", "AIza", "ya29.", "xai-", "gsk_", "pk-", "hf_", "ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"];
 
 /// Parameter names whose value is a credential (`key=abc`, `token=abc`).
 const CREDENTIAL_PARAMS: &[&str] = &["key", "token", "api_key", "apikey", "access_token", "x-goog-api-key"];
@@ -224,9 +226,11 @@ const MIN_ENCODED_RUN: usize = (MIN_FRAGMENT_CHARS * 4).div_ceil(3);
 /// or URL-safe), base32, hex (also of UTF-16, or bytes such as `73:6b`),
 /// percent-encoded or character-code run (`115, 107`, `115 and 107`,
 /// `&#115;&#107;`, `&#x73;`, `0x73`, `\x73`, `\u{73}`, `\163`, `163 153`,
-/// `0o163`) whose decoded bytes hold such a piece; and such a piece of its
-/// letters and digits spelled out with anything between them (`s k - t e s
-/// t`, `["s","k"]`). Linear in the text for a given secret.
+/// `0o163`, CSS's `\73 `), base85 (ascii85, Z85, RFC 1924) or uuencoded
+/// run whose decoded bytes hold such a piece; such a piece in leet
+/// (`5k-n4vk17`); and such a piece of its letters and digits spelled out
+/// with anything between them (`s k - t e s t`, `["s","k"]`). Linear in the
+/// text for a given secret.
 fn redact_altered(text: &str, secret: &str) -> String {
     let pieces = piece_set(secret);
     let holds_piece = |bytes: &[u8]| {
@@ -255,9 +259,23 @@ fn redact_altered(text: &str, secret: &str) -> String {
             hide.push((start, end));
         }
     }
-    for (start, end, decoded) in char_code_runs(text).into_iter().chain(hex_pair_runs(text)).chain(number_runs(text)) {
+    let codes = char_code_runs(text).into_iter().chain(hex_pair_runs(text)).chain(number_runs(text));
+    for (start, end, decoded) in codes.chain(css_escape_runs(text)) {
         if holds_piece(&decoded) {
             hide.push((start, end));
+        }
+    }
+    for (start, end, decoded) in radix85_and_uu_runs(text) {
+        if decoded.iter().any(|d| holds_piece(d)) {
+            hide.push((start, end));
+        }
+    }
+    // leet: look-alike digits and signs for letters
+    let folded = leet_fold(text.as_bytes());
+    let leet = leet_piece_set(secret);
+    for i in 0..folded.len().saturating_sub(MIN_FRAGMENT_CHARS - 1) {
+        if text.is_char_boundary(i) && leet.contains(&folded[i..i + MIN_FRAGMENT_CHARS]) {
+            hide.push((i, i + MIN_FRAGMENT_CHARS));
         }
     }
     hide.extend(spelled_out(text, secret));
@@ -338,6 +356,20 @@ fn piece_set(secret: &str) -> std::sync::Arc<Pieces> {
     }
     cache.push((secret.to_string(), pieces.clone()));
     pieces
+}
+
+/// The [`MIN_FRAGMENT_CHARS`]-byte pieces of an ASCII secret and of it
+/// reversed, [`leet_fold`]ed (empty for a secret with other characters:
+/// its pieces would not be a fixed number of bytes).
+fn leet_piece_set(secret: &str) -> std::collections::HashSet<Vec<u8>> {
+    if !secret.is_ascii() {
+        return Default::default();
+    }
+    let reversed: Vec<u8> = secret.bytes().rev().collect();
+    [leet_fold(secret.as_bytes()), leet_fold(&reversed)]
+        .iter()
+        .flat_map(|f| f.windows(MIN_FRAGMENT_CHARS).map(<[u8]>::to_vec).collect::<Vec<_>>())
+        .collect()
 }
 
 /// Pieces of a secret by byte length.
@@ -750,6 +782,135 @@ fn base32_decode(run: &[u8], alphabet: &[u8; 32]) -> Vec<u8> {
     out
 }
 
+/// `s` with look-alike digits and signs folded onto the letters they stand
+/// for in leet (`4`/`@` a, `8` b, `3` e, `9` g, `1`/`!`/`|` i and l,
+/// `0` o, `5`/`$` s, `7`/`+` t, `2` z), letters lower-cased. Byte for
+/// byte, so offsets stay those of `s`.
+fn leet_fold(s: &[u8]) -> Vec<u8> {
+    s.iter()
+        .map(|&b| match b.to_ascii_lowercase() {
+            b'4' | b'@' => b'a',
+            b'8' => b'b',
+            b'3' => b'e',
+            b'9' => b'g',
+            b'1' | b'!' | b'|' | b'l' => b'i',
+            b'0' => b'o',
+            b'5' | b'$' => b's',
+            b'7' | b'+' => b't',
+            b'2' => b'z',
+            c => c,
+        })
+        .collect()
+}
+
+/// Maximal runs of CSS escapes (`\73 \6b \2d`: a backslash, one to six hex
+/// digits and at most one space), each with the UTF-8 bytes they spell.
+fn css_escape_runs(text: &str) -> Vec<(usize, usize, Vec<u8>)> {
+    let b = text.as_bytes();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < b.len() {
+        let (start, mut bytes, mut codes) = (i, Vec::new(), 0usize);
+        let mut j = i;
+        while j + 1 < b.len() && b[j] == b'\\' && b[j + 1].is_ascii_hexdigit() {
+            let digits = j + 1;
+            let mut k = digits;
+            while k < b.len() && k - digits < 6 && b[k].is_ascii_hexdigit() {
+                k += 1;
+            }
+            let Some(c) = u32::from_str_radix(&text[digits..k], 16).ok().and_then(char::from_u32) else { break };
+            bytes.extend_from_slice(c.encode_utf8(&mut [0u8; 4]).as_bytes());
+            codes += 1;
+            j = if k < b.len() && b[k] == b' ' { k + 1 } else { k };
+        }
+        if codes >= MIN_FRAGMENT_CHARS {
+            out.push((start, j, bytes));
+        }
+        i = j.max(i + 1);
+    }
+    out
+}
+
+/// The ascii85 alphabet (`!` … `u`; Adobe's and btoa's).
+const ASCII85: &[u8] = b"!\"#$%&'()*+,-./0123456789:;<=>?@ABCDEFGHIJKLMNOPQRSTUVWXYZ[\\]^_`abcdefghijklmnopqrstu";
+/// ZeroMQ's Z85 alphabet.
+const Z85: &[u8] = b"0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ.-:+=^!/*?&<>()[]{}@%$#";
+/// RFC 1924's base85 alphabet (Git's binary patches, Python's `b85encode`).
+const BASE85_RFC1924: &[u8] = b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz!#$%&()*+-;<=>?@^_`{|}~";
+
+/// Maximal runs of characters of one base85 alphabet (ascii85's `z` for
+/// four zero bytes included) or of uuencode's (space to backtick) long
+/// enough to hide a piece of a secret, each with what it may decode to from
+/// every alignment a cut-out piece can start at.
+fn radix85_and_uu_runs(text: &str) -> Vec<(usize, usize, Vec<Vec<u8>>)> {
+    let b = text.as_bytes();
+    let mut out = Vec::new();
+    let alphabets: [(&[u8], bool); 3] = [(ASCII85, true), (Z85, false), (BASE85_RFC1924, false)];
+    for (alphabet, z_zeros) in alphabets {
+        let mut lookup = [None; 256];
+        for (v, c) in alphabet.iter().enumerate() {
+            lookup[usize::from(*c)] = Some(v as u32);
+        }
+        let member = |c: u8| lookup[usize::from(c)].is_some() || (z_zeros && c == b'z');
+        for (start, end) in runs_of(b, member, (MIN_FRAGMENT_CHARS * 5).div_ceil(4)) {
+            let mut values: Vec<u32> = Vec::with_capacity(end - start);
+            for &c in &b[start..end] {
+                match lookup[usize::from(c)] {
+                    Some(v) => values.push(v),
+                    None => values.extend([0; 5]), // ascii85's `z`: four zero bytes
+                }
+            }
+            let decoded = (0..5.min(values.len()))
+                .map(|skip| {
+                    values[skip..]
+                        .chunks_exact(5)
+                        .flat_map(|g| g.iter().fold(0u32, |acc, v| acc.wrapping_mul(85).wrapping_add(*v)).to_be_bytes())
+                        .collect()
+                })
+                .collect();
+            out.push((start, end, decoded));
+        }
+    }
+    // uuencode: four characters (space or backtick for 0, up to `_` for 63) carry three bytes
+    for (start, end) in runs_of(b, |c| (b' '..=b'`').contains(&c), (MIN_FRAGMENT_CHARS * 4).div_ceil(3)) {
+        // spaces at a run's ends are the text's (uuencoders write zeros as backticks)
+        let start = start + b[start..end].iter().take_while(|c| **c == b' ').count();
+        let end = end - b[start..end].iter().rev().take_while(|c| **c == b' ').count();
+        let values: Vec<u8> = b[start..end].iter().map(|c| (c - b' ') & 63).collect();
+        let decoded = (0..4.min(values.len()))
+            .map(|skip| {
+                values[skip..]
+                    .chunks_exact(4)
+                    .flat_map(|g| [(g[0] << 2) | (g[1] >> 4), (g[1] << 4) | (g[2] >> 2), (g[2] << 6) | g[3]])
+                    .collect()
+            })
+            .collect();
+        out.push((start, end, decoded));
+    }
+    out
+}
+
+/// The byte ranges of maximal runs of at least `min` bytes that are all
+/// `member`s.
+fn runs_of(b: &[u8], member: impl Fn(u8) -> bool, min: usize) -> Vec<(usize, usize)> {
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < b.len() {
+        if !member(b[i]) {
+            i += 1;
+            continue;
+        }
+        let start = i;
+        while i < b.len() && member(b[i]) {
+            i += 1;
+        }
+        if i - start >= min {
+            out.push((start, i));
+        }
+    }
+    out
+}
+
 /// `text` with the given secrets replaced by `[REDACTED]`: each whole (at
 /// least 6 characters), and for a secret of 12 characters
 /// or more any piece of 8 characters of it or of it
@@ -819,6 +980,8 @@ mod tests {
         assert_eq!(redact("", &["abcdef"]), "");
         assert_eq!(redact("... a..b. . end.", &[]), "... a..b. . end.");
         assert_eq!(redact("token ya29.abc.def.", &[]), "token [REDACTED].");
+        assert_eq!(redact("push with ghp_16C7e42F292c6912E7710c838347Ae178B4a", &[]), "push with [REDACTED]");
+        assert_eq!(redact("github_pat_11ABCDEFG0123456789_abc", &[]), "[REDACTED]");
         assert_eq!(redact("got Zq8uRt5LmN3bV7cX1zA9sD4fG6hJ2kL0 here", &[]), "got [REDACTED] here");
         assert_eq!(
             redact("a short Abc123 and a lowercase_only_identifier_of_length_40", &[]),
@@ -928,10 +1091,28 @@ mod tests {
             key.bytes().map(|b| format!("0o{b:o}")).collect::<Vec<_>>().join(" "),
             key.bytes().map(|b| format!("{b:02x}")).collect::<Vec<_>>().join(":"),
             key.bytes().map(|b| format!("{b:02X}")).collect::<Vec<_>>().join(" "),
+            // CSS escapes, leet
+            key.bytes().map(|b| format!("\\{b:x} ")).collect::<String>().trim_end().to_string(),
+            "5k-n4vk17-7e57-5ECRE7123".to_string(),
+            "5K-N@VK!7-+3$+-$3CR3+I23".to_string(),
         ] {
             let body = format!("invalid key ending {leak}, try again");
             let clean = redact(&body, &[key]);
             assert_eq!(clean, "invalid key ending [REDACTED], try again", "{leak}");
+        }
+        // base85 as Python's base64.a85encode (plain and Adobe), b85encode and ZeroMQ's Z85
+        // write it, and uuencode (binascii.b2a_uu): their alphabets hold punctuation, so the
+        // redacted run may take a comma or bracket beside it along
+        for leak in [
+            "F)*@F@<QF#F=hTGF*'!4770sA<&$-a",
+            "<~F)*@F@<QF#F=hTGF*'!4770sA<&$-a~>",
+            "b89VbVRmb2bS-pcb960JMMF|WR53C$",
+            "B89vBvrMB2Bs?PCB960jmmf%wr53c:",
+            "8<VLM;F%V:VET+71E<W0M4T5#4D54,3(S",
+        ] {
+            let clean = redact(&format!("invalid key ending {leak}, try again"), &[key]);
+            assert!(clean.contains(REDACTED) && !clean.contains(&leak[3..leak.len() - 3]), "{leak}: {clean}");
+            assert!(clean.starts_with("invalid key ending ") && clean.ends_with(" try again"), "{clean}");
         }
         // every other character: the even ones, then the odd ones
         let halves = format!(
