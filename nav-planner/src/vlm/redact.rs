@@ -249,27 +249,10 @@ fn redact_altered(text: &str, secret: &str) -> String {
             }
         }
     }
-    for (start, end) in encoded_runs(text) {
-        if decodings(&text[start..end]).iter().any(|d| holds_piece(d)) {
-            hide.push((start, end));
-        }
-    }
-    for (start, end) in percent_runs(text) {
-        if holds_piece(&percent_decode(&text[start..end])) {
-            hide.push((start, end));
-        }
-    }
-    let codes = char_code_runs(text).into_iter().chain(hex_pair_runs(text)).chain(number_runs(text));
-    for (start, end, decoded) in codes.chain(css_escape_runs(text)) {
-        if holds_piece(&decoded) {
-            hide.push((start, end));
-        }
-    }
-    for (start, end, decoded) in radix85_and_uu_runs(text) {
-        if decoded.iter().any(|d| holds_piece(d)) {
-            hide.push((start, end));
-        }
-    }
+    hide.extend(encoded_spans(text, &holds_piece));
+    // an encoding written backwards: the same runs in the text read from its end
+    let reversed: String = text.chars().rev().collect();
+    hide.extend(encoded_spans(&reversed, &holds_piece).into_iter().map(|(s, e)| (text.len() - e, text.len() - s)));
     // leet: look-alike digits and signs for letters
     let folded = leet_fold(text.as_bytes());
     let leet = leet_piece_set(secret);
@@ -309,6 +292,35 @@ fn redact_altered(text: &str, secret: &str) -> String {
     }
     out.push_str(&text[at..]);
     out
+}
+
+/// The byte ranges of `text`'s encoded runs (base64, base32, hex, bits,
+/// percent, character codes, CSS escapes, base85, uuencode) whose decoded
+/// bytes hold a piece of the secret.
+fn encoded_spans(text: &str, holds_piece: &dyn Fn(&[u8]) -> bool) -> Vec<(usize, usize)> {
+    let mut hide = Vec::new();
+    for (start, end) in encoded_runs(text) {
+        if decodings(&text[start..end]).iter().any(|d| holds_piece(d)) {
+            hide.push((start, end));
+        }
+    }
+    for (start, end) in percent_runs(text) {
+        if holds_piece(&percent_decode(&text[start..end])) {
+            hide.push((start, end));
+        }
+    }
+    let codes = char_code_runs(text).into_iter().chain(hex_pair_runs(text)).chain(number_runs(text));
+    for (start, end, decoded) in codes.chain(css_escape_runs(text)) {
+        if holds_piece(&decoded) {
+            hide.push((start, end));
+        }
+    }
+    for (start, end, decoded) in radix85_and_uu_runs(text) {
+        if decoded.iter().any(|d| holds_piece(d)) {
+            hide.push((start, end));
+        }
+    }
+    hide
 }
 
 /// The [`MIN_FRAGMENT_CHARS`]-character pieces [`redact_altered`] looks for,
@@ -480,6 +492,9 @@ fn char_code_runs(text: &str) -> Vec<(usize, usize, Vec<u8>)> {
     let glued = |i: usize| i > 0 && b[i - 1].is_ascii_alphanumeric();
     let mut i = 0;
     while i < b.len() {
+        // a prefixed code right after the previous one (`0b01110011` + `0b01101011`…)
+        let run_end = run.as_ref().map(|r| r.1);
+        let continues = |i: usize| run_end == Some(i);
         let at = &b[i..];
         let next_is = |set: &[u8]| at.get(1).is_some_and(|c| set.contains(c));
         // where the digits start, their radix and how many a code may have
@@ -488,15 +503,15 @@ fn char_code_runs(text: &str) -> Vec<(usize, usize, Vec<u8>)> {
                 (i + 3, 16, 6)
             } else if at.starts_with(b"\\U") {
                 (i + 2, 16, 8)
-            } else if ((at.starts_with(b"0x") || at.starts_with(b"0X")) && !glued(i))
+            } else if ((at.starts_with(b"0x") || at.starts_with(b"0X")) && (!glued(i) || continues(i)))
                 || at.starts_with(b"U+")
                 || at.starts_with(b"u+")
                 || (at[0] == b'\\' && next_is(b"xXu"))
             {
                 (i + 2, 16, 6)
-            } else if (at.starts_with(b"0o") || at.starts_with(b"0O")) && !glued(i) {
+            } else if (at.starts_with(b"0o") || at.starts_with(b"0O")) && (!glued(i) || continues(i)) {
                 (i + 2, 8, 7)
-            } else if (at.starts_with(b"0b") || at.starts_with(b"0B")) && !glued(i) {
+            } else if (at.starts_with(b"0b") || at.starts_with(b"0B")) && (!glued(i) || continues(i)) {
                 (i + 2, 2, 8)
             } else if at[0] == b'\\' && next_is(b"01234567") {
                 (i + 1, 8, 3)
@@ -507,12 +522,15 @@ fn char_code_runs(text: &str) -> Vec<(usize, usize, Vec<u8>)> {
                 continue;
             };
         let is_digit = |c: u8| char::from(c).is_digit(radix);
+        // a prefixed code ends where the next one's prefix starts (`0b01110011` + `0b0110…`)
+        let prefixed = digits == i + 2 && at[0] == b'0';
+        let next_prefix = |j: usize| prefixed && b[j] == b'0' && b.get(j + 1) == Some(&at[1]);
         let mut j = digits;
-        while j < b.len() && j - digits < max && is_digit(b[j]) {
+        while j < b.len() && j - digits < max && is_digit(b[j]) && !(j > digits && next_prefix(j)) {
             j += 1;
         }
         // a longer number is not a code (octal escapes end after three digits)
-        let longer = radix != 8 && j < b.len() && is_digit(b[j]);
+        let longer = radix != 8 && j < b.len() && is_digit(b[j]) && !next_prefix(j);
         let code = (j > digits && !longer)
             .then(|| u32::from_str_radix(&text[digits..j], radix).ok())
             .flatten()
@@ -674,7 +692,7 @@ fn percent_decode(run: &str) -> Vec<u8> {
 }
 
 /// The byte ranges of maximal runs of base64 / hex characters long enough
-/// to hide a piece of a secret.
+/// to hide a piece of a secret, line breaks inside them allowed.
 fn encoded_runs(text: &str) -> Vec<(usize, usize)> {
     // '=' ends a run: padding is only at a run's end, and `name=value` is two runs
     let is_b64 = |b: u8| b.is_ascii_alphanumeric() || matches!(b, b'+' | b'/' | b'-' | b'_');
@@ -687,10 +705,24 @@ fn encoded_runs(text: &str) -> Vec<(usize, usize)> {
             continue;
         }
         let start = i;
-        while i < bytes.len() && is_b64(bytes[i]) {
-            i += 1;
+        let mut end = i;
+        // a line break inside a run continues it (base64 is wrapped at 64 or 76 columns)
+        while i < bytes.len() {
+            if is_b64(bytes[i]) {
+                i += 1;
+                end = i;
+            } else if matches!(bytes[i], b'\r' | b'\n') {
+                let next = i + bytes[i..].iter().take_while(|b| matches!(b, b'\r' | b'\n')).count();
+                if next < bytes.len() && is_b64(bytes[next]) {
+                    i = next;
+                } else {
+                    break;
+                }
+            } else {
+                break;
+            }
         }
-        let end = i;
+        i = end;
         // the padding belongs to the run (redacted with it)
         while i < bytes.len() && i - end < 2 && bytes[i] == b'=' {
             i += 1;
@@ -708,7 +740,8 @@ fn encoded_runs(text: &str) -> Vec<(usize, usize)> {
 fn decodings(run: &str) -> Vec<Vec<u8>> {
     use base64::Engine as _;
     use base64::engine::general_purpose::{STANDARD_NO_PAD, URL_SAFE_NO_PAD};
-    let core = run.trim_end_matches('=');
+    let joined: String = run.chars().filter(|c| !matches!(c, '\r' | '\n')).collect();
+    let core = joined.trim_end_matches('=');
     let mut out = Vec::new();
     for skip in 0..4.min(core.len()) {
         let part = &core[skip..];
@@ -804,7 +837,8 @@ fn leet_fold(s: &[u8]) -> Vec<u8> {
 }
 
 /// Maximal runs of CSS escapes (`\73 \6b \2d`: a backslash, one to six hex
-/// digits and at most one space), each with the UTF-8 bytes they spell.
+/// digits and at most one white space), each with the UTF-8 bytes they
+/// spell.
 fn css_escape_runs(text: &str) -> Vec<(usize, usize, Vec<u8>)> {
     let b = text.as_bytes();
     let mut out = Vec::new();
@@ -821,7 +855,12 @@ fn css_escape_runs(text: &str) -> Vec<(usize, usize, Vec<u8>)> {
             let Some(c) = u32::from_str_radix(&text[digits..k], 16).ok().and_then(char::from_u32) else { break };
             bytes.extend_from_slice(c.encode_utf8(&mut [0u8; 4]).as_bytes());
             codes += 1;
-            j = if k < b.len() && b[k] == b' ' { k + 1 } else { k };
+            // one white space ends an escape (CSS: space, tab, newline, CR LF, form feed)
+            j = match b.get(k..k + 2) {
+                Some(b"\r\n") => k + 2,
+                _ if b.get(k).is_some_and(|c| matches!(c, b' ' | b'\t' | b'\n' | b'\r' | b'\x0c')) => k + 1,
+                _ => k,
+            };
         }
         if codes >= MIN_FRAGMENT_CHARS {
             out.push((start, j, bytes));
@@ -854,7 +893,7 @@ fn radix85_and_uu_runs(text: &str) -> Vec<(usize, usize, Vec<Vec<u8>>)> {
         let member = |c: u8| lookup[usize::from(c)].is_some() || (z_zeros && c == b'z');
         for (start, end) in runs_of(b, member, (MIN_FRAGMENT_CHARS * 5).div_ceil(4)) {
             let mut values: Vec<u32> = Vec::with_capacity(end - start);
-            for &c in &b[start..end] {
+            for &c in b[start..end].iter().filter(|c| !matches!(c, b'\r' | b'\n')) {
                 match lookup[usize::from(c)] {
                     Some(v) => values.push(v),
                     None => values.extend([0; 5]), // ascii85's `z`: four zero bytes
@@ -862,8 +901,10 @@ fn radix85_and_uu_runs(text: &str) -> Vec<(usize, usize, Vec<Vec<u8>>)> {
             }
             let decoded = (0..5.min(values.len()))
                 .map(|skip| {
-                    values[skip..]
-                        .chunks_exact(5)
+                    // a final partial group decodes as if padded with the last digit
+                    let mut v = values[skip..].to_vec();
+                    v.resize(v.len().div_ceil(5) * 5, 84);
+                    v.chunks_exact(5)
                         .flat_map(|g| g.iter().fold(0u32, |acc, v| acc.wrapping_mul(85).wrapping_add(*v)).to_be_bytes())
                         .collect()
                 })
@@ -872,26 +913,29 @@ fn radix85_and_uu_runs(text: &str) -> Vec<(usize, usize, Vec<Vec<u8>>)> {
         }
     }
     // uuencode: four characters (space or backtick for 0, up to `_` for 63) carry three bytes
-    for (start, end) in runs_of(b, |c| (b' '..=b'`').contains(&c), (MIN_FRAGMENT_CHARS * 4).div_ceil(3)) {
-        // spaces at a run's ends are the text's (uuencoders write zeros as backticks)
-        let start = start + b[start..end].iter().take_while(|c| **c == b' ').count();
-        let end = end - b[start..end].iter().rev().take_while(|c| **c == b' ').count();
-        let values: Vec<u8> = b[start..end].iter().map(|c| (c - b' ') & 63).collect();
+    let uu = |c: u8| (b' '..=b'`').contains(&c);
+    for (start, end) in runs_of(b, uu, (MIN_FRAGMENT_CHARS * 4).div_ceil(3)) {
+        let values: Vec<u8> =
+            b[start..end].iter().filter(|c| !matches!(c, b'\r' | b'\n')).map(|c| (c - b' ') & 63).collect();
         let decoded = (0..4.min(values.len()))
             .map(|skip| {
-                values[skip..]
-                    .chunks_exact(4)
+                let mut v = values[skip..].to_vec();
+                v.resize(v.len().div_ceil(4) * 4, 0);
+                v.chunks_exact(4)
                     .flat_map(|g| [(g[0] << 2) | (g[1] >> 4), (g[1] << 4) | (g[2] >> 2), (g[2] << 6) | g[3]])
                     .collect()
             })
             .collect();
-        out.push((start, end, decoded));
+        // spaces at a run's ends are the text's (uuencoders write zeros as backticks): not hidden
+        let from = start + b[start..end].iter().take_while(|c| c.is_ascii_whitespace()).count();
+        let to = end - b[from..end].iter().rev().take_while(|c| c.is_ascii_whitespace()).count();
+        out.push((from, to, decoded));
     }
     out
 }
 
-/// The byte ranges of maximal runs of at least `min` bytes that are all
-/// `member`s.
+/// The byte ranges of maximal runs of at least `min` `member` bytes, line
+/// breaks between them allowed (a run never starts or ends with one).
 fn runs_of(b: &[u8], member: impl Fn(u8) -> bool, min: usize) -> Vec<(usize, usize)> {
     let mut out = Vec::new();
     let mut i = 0;
@@ -900,13 +944,19 @@ fn runs_of(b: &[u8], member: impl Fn(u8) -> bool, min: usize) -> Vec<(usize, usi
             i += 1;
             continue;
         }
-        let start = i;
-        while i < b.len() && member(b[i]) {
+        let (start, mut members, mut end) = (i, 0, i);
+        // a line break inside a run continues it (encoders wrap their lines)
+        while i < b.len() && (member(b[i]) || matches!(b[i], b'\r' | b'\n')) {
+            if member(b[i]) {
+                members += 1;
+                end = i + 1;
+            }
             i += 1;
         }
-        if i - start >= min {
-            out.push((start, i));
+        if members >= min {
+            out.push((start, end));
         }
+        i = end.max(start + 1);
     }
     out
 }
@@ -1113,6 +1163,27 @@ mod tests {
             let clean = redact(&format!("invalid key ending {leak}, try again"), &[key]);
             assert!(clean.contains(REDACTED) && !clean.contains(&leak[3..leak.len() - 3]), "{leak}: {clean}");
             assert!(clean.starts_with("invalid key ending ") && clean.ends_with(" try again"), "{clean}");
+        }
+        // written backwards after encoding, wrapped at 10 columns with CR LF, CSS escapes ended
+        // by tabs or newlines, 0b codes without separators, and uuencoded 8-character pieces
+        let wrap10 =
+            |s: &str| s.as_bytes().chunks(10).map(|c| std::str::from_utf8(c).unwrap()).collect::<Vec<_>>().join("\r\n");
+        for leak in [
+            "a-$&<As0774!'*FGThT=F#FQ<@F@*)F".to_string(),
+            base32(key.as_bytes()).chars().rev().collect(),
+            b64(key).chars().rev().collect(),
+            wrap10("<~F)*@F@<QF#F=hTGF*'!4770sA<&$-a~>"),
+            wrap10(&b64(key)),
+            key.bytes().map(|b| format!("\\{b:x}\t")).collect(),
+            key.bytes().map(|b| format!("\\{b:x}\n")).collect(),
+            key.bytes().map(|b| format!("\\{b:x}\r\n")).collect(),
+            key.bytes().map(|b| format!("0b{b:08b}")).collect(),
+            "(=\"U314-2150 ".to_string(),
+            "(+5-%0U)%5#$ ".to_string(),
+        ] {
+            let clean = redact(&format!("invalid key ending {leak}; try again"), &[key]);
+            let left = clean.replace("invalid key ending ", "").replace(" try again", "");
+            assert!(left.trim_matches([';', ' ', '<', '~', '>']) == REDACTED, "{leak:?}: {clean:?}");
         }
         // every other character: the even ones, then the odd ones
         let halves = format!(
