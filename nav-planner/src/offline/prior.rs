@@ -81,21 +81,8 @@ impl SemanticPrior {
         objects: impl IntoIterator<Item = (&'a str, f64)>,
         votes_for: impl Fn(&str) -> bool,
     ) -> Option<String> {
-        let mut votes: BTreeMap<&str, f64> = BTreeMap::new();
-        for (o, weight) in objects {
-            let rooms = self.rooms_for(o);
-            let kept: Vec<&(String, f64)> = rooms.iter().filter(|(r, _)| votes_for(r)).collect();
-            let (kept, total) = if kept.is_empty() {
-                (rooms.iter().collect(), 1.0)
-            } else {
-                let total: f64 = kept.iter().map(|(_, w)| w).sum();
-                (kept, total)
-            };
-            for (room, w) in kept {
-                *votes.entry(room.as_str()).or_default() += w / total.max(1e-9) * weight;
-            }
-        }
-        votes.into_iter().max_by(|a, b| a.1.total_cmp(&b.1)).map(|(r, _)| r.to_string())
+        // the last of equal votes, as the vote always broke ties
+        self.votes_where(objects, votes_for).into_iter().max_by(|a, b| a.1.total_cmp(&b.1)).map(|(r, _)| r)
     }
 
     /// The room types `objects` vote for (as in
