@@ -697,41 +697,13 @@ fn encoded_runs(text: &str) -> Vec<(usize, usize)> {
     // '=' ends a run: padding is only at a run's end, and `name=value` is two runs
     let is_b64 = |b: u8| b.is_ascii_alphanumeric() || matches!(b, b'+' | b'/' | b'-' | b'_');
     let bytes = text.as_bytes();
-    let mut out = Vec::new();
-    let mut i = 0;
-    while i < bytes.len() {
-        if !is_b64(bytes[i]) {
-            i += 1;
-            continue;
-        }
-        let start = i;
-        let mut end = i;
-        // a line break inside a run continues it (base64 is wrapped at 64 or 76 columns)
-        while i < bytes.len() {
-            if is_b64(bytes[i]) {
-                i += 1;
-                end = i;
-            } else if matches!(bytes[i], b'\r' | b'\n') {
-                let next = i + bytes[i..].iter().take_while(|b| matches!(b, b'\r' | b'\n')).count();
-                if next < bytes.len() && is_b64(bytes[next]) {
-                    i = next;
-                } else {
-                    break;
-                }
-            } else {
-                break;
-            }
-        }
-        i = end;
-        // the padding belongs to the run (redacted with it)
-        while i < bytes.len() && i - end < 2 && bytes[i] == b'=' {
-            i += 1;
-        }
-        if end - start >= MIN_ENCODED_RUN {
-            out.push((start, i));
-        }
-    }
-    out
+    runs_of(bytes, is_b64, MIN_ENCODED_RUN)
+        .into_iter()
+        .map(|(start, end)| {
+            // the padding belongs to the run (redacted with it)
+            (start, end + bytes[end..].iter().take(2).take_while(|b| **b == b'=').count())
+        })
+        .collect()
 }
 
 /// What a base64 or hex run may decode to: base64 (both alphabets) from
